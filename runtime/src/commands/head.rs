@@ -1,0 +1,87 @@
+//! `head`: the first N items, lazily (upstream stops being pulled after N).
+
+use super::{Command, Example, FlagSpec, ItemStream, Output, Signature};
+use crate::dsl::{Args, FlagValue};
+use crate::error::{Error, Result};
+use crate::executor::Context;
+use crate::value::string_to_number;
+
+/// `head --n N` (default 10).
+pub struct Head;
+
+const HELP: &str = "head — take first N items\n\nUsage:\n  head --n 10\n";
+
+impl Head {
+    fn count(args: &Args) -> Result<usize> {
+        let n = match args.flag("n") {
+            None => 10.0,
+            Some(FlagValue::Bool(_)) => 1.0, // Number(true)
+            Some(FlagValue::Str(s)) => string_to_number(s),
+        };
+        if !n.is_finite() || n < 0.0 {
+            return Err(Error::runtime("head --n must be a non-negative number"));
+        }
+        // JavaScript compares `i < n`, so a fractional n rounds up.
+        Ok(n.ceil() as usize)
+    }
+}
+
+impl Command for Head {
+    fn signature(&self) -> Signature {
+        Signature {
+            name: "head",
+            description: "Take first N items",
+            flags: &[FlagSpec {
+                name: "n",
+                value: Some("N"),
+                description: "How many items to keep (default 10)",
+            }],
+            positional: None,
+            side_effects: &[],
+        }
+    }
+
+    fn help(&self) -> &'static str {
+        HELP
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                description: "keep the first two items",
+                pipeline: "head --n 2",
+                input: "[1, 2, 3]",
+                output: "[1, 2]",
+            },
+            Example {
+                description: "default is ten",
+                pipeline: "head",
+                input: "[1, 2]",
+                output: "[1, 2]",
+            },
+            Example {
+                description: "zero keeps nothing",
+                pipeline: "head --n 0",
+                input: "[1, 2]",
+                output: "[]",
+            },
+        ]
+    }
+
+    fn validate(&self, args: &Args) -> Result<()> {
+        Self::count(args).map(|_| ())
+    }
+
+    fn run(&self, args: &Args, input: ItemStream, _ctx: &Context) -> Result<Output> {
+        let n = Self::count(args)?;
+        Ok(Output::Items(Box::new(input.take(n))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn examples() {
+        super::super::examples::check_examples(&super::Head);
+    }
+}

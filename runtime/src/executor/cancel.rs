@@ -1,0 +1,131 @@
+//! Cancellation: a run-wide flag set by a deadline or a signal, plus the set of
+//! child process groups to kill when it fires.
+
+use crate::error::Error;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Why a run was cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelReason {
+    /// `--timeout-ms` ran out.
+    Timeout,
+    /// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
+    Signal { name: &'static str, number: i32 },
+}
+
+impl CancelReason {
+    /// The error the run ends with.
+    pub fn to_error(self) -> Error {
+        match self {
+            CancelReason::Timeout => Error::runtime("lobster runtime timed out"),
+            CancelReason::Signal { name, number } => Error::Signal { name, number },
+        }
+    }
+}
+
+/// A cloneable handle shared by the run, its stages and its watchdogs.
+#[derive(Clone, Default)]
+pub struct Cancel(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    fired: AtomicBool,
+    reason: Mutex<Option<CancelReason>>,
+    groups: Mutex<BTreeSet<i32>>,
+}
+
+impl Cancel {
+    /// `Err` once the run was cancelled; call between items and stages.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.0.fired.load(Ordering::Relaxed) {
+            return Err(self
+                .reason()
+                .map_or_else(|| Error::runtime("cancelled"), CancelReason::to_error));
+        }
+        Ok(())
+    }
+
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.fired.load(Ordering::Relaxed)
+    }
+
+    /// The first reason given, if cancelled.
+    pub fn reason(&self) -> Option<CancelReason> {
+        *self.0.reason.lock().unwrap()
+    }
+
+    /// Cancel the run (the first reason wins) and kill every registered
+    /// process group: at once with SIGKILL for a timeout, SIGTERM then SIGKILL
+    /// after 250 ms for a signal.
+    pub fn trigger(&self, reason: CancelReason) {
+        {
+            let mut slot = self.0.reason.lock().unwrap();
+            if slot.is_none() {
+                *slot = Some(reason);
+            }
+        }
+        self.0.fired.store(true, Ordering::SeqCst);
+        match reason {
+            CancelReason::Timeout => self.kill_groups(libc::SIGKILL),
+            CancelReason::Signal { .. } => {
+                self.kill_groups(libc::SIGTERM);
+                let me = self.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(250));
+                    me.kill_groups(libc::SIGKILL);
+                });
+            }
+        }
+    }
+
+    /// Send `signal` to every registered process group.
+    pub fn kill_groups(&self, signal: i32) {
+        for &pgid in self.0.groups.lock().unwrap().iter() {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+            unsafe {
+                libc::kill(-pgid, signal);
+            }
+        }
+    }
+
+    /// Track a child's process group until the guard drops. If the run is
+    /// already cancelled the group is killed at once.
+    pub fn register_group(&self, pgid: i32) -> GroupGuard {
+        self.0.groups.lock().unwrap().insert(pgid);
+        if self.is_cancelled() {
+            // SAFETY: as in kill_groups.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+        GroupGuard {
+            cancel: self.clone(),
+            pgid,
+        }
+    }
+
+    /// Fire [`CancelReason::Timeout`] after `timeout` unless the process ends first.
+    pub fn arm_deadline(&self, timeout: Duration) {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(timeout);
+            me.trigger(CancelReason::Timeout);
+        });
+    }
+}
+
+/// Removes a process group from the kill set when dropped.
+pub struct GroupGuard {
+    cancel: Cancel,
+    pgid: i32,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.cancel.0.groups.lock().unwrap().remove(&self.pgid);
+    }
+}

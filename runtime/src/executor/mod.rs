@@ -1,0 +1,14 @@
+//! Drives a parsed pipeline to an outcome: resolve and validate every stage
+//! first, then run them in order with items streaming between them.
+//!
+//! The executor never prints; the CLI turns an [`Outcome`] into output.
+
+mod cancel;
+mod context;
+mod plan;
+mod run;
+
+pub use cancel::{Cancel, CancelReason, GroupGuard};
+pub use context::{Context, Limits, Mode};
+pub use plan::{check_pipeline, suggest};
+pub use run::{run_pipeline, Outcome};

@@ -1,0 +1,28 @@
+//! Lobster: a workflow shell that lets an AI agent run a multi-step pipeline in
+//! one call, stop at approval gates, and resume later from a durable token.
+//!
+//! Layers, from the outside in (see `docs/ARCHITECTURE.md`):
+//! - [`cli`]: argv → request; outcome → stdout/stderr/exit code.
+//! - [`envelope`]: the tool protocol's JSON shapes.
+//! - [`resume`]: pausing at gates and resuming from tokens.
+//! - [`executor`]: validates a whole pipeline, then runs it.
+//! - [`commands`]: the built-in commands.
+//! - [`dsl`]: pipeline text → stages with spans.
+//! - [`state`]: atomic, durable files and tokens.
+//! - [`value`]: JSON items with JavaScript semantics.
+
+pub mod cli;
+pub mod commands;
+pub mod dsl;
+pub mod envelope;
+pub mod error;
+pub mod executor;
+pub mod process;
+pub mod resume;
+pub mod state;
+pub mod value;
+
+pub use error::{Error, Result};
+
+/// The version `lobster version` prints.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

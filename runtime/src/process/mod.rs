@@ -1,0 +1,1 @@
+//! Host child processes for `exec` (and later workflow `run:` steps).

@@ -1,0 +1,1 @@
+//! Pausing at gates and resuming from tokens.

@@ -1,0 +1,14 @@
+//! Durable state under `LOBSTER_STATE_DIR` (default `~/.lobster/state`):
+//! key/value JSON files for `state.get`/`state.set`/`diff.last`, resume
+//! states for paused runs, the tokens that point at them, and the short
+//! `approvalId` aliases.
+//!
+//! Every write is atomic (temp file, fsync, rename, fsync of the directory)
+//! and every file is 0600: a killed process leaves either the old file or the
+//! new one, never half of one.
+
+mod atomic;
+mod store;
+
+pub use atomic::write_atomic;
+pub use store::{key_to_file_name, StateStore};

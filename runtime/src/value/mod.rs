@@ -1,0 +1,16 @@
+//! JSON items and the JavaScript semantics the reference's commands use on them.
+//!
+//! Items are `serde_json::Value` with insertion-ordered objects. The reference is
+//! written in JavaScript, so printing (`JSON.stringify`), coercion (`String(x)`,
+//! `Number(x)`) and loose comparison (`==`, `<`) follow ECMAScript here.
+
+mod coerce;
+mod path;
+mod print;
+
+pub use coerce::{js_less_than, js_loose_eq, js_to_number, js_to_string, string_to_number};
+pub use path::get_path;
+pub use print::{to_js_json, to_js_json_pretty, write_js_json};
+
+/// One item flowing through a pipeline.
+pub type Item = serde_json::Value;
