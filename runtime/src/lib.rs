@@ -19,6 +19,7 @@ pub mod error;
 pub mod executor;
 pub mod process;
 pub mod resume;
+pub mod schema;
 pub mod state;
 pub mod value;
 

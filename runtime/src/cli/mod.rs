@@ -1,6 +1,235 @@
 //! argv → request → outcome → stdout/stderr/exit code.
+//!
+//! Dispatch (first match wins): no arguments or a leading `-h`/`--help` →
+//! help; `help [topic]`; `version`; `doctor`; `graph`; `run`; `resume`;
+//! `call`; anything else is `run <argv…>`. This room prints; nothing below it does.
+
+mod call;
+mod doctor;
+pub mod help;
+pub mod limits;
+pub mod output;
+pub mod resume_args;
+pub mod run_args;
+pub mod workflow_file;
+
+use crate::commands::Registry;
+use crate::error::{Error, Result};
+use crate::executor::{check_pipeline, run_pipeline, Context, Mode};
+use crate::resume::{finish_run, Paused};
+use crate::state::StateStore;
+use limits::LimitArgs;
+use output::{human_error, write_once, Printer};
+use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
-pub fn main(_args: Vec<String>) -> i32 {
+pub fn main(args: Vec<String>) -> i32 {
+    let first = args.first().map(String::as_str);
+    match first {
+        None | Some("-h" | "--help") => print_help(&Registry::builtin(), None),
+        Some("help") => print_help(&Registry::builtin(), args.get(1).map(String::as_str)),
+        Some("version" | "--version" | "-v") => {
+            write_once(&format!("{}\n", crate::VERSION), "");
+            0
+        }
+        Some("doctor") => doctor::doctor(&args[1..]),
+        Some("graph") => graph(&args[1..]),
+        Some("run") => run(&args[1..]),
+        Some("resume") => resume(&args[1..]),
+        Some("call") => call::call(&args[1..]),
+        Some(_) => run(&args),
+    }
+}
+
+fn print_help(registry: &Registry, topic: Option<&str>) -> i32 {
+    let text = match topic {
+        None => help::main_help(registry),
+        Some("run") => help::RUN_HELP.to_string(),
+        Some("resume") => help::RESUME_HELP.to_string(),
+        Some("call") => help::CALL_HELP.to_string(),
+        Some("graph") => help::GRAPH_HELP.to_string(),
+        Some(name) => match registry.get(name) {
+            Some(cmd) => cmd.help().to_string(),
+            None => {
+                let hint = crate::executor::suggest(name, registry.names())
+                    .map(|n| format!("  hint: did you mean `{n}`?\n"))
+                    .unwrap_or_default();
+                write_once("", &format!("Unknown command: {name}\n{hint}"));
+                return 2;
+            }
+        },
+    };
+    write_once(&text, "");
     0
+}
+
+fn graph(argv: &[String]) -> i32 {
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        write_once(help::GRAPH_HELP, "");
+        return 0;
+    }
+    write_once(
+        "",
+        "Error: lobster graph needs workflow file support, which this build does not have yet\n",
+    );
+    1
+}
+
+/// The context of one CLI run: state store from the environment, limits,
+/// working directory, and whether a human can answer prompts.
+pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
+    let mut ctx = Context::from_process(mode, StateStore::from_env());
+    ctx.limits = limits.resolve(mode)?;
+    if let Some(requested) = cwd {
+        ctx.cwd = limits::resolve_cwd(&ctx.cwd, requested)?;
+    }
+    // SAFETY: isatty only inspects file descriptor 0.
+    ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
+    Ok(ctx)
+}
+
+/// Arm the run's deadline and signal handling. If the main thread has not
+/// printed a result within a grace period after cancellation (e.g. it is
+/// blocked on a terminal read), the watchdog prints the error and exits.
+pub(crate) fn supervise(ctx: &Context, printer: &Printer) {
+    crate::process::install_signal_handlers(&ctx.cancel);
+    if let Some(timeout) = ctx.limits.timeout {
+        ctx.cancel.arm_deadline(timeout);
+    }
+    let cancel = ctx.cancel.clone();
+    let printer = printer.clone();
+    std::thread::spawn(move || {
+        let reason = cancel.wait();
+        std::thread::sleep(Duration::from_millis(1000));
+        let code = printer.error(&reason.to_error());
+        std::process::exit(code);
+    });
+}
+
+fn run(argv: &[String]) -> i32 {
+    let (mode, parsed) = run_args::parse_run_args(argv);
+    let mut printer = Printer {
+        mode,
+        max_bytes: None,
+        text: None,
+    };
+    let args = match parsed {
+        Ok(a) => a,
+        Err(e) => return printer.error(&e),
+    };
+    if args.help {
+        write_once(help::RUN_HELP, "");
+        return 0;
+    }
+    if let Some(code) = refuse_workflow_file(&args, &printer) {
+        return code;
+    }
+    let ctx = match build_context(mode, &args.limits, args.cwd.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return printer.error(&e),
+    };
+    printer.max_bytes = ctx.limits.max_output_bytes;
+    let text = args.pipeline_text();
+    printer.text = Some(text.clone());
+    supervise(&ctx, &printer);
+    if args.dry_run {
+        return match dry_run(&text, &ctx) {
+            Ok(plan) => {
+                write_once("", &plan);
+                0
+            }
+            Err(e) => printer.error(&e),
+        };
+    }
+    printer.finish(run_text(&text, &ctx))
+}
+
+/// Parse, validate and run pipeline text to a printable result.
+pub(crate) fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
+    let pipeline = crate::dsl::parse(text)?;
+    let outcome = run_pipeline(&pipeline, 0, Vec::new(), ctx)?;
+    finish_run(text, outcome, ctx)
+}
+
+/// The reference's dry-run plan (to stderr): `[DRY RUN] Pipeline (n stages):`
+/// and one line per stage with its arguments.
+fn dry_run(text: &str, ctx: &Context) -> Result<String> {
+    let pipeline = crate::dsl::parse(text)?;
+    check_pipeline(&pipeline, 0, &ctx.registry)?;
+    let n = pipeline.stages.len();
+    let mut lines = vec![format!(
+        "[DRY RUN] Pipeline ({n} stage{}):",
+        if n == 1 { "" } else { "s" }
+    )];
+    for (i, stage) in pipeline.stages.iter().enumerate() {
+        let mut parts: Vec<String> = stage.args.positional.clone();
+        parts.extend(
+            stage
+                .args
+                .flags
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str())),
+        );
+        let args = if parts.is_empty() {
+            String::new()
+        } else {
+            format!("  args: {}", parts.join(", "))
+        };
+        lines.push(format!("  {}. {}{args}", i + 1, stage.name));
+    }
+    lines.push(String::new());
+    Ok(lines.join("\n"))
+}
+
+/// Workflow files arrive with the workflow layer; until then say so clearly.
+fn refuse_workflow_file(args: &run_args::RunArgs, printer: &Printer) -> Option<i32> {
+    let candidate = match (&args.file, args.rest.as_slice()) {
+        (Some(f), _) => f.clone(),
+        (None, [one]) if !one.contains('|') && workflow_file::looks_like_workflow(one) => {
+            one.clone()
+        }
+        _ => return None,
+    };
+    let path = std::path::Path::new(&candidate);
+    let err = if !workflow_file::has_workflow_extension(path) {
+        Error::parse(format!(
+            "Workflow file must end in .lobster, .yaml, .yml or .json: {candidate}"
+        ))
+    } else if !path.is_file() {
+        Error::parse(format!("Workflow file not found: {candidate}"))
+    } else {
+        Error::runtime(format!(
+            "Workflow files are not supported by this build yet: {candidate}"
+        ))
+    };
+    Some(printer.error(&err))
+}
+
+fn resume(argv: &[String]) -> i32 {
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        write_once(help::RESUME_HELP, "");
+        return 0;
+    }
+    // `resume` always answers with a tool envelope.
+    let mut printer = Printer {
+        mode: Mode::Tool,
+        max_bytes: None,
+        text: None,
+    };
+    let args = match resume_args::parse_resume_args(argv) {
+        Ok(a) => a,
+        Err(e) => return printer.error(&e),
+    };
+    let ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return printer.error(&e),
+    };
+    printer.max_bytes = ctx.limits.max_output_bytes;
+    supervise(&ctx, &printer);
+    printer.finish(crate::resume::resume(&args.request, &ctx))
+}
+
+/// Human-readable error text, for callers outside this module.
+pub fn render_error(e: &Error, text: Option<&str>) -> String {
+    human_error(e, text)
 }

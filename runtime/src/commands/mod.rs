@@ -115,9 +115,18 @@ pub fn stream_of(items: Vec<Item>) -> ItemStream {
     Box::new(items.into_iter().map(Ok))
 }
 
+mod approve;
+mod ask;
 mod head;
+mod interactive;
+
+pub use approve::preview_of;
 
 /// Every built-in command (unsorted; the registry sorts).
 pub(crate) fn all() -> Vec<Box<dyn Command>> {
-    vec![Box::new(head::Head)]
+    vec![
+        Box::new(approve::Approve),
+        Box::new(ask::Ask),
+        Box::new(head::Head),
+    ]
 }

@@ -4,7 +4,7 @@
 use crate::error::Error;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// Why a run was cancelled.
@@ -34,6 +34,7 @@ pub struct Cancel(Arc<Inner>);
 struct Inner {
     fired: AtomicBool,
     reason: Mutex<Option<CancelReason>>,
+    fired_cv: Condvar,
     groups: Mutex<BTreeSet<i32>>,
 }
 
@@ -67,8 +68,9 @@ impl Cancel {
             if slot.is_none() {
                 *slot = Some(reason);
             }
+            self.0.fired.store(true, Ordering::SeqCst);
+            self.0.fired_cv.notify_all();
         }
-        self.0.fired.store(true, Ordering::SeqCst);
         match reason {
             CancelReason::Timeout => self.kill_groups(libc::SIGKILL),
             CancelReason::Signal { .. } => {
@@ -79,6 +81,17 @@ impl Cancel {
                     me.kill_groups(libc::SIGKILL);
                 });
             }
+        }
+    }
+
+    /// Block until the run is cancelled; returns the reason.
+    pub fn wait(&self) -> CancelReason {
+        let mut slot = self.0.reason.lock().unwrap();
+        loop {
+            if let Some(reason) = *slot {
+                return reason;
+            }
+            slot = self.0.fired_cv.wait(slot).unwrap();
         }
     }
 

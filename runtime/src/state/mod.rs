@@ -10,5 +10,5 @@
 mod atomic;
 mod store;
 
-pub use atomic::write_atomic;
+pub use atomic::{random_hex, sync_dir, write_atomic};
 pub use store::{key_to_file_name, StateStore};

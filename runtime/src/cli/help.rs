@@ -1,0 +1,120 @@
+//! Help texts of the CLI itself (command help lives with each command).
+
+use crate::commands::Registry;
+
+/// `lobster --help`.
+pub fn main_help(registry: &Registry) -> String {
+    let commands = registry.names().join(", ");
+    format!(
+        "lobster — OpenClaw-native typed shell
+
+Usage:
+  lobster '<pipeline>'
+  lobster run --mode tool '<pipeline>'
+  lobster run path/to/workflow.lobster
+  lobster run --file path/to/workflow.lobster --args-json '{{...}}'
+  lobster run --dry-run --file path/to/workflow.lobster
+  lobster run --dry-run '<pipeline>'
+  lobster graph --file path/to/workflow.lobster --format mermaid
+  lobster resume --token <token> --approve yes|no
+  lobster resume --id <approvalId> --approve yes|no
+  lobster resume --token <token> --response-json '{{...}}'
+  lobster resume --token <token> --cancel
+  lobster call '{{\"action\":\"run\",\"pipeline\":\"...\"}}'
+  lobster doctor
+  lobster version
+  lobster help <command>
+
+Flags (run):
+  --mode human|tool       Output mode (default human)
+  --dry-run               Validate and print the execution plan without running anything
+  --timeout-ms N          Stop the run after N ms (min 200; tool mode default 20000)
+  --max-stdout-bytes N    Cap captured and printed output (min 1024; tool mode default 512000)
+  --cwd DIR               Working directory, relative and inside the current directory
+
+Modes:
+  - human (default): renderers can write to stdout
+  - tool: prints a single JSON envelope for easy integration
+
+Examples:
+  lobster 'exec --json --shell \"echo [1,2,3]\" | json'
+  lobster run --mode tool 'exec --json --shell \"echo [1]\" | approve --prompt \"ok?\"'
+
+Pipeline commands:
+  {commands}
+"
+    )
+}
+
+/// `lobster help run` / `lobster run --help`.
+pub const RUN_HELP: &str = "lobster run — run a pipeline (or a workflow file)
+
+Usage:
+  lobster run [--mode human|tool] [--dry-run] [--timeout-ms N] [--max-stdout-bytes N] [--cwd DIR] '<pipeline>'
+  lobster '<pipeline>'
+
+Flags:
+  --mode human|tool       human (default) prints items or rendered text; tool prints one JSON envelope
+  --dry-run               Check every stage and print the plan to stderr; nothing runs
+  --timeout-ms N          Stop the whole run after N ms (clamped to >= 200; tool mode default 20000)
+  --max-stdout-bytes N    Cap each child's captured output and what Lobster prints (clamped to >= 1024;
+                          tool mode default 512000; also LOBSTER_MAX_OUTPUT_BYTES)
+  --cwd DIR               Relative working directory that must stay inside the current directory
+
+Several arguments are joined with single spaces and parsed as one pipeline.
+Exit codes: 0 ok (also needs_approval, needs_input, cancelled), 1 runtime error, 2 parse error,
+128+n when stopped by signal n.
+";
+
+/// `lobster help resume` / `lobster resume --help`.
+pub const RESUME_HELP: &str = "lobster resume — continue a paused run
+
+Usage:
+  lobster resume --token <token> --approve yes|no
+  lobster resume --id <approvalId> --approve yes|no
+  lobster resume --token <token> --response-json '{...}'
+  lobster resume --token <token> --cancel
+
+Flags:
+  --token T            The resumeToken of the paused run
+  --id ID              The 8-hex approvalId (approval gates only)
+  --approve yes|no     Answer an approval gate (alias --decision); no cancels the run
+  --response-json J    Answer an input gate with JSON matching its schema
+  --cancel             Drop the paused run
+  --timeout-ms N, --max-stdout-bytes N, --cwd DIR   As for run
+
+A token resumes exactly once. The output is always a tool envelope.
+";
+
+/// `lobster help call` / `lobster call --help`.
+pub const CALL_HELP: &str = "lobster call — answer one agent tool call with one envelope
+
+Usage:
+  lobster call '{\"action\":\"run\",\"pipeline\":\"exec --json --shell \\\"echo [1]\\\"\"}'
+  echo '{\"action\":\"resume\",\"token\":\"...\",\"approve\":true}' | lobster call
+
+Request fields:
+  action          \"run\" or \"resume\" (required)
+  pipeline        run: the pipeline text, or a workflow file path (required for run)
+  cwd             run: relative working directory inside the current directory
+  timeoutMs       whole-call timeout (default 20000, min 200)
+  maxStdoutBytes  output cap (default 512000, min 1024)
+  argsJson        run: JSON string of workflow args
+  token           resume: the resumeToken
+  approvalId      resume: the short approval id (instead of token)
+  approve         resume: true or false (required for approval gates)
+  response        resume: the JSON answer to an input gate
+";
+
+/// `lobster help graph`.
+pub const GRAPH_HELP: &str = "lobster graph — render workflow step graphs
+
+Usage:
+  lobster graph --file path/to/workflow.lobster [--format mermaid|dot|ascii] [--args-json '{...}']
+  lobster graph path/to/workflow.lobster [--format mermaid|dot|ascii]
+
+Flags:
+  --file       Workflow file path (.lobster, .yaml, .yml, .json)
+  --format     Output format: mermaid (default), dot, ascii
+  --args-json  JSON object used to resolve workflow args for labels
+";

@@ -1,0 +1,133 @@
+//! The OpenClaw tool contract's limits: timeout, output cap, working directory.
+
+use crate::error::{Error, Result};
+use crate::executor::{Limits, Mode};
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// Default whole-run timeout in tool mode.
+pub const DEFAULT_TIMEOUT_MS: u64 = 20_000;
+/// Smallest timeout accepted (smaller values are raised to it).
+pub const MIN_TIMEOUT_MS: u64 = 200;
+/// Default output cap in tool mode.
+pub const DEFAULT_MAX_STDOUT_BYTES: usize = 512_000;
+/// Smallest output cap accepted (smaller values are raised to it).
+pub const MIN_MAX_STDOUT_BYTES: usize = 1024;
+
+/// Limit settings as given (flags, request fields, environment).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LimitArgs {
+    pub timeout_ms: Option<u64>,
+    pub max_stdout_bytes: Option<u64>,
+}
+
+/// Parse a non-negative integer flag value.
+pub fn parse_count(flag: &str, value: &str) -> Result<u64> {
+    value.trim().parse::<u64>().map_err(|_| {
+        Error::parse(format!(
+            "{flag} must be a non-negative integer (got {value:?})"
+        ))
+    })
+}
+
+impl LimitArgs {
+    /// Effective limits: clamped, with tool-mode defaults and `LOBSTER_MAX_OUTPUT_BYTES`.
+    pub fn resolve(&self, mode: Mode) -> Result<Limits> {
+        let tool = mode == Mode::Tool;
+        let timeout_ms = self
+            .timeout_ms
+            .or(tool.then_some(DEFAULT_TIMEOUT_MS))
+            .map(|ms| ms.max(MIN_TIMEOUT_MS));
+        let env_cap = match std::env::var("LOBSTER_MAX_OUTPUT_BYTES") {
+            Ok(v) if !v.trim().is_empty() => Some(parse_count("LOBSTER_MAX_OUTPUT_BYTES", &v)?),
+            _ => None,
+        };
+        let cap = self
+            .max_stdout_bytes
+            .or(env_cap)
+            .or(tool.then_some(DEFAULT_MAX_STDOUT_BYTES as u64))
+            .map(|b| (b as usize).max(MIN_MAX_STDOUT_BYTES));
+        Ok(Limits {
+            timeout: timeout_ms.map(Duration::from_millis),
+            max_output_bytes: cap,
+        })
+    }
+}
+
+/// Resolve a requested working directory: relative, and inside `base`
+/// (after following symlinks).
+pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf> {
+    let requested_path = Path::new(requested);
+    if requested_path.is_absolute() {
+        return Err(Error::parse("cwd must be a relative path"));
+    }
+    let outside = || Error::parse("cwd must stay within the gateway working directory");
+    // Reject lexical escapes even when the target does not exist.
+    let mut depth: i64 = 0;
+    for c in requested_path.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(outside());
+        }
+    }
+    let base = base
+        .canonicalize()
+        .map_err(|e| Error::runtime(format!("cannot resolve working directory: {e}")))?;
+    let joined = base.join(requested_path);
+    let resolved = joined
+        .canonicalize()
+        .map_err(|_| Error::parse(format!("cwd does not exist: {requested}")))?;
+    if !resolved.starts_with(&base) {
+        return Err(outside());
+    }
+    if !resolved.is_dir() {
+        return Err(Error::parse(format!("cwd is not a directory: {requested}")));
+    }
+    Ok(resolved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamps_and_defaults() {
+        let l = LimitArgs {
+            timeout_ms: Some(5),
+            max_stdout_bytes: Some(10),
+        }
+        .resolve(Mode::Human)
+        .unwrap();
+        assert_eq!(l.timeout, Some(Duration::from_millis(200)));
+        assert_eq!(l.max_output_bytes, Some(1024));
+        let l = LimitArgs::default().resolve(Mode::Tool).unwrap();
+        assert_eq!(l.timeout, Some(Duration::from_millis(20_000)));
+        assert_eq!(l.max_output_bytes, Some(512_000));
+    }
+
+    #[test]
+    fn cwd_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
+        assert!(resolve_cwd(dir.path(), "sub").is_ok());
+        assert!(resolve_cwd(dir.path(), "sub/..").is_ok());
+        assert_eq!(
+            resolve_cwd(dir.path(), "/tmp").unwrap_err().to_string(),
+            "cwd must be a relative path"
+        );
+        let escape = "cwd must stay within the gateway working directory";
+        assert_eq!(
+            resolve_cwd(dir.path(), "../x").unwrap_err().to_string(),
+            escape
+        );
+        assert_eq!(
+            resolve_cwd(dir.path(), "root").unwrap_err().to_string(),
+            escape
+        );
+    }
+}

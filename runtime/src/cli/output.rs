@@ -1,0 +1,148 @@
+//! The only place that prints a run's result: human text or one tool
+//! envelope, and the exit code. A global latch makes sure exactly one
+//! result is printed even when a watchdog ends the process early.
+
+use crate::dsl::diagnostic::caret;
+use crate::envelope::{error_envelope, error_envelope_of, Status};
+use crate::error::Error;
+use crate::executor::Mode;
+use crate::resume::pause::halted_item;
+use crate::resume::Paused;
+use crate::value::{to_js_json_pretty, Item};
+use std::io::Write;
+use std::sync::Mutex;
+
+static EMITTED: Mutex<bool> = Mutex::new(false);
+
+/// Write the final stdout/stderr text once per process; later calls print nothing.
+pub fn write_once(stdout: &str, stderr: &str) {
+    let mut done = EMITTED.lock().unwrap_or_else(|p| p.into_inner());
+    if *done {
+        return;
+    }
+    *done = true;
+    let _ = std::io::stdout().write_all(stdout.as_bytes());
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(stderr.as_bytes());
+    let _ = std::io::stderr().flush();
+}
+
+/// How to print one result.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    pub mode: Mode,
+    /// `--max-stdout-bytes` after defaults, if any.
+    pub max_bytes: Option<usize>,
+    /// The pipeline text, for caret diagnostics.
+    pub text: Option<String>,
+}
+
+impl Printer {
+    /// Print `result`; return the exit code.
+    pub fn finish(&self, result: crate::Result<Paused>) -> i32 {
+        match result {
+            Ok(paused) => self.success(paused),
+            Err(e) => self.error(&e),
+        }
+    }
+
+    fn success(&self, paused: Paused) -> i32 {
+        match self.mode {
+            Mode::Tool => self.envelope(&paused.envelope.to_json()),
+            Mode::Human => {
+                let envelope = &paused.envelope;
+                let (out, err) = match envelope.status {
+                    Status::Ok => (
+                        paused
+                            .rendered
+                            .clone()
+                            .unwrap_or_else(|| pretty_line(&Item::Array(envelope.output.clone()))),
+                        String::new(),
+                    ),
+                    Status::NeedsApproval | Status::NeedsInput => {
+                        let item = halted_item(envelope).unwrap_or(Item::Null);
+                        let token = item
+                            .get("resumeToken")
+                            .and_then(Item::as_str)
+                            .unwrap_or_default()
+                            .to_string();
+                        let answer = if envelope.status == Status::NeedsApproval {
+                            "--approve yes|no"
+                        } else {
+                            "--response-json '<json>'"
+                        };
+                        let prefix = paused.rendered.clone().unwrap_or_default();
+                        (
+                            format!("{prefix}{}", pretty_line(&Item::Array(vec![item]))),
+                            format!(
+                                "Paused. Resume with: lobster resume --token {token} {answer}\n"
+                            ),
+                        )
+                    }
+                    Status::Cancelled => (pretty_line(&envelope.to_json()), String::new()),
+                };
+                if self.max_bytes.is_some_and(|cap| out.len() > cap) {
+                    return self.error(&Error::runtime("lobster stdout exceeded maxStdoutBytes"));
+                }
+                write_once(&out, &err);
+                0
+            }
+        }
+    }
+
+    /// Print a tool envelope, enforcing the output cap on its size.
+    pub fn envelope(&self, value: &Item) -> i32 {
+        let text = pretty_line(value);
+        if self.max_bytes.is_some_and(|cap| text.len() > cap) {
+            let over = error_envelope_of(
+                "runtime_error",
+                "lobster runtime result exceeded maxStdoutBytes",
+            );
+            write_once(&pretty_line(&over), "");
+            return 1;
+        }
+        write_once(&text, "");
+        if value.get("ok") == Some(&Item::Bool(false)) {
+            let kind = value.pointer("/error/type").and_then(Item::as_str);
+            return if kind == Some("parse_error") { 2 } else { 1 };
+        }
+        0
+    }
+
+    /// Print an error in this printer's mode; return its exit code.
+    pub fn error(&self, e: &Error) -> i32 {
+        match self.mode {
+            Mode::Tool => {
+                write_once(&pretty_line(&error_envelope(e)), "");
+            }
+            Mode::Human => write_once("", &human_error(e, self.text.as_deref())),
+        }
+        e.exit_code()
+    }
+}
+
+/// `Parse error: …` / `Error: …`, then a caret line under the offending text
+/// and a hint when known.
+pub fn human_error(e: &Error, text: Option<&str>) -> String {
+    let label = if matches!(e, Error::Parse { .. }) {
+        "Parse error"
+    } else {
+        "Error"
+    };
+    let mut out = format!("{label}: {e}\n");
+    if let (Some(span), Some(text)) = (e.span(), text) {
+        out.push_str(&caret(text, span));
+        out.push('\n');
+    }
+    if let Some(hint) = e.location().and_then(|l| l.hint.as_deref()) {
+        out.push_str(&format!("  hint: {hint}\n"));
+    }
+    out
+}
+
+/// `JSON.stringify(v, null, 2) + "\n"`.
+pub fn pretty_line(v: &Item) -> String {
+    let mut s = to_js_json_pretty(v);
+    s.push('\n');
+    s
+}

@@ -1,1 +1,0 @@
-//! Pausing at gates and resuming from tokens.

@@ -1,0 +1,20 @@
+//! Pausing at gates and resuming from tokens.
+//!
+//! A halted run is written to the state store as a *resume state*; the
+//! envelope carries a *token* (an opaque pointer to that state plus a keyed
+//! blake3 tag, see [`token`]) and, for approvals, a short `approvalId` alias
+//! (see [`approval_id`]). `lobster resume` claims the state exactly once
+//! (see [`claim`]) before anything with side effects can run, then continues
+//! the pipeline where it stopped.
+
+pub mod approval_id;
+pub mod claim;
+pub mod pause;
+pub mod request;
+pub mod resume_run;
+pub mod saved;
+pub mod token;
+
+pub use pause::{finish_run, Paused};
+pub use request::{Decision, ResumeRequest, ResumeTarget};
+pub use resume_run::resume;

@@ -1,0 +1,134 @@
+//! Turning a pipeline outcome into an envelope; a halt becomes a saved
+//! resume state plus a token (and an approval id for approvals).
+
+use super::approval_id::{self, now_iso};
+use super::saved::{HaltType, PipelineResumeState, PIPELINE_KIND};
+use super::token::{self, TokenKind};
+use crate::commands::Halt;
+use crate::envelope::{ApprovalRequest, Envelope, InputRequest};
+use crate::error::Result;
+use crate::executor::{Context, Outcome};
+use crate::value::Item;
+
+/// The result of a run or resume: the envelope and any rendered text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paused {
+    pub envelope: Envelope,
+    /// What renderers wrote (human mode prints it instead of the items).
+    pub rendered: Option<String>,
+}
+
+/// Finish a run of `pipeline_text`: completed runs become `ok`; a halt is
+/// saved so it can be resumed, and becomes `needs_approval`/`needs_input`.
+pub fn finish_run(pipeline_text: &str, outcome: Outcome, ctx: &Context) -> Result<Paused> {
+    match outcome {
+        Outcome::Completed { items, rendered } => Ok(Paused {
+            envelope: Envelope::ok(items),
+            rendered,
+        }),
+        Outcome::Halted {
+            stage,
+            halt,
+            rendered,
+        } => {
+            let envelope = save_halt(pipeline_text, stage, halt, ctx)?;
+            Ok(Paused { envelope, rendered })
+        }
+    }
+}
+
+fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Result<Envelope> {
+    let store = &ctx.state;
+    store.ensure_dir()?;
+    let state_key = format!("pipeline_resume_{}", uuid_v4());
+    let (halt_type, prompt, items, input_schema) = match &halt {
+        Halt::Approval { prompt, items, .. } => {
+            (HaltType::Approval, prompt.clone(), items.clone(), None)
+        }
+        Halt::Input { prompt, schema, .. } => (
+            HaltType::Input,
+            prompt.clone(),
+            Vec::new(),
+            Some(schema.clone()),
+        ),
+    };
+    let resume_token = token::issue(store, TokenKind::Pipeline, &state_key)?;
+    // Nobody knows the alias until the envelope is printed, so publishing it
+    // before the state leaves no window in which it could be used.
+    let approval_id = match halt_type {
+        HaltType::Approval => approval_id::publish(store, &state_key)?,
+        HaltType::Input => None,
+    };
+    let state = PipelineResumeState {
+        kind: PIPELINE_KIND.into(),
+        version: 1,
+        pipeline: pipeline_text.to_string(),
+        resume_at_index: stage + 1,
+        items,
+        halt_type,
+        prompt,
+        input_schema,
+        approval_id: approval_id.clone(),
+        created_at: now_iso(),
+    };
+    if let Err(e) = store.set(&state_key, &state.to_json()) {
+        if let Some(id) = &approval_id {
+            approval_id::remove(store, id);
+        }
+        return Err(e);
+    }
+    Ok(match halt {
+        Halt::Approval {
+            prompt,
+            items,
+            preview,
+        } => Envelope::needs_approval(ApprovalRequest {
+            prompt,
+            items,
+            preview,
+            initiated_by: None,
+            required_approver: None,
+            require_different_approver: false,
+            resume_token,
+            approval_id,
+        }),
+        Halt::Input {
+            prompt,
+            schema,
+            subject,
+            ..
+        } => Envelope::needs_input(InputRequest {
+            prompt,
+            response_schema: schema,
+            defaults: None,
+            subject,
+            resume_token,
+        }),
+    })
+}
+
+/// A random RFC 4122 version-4 UUID.
+pub fn uuid_v4() -> String {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).expect("the OS random source is available");
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The item human mode prints for a halt (the request, with its token).
+pub fn halted_item(envelope: &Envelope) -> Option<Item> {
+    envelope
+        .requires_approval
+        .as_ref()
+        .map(ApprovalRequest::to_json)
+        .or_else(|| envelope.requires_input.as_ref().map(InputRequest::to_json))
+}

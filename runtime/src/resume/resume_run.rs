@@ -1,0 +1,104 @@
+//! `lobster resume`: verify the token, check the decision against the gate,
+//! claim the state exactly once, then continue (or cancel).
+
+use super::approval_id;
+use super::claim::claim;
+use super::pause::{finish_run, Paused};
+use super::request::{Decision, ResumeRequest, ResumeTarget};
+use super::saved::{HaltType, PipelineResumeState};
+use super::token::{self, TokenKind};
+use crate::envelope::Envelope;
+use crate::error::{Error, Result};
+use crate::executor::{run_pipeline, Context};
+
+/// Resume a paused run. Everything that can be rejected (token, id, decision,
+/// response schema, pipeline validity) is checked before the state is claimed,
+/// so a rejected resume leaves the token usable.
+pub fn resume(request: &ResumeRequest, ctx: &Context) -> Result<Paused> {
+    let store = &ctx.state;
+    let state_key = match &request.target {
+        ResumeTarget::Token(t) => {
+            let r = token::decode(store, t)?;
+            if r.kind == TokenKind::Workflow {
+                return Err(Error::runtime("Workflow resume state not found"));
+            }
+            r.state_key
+        }
+        ResumeTarget::ApprovalId(raw) => {
+            let (_, key) = approval_id::lookup(store, raw)?;
+            if TokenKind::of_state_key(&key) == TokenKind::Workflow {
+                return Err(Error::runtime("Workflow resume state not found"));
+            }
+            key
+        }
+    };
+    let not_found = |msg: &str| {
+        Error::runtime(msg.to_string())
+            .with_hint("the run was already resumed or cancelled, or its state was removed")
+    };
+
+    if request.decision == Decision::Cancel {
+        let claimed =
+            claim(store, &state_key)?.ok_or_else(|| not_found("Resume state not found"))?;
+        if let Ok(state) = PipelineResumeState::from_json(claimed.state.clone()) {
+            forget_alias(ctx, &state);
+        }
+        return Ok(Paused {
+            envelope: Envelope::cancelled(),
+            rendered: None,
+        });
+    }
+
+    let stored = store
+        .get(&state_key)?
+        .ok_or_else(|| not_found("Pipeline resume state not found"))?;
+    let state = PipelineResumeState::from_json(stored)?;
+    let input = match (&state.halt_type, &request.decision) {
+        (HaltType::Input, Decision::Approve(_)) => {
+            return Err(Error::parse("pipeline input resumes require response"));
+        }
+        (HaltType::Approval, Decision::Respond(_)) => {
+            return Err(Error::parse(
+                "approval resumes require approved=true|false, not response",
+            ));
+        }
+        (HaltType::Input, Decision::Respond(response)) => {
+            let schema = state
+                .input_schema
+                .clone()
+                .unwrap_or(serde_json::Value::Bool(true));
+            crate::schema::validate_response(&schema, response, "pipeline input response")?;
+            Some(vec![response.clone()])
+        }
+        (HaltType::Approval, Decision::Approve(true)) => Some(state.items.clone()),
+        (HaltType::Approval, Decision::Approve(false)) => None,
+        (_, Decision::Cancel) => unreachable!("handled above"),
+    };
+    let pipeline = crate::dsl::parse(&state.pipeline)
+        .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
+    if input.is_some() {
+        crate::executor::check_pipeline(&pipeline, state.resume_at_index, &ctx.registry)?;
+    }
+
+    // From here on the token is spent, whatever happens.
+    let claimed =
+        claim(store, &state_key)?.ok_or_else(|| not_found("Pipeline resume state not found"))?;
+    let state = PipelineResumeState::from_json(claimed.state.clone())?;
+    forget_alias(ctx, &state);
+    let Some(input) = input else {
+        return Ok(Paused {
+            envelope: Envelope::cancelled(),
+            rendered: None,
+        });
+    };
+    let outcome = run_pipeline(&pipeline, state.resume_at_index, input, ctx)?;
+    let finished = finish_run(&state.pipeline, outcome, ctx)?;
+    drop(claimed);
+    Ok(finished)
+}
+
+fn forget_alias(ctx: &Context, state: &PipelineResumeState) {
+    if let Some(id) = &state.approval_id {
+        approval_id::remove(&ctx.state, id);
+    }
+}

@@ -1,0 +1,57 @@
+//! The resume state of a paused pipeline, as stored on disk.
+
+use crate::error::{Error, Result};
+use crate::value::Item;
+use serde::{Deserialize, Serialize};
+
+/// What kind of gate the run stopped at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HaltType {
+    #[serde(rename = "approval_request")]
+    Approval,
+    #[serde(rename = "input_request")]
+    Input,
+}
+
+/// A paused pipeline: enough to continue it, nothing the token must carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineResumeState {
+    /// Always `pipeline-resume`.
+    pub kind: String,
+    /// Format version of this record.
+    pub version: u32,
+    /// The whole pipeline text; re-parsed and re-validated on resume.
+    pub pipeline: String,
+    /// The first stage to run on resume.
+    pub resume_at_index: usize,
+    /// Items handed to that stage on an approval (an input response replaces them).
+    pub items: Vec<Item>,
+    pub halt_type: HaltType,
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Item>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    pub created_at: String,
+}
+
+/// The `kind` of pipeline resume states.
+pub const PIPELINE_KIND: &str = "pipeline-resume";
+
+impl PipelineResumeState {
+    /// Read a stored record, rejecting anything that is not one.
+    pub fn from_json(value: Item) -> Result<Self> {
+        let state: Self = serde_json::from_value(value)
+            .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
+        if state.kind != PIPELINE_KIND || state.version != 1 {
+            return Err(Error::runtime("Invalid pipeline resume state"));
+        }
+        Ok(state)
+    }
+
+    /// The record as JSON.
+    pub fn to_json(&self) -> Item {
+        serde_json::to_value(self).expect("a resume state serialises")
+    }
+}
