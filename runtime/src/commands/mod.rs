@@ -115,9 +115,10 @@ pub fn stream_of(items: Vec<Item>) -> ItemStream {
     Box::new(items.into_iter().map(Ok))
 }
 
+mod exec;
 mod head;
 
 /// Every built-in command (unsorted; the registry sorts).
 pub(crate) fn all() -> Vec<Box<dyn Command>> {
-    vec![Box::new(head::Head)]
+    vec![Box::new(exec::Exec), Box::new(head::Head)]
 }
