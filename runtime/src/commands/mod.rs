@@ -117,6 +117,7 @@ pub fn stream_of(items: Vec<Item>) -> ItemStream {
 
 mod approve;
 mod ask;
+mod exec;
 mod head;
 mod interactive;
 
@@ -127,6 +128,7 @@ pub(crate) fn all() -> Vec<Box<dyn Command>> {
     vec![
         Box::new(approve::Approve),
         Box::new(ask::Ask),
+        Box::new(exec::Exec),
         Box::new(head::Head),
     ]
 }
