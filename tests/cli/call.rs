@@ -16,8 +16,12 @@ fn run_and_resume_through_call() {
     assert_eq!(r.json()["output"], json!([1, 2]), "{r:?}");
 
     let v = env.run(&["call", &req.to_string()]).json();
-    let by_id = json!({"action":"resume","approvalId":v["requiresApproval"]["approvalId"],"approve":false});
-    assert_eq!(env.run(&["call", &by_id.to_string()]).json()["status"], "cancelled");
+    let by_id =
+        json!({"action":"resume","approvalId":v["requiresApproval"]["approvalId"],"approve":false});
+    assert_eq!(
+        env.run(&["call", &by_id.to_string()]).json()["status"],
+        "cancelled"
+    );
     assert!(env.state_files().is_empty());
 }
 
@@ -27,11 +31,23 @@ fn contract_error_strings() {
     for (req, message) in [
         (json!({"action":"explode"}), "Unknown action: explode"),
         (json!({"action":"run"}), "pipeline required"),
-        (json!({"action":"run","pipeline":"head","argsJson":"{oops"}), "run --args-json must be valid JSON"),
-        (json!({"action":"resume","approve":true}), "token or approvalId required"),
+        (
+            json!({"action":"run","pipeline":"head","argsJson":"{oops"}),
+            "run --args-json must be valid JSON",
+        ),
+        (
+            json!({"action":"resume","approve":true}),
+            "token or approvalId required",
+        ),
         (json!({"action":"resume","token":"abc"}), "approve required"),
-        (json!({"action":"run","pipeline":"head","cwd":"/etc"}), "cwd must be a relative path"),
-        (json!({"action":"run","pipeline":"head","cwd":"../.."}), "cwd must stay within the gateway working directory"),
+        (
+            json!({"action":"run","pipeline":"head","cwd":"/etc"}),
+            "cwd must be a relative path",
+        ),
+        (
+            json!({"action":"run","pipeline":"head","cwd":"../.."}),
+            "cwd must stay within the gateway working directory",
+        ),
     ] {
         let r = env.run(&["call", &req.to_string()]);
         assert_eq!(r.code, 2, "{req}: {r:?}");
@@ -54,7 +70,10 @@ fn cwd_is_used_and_cannot_escape_by_symlink() {
     assert!(v["output"][0].as_str().unwrap().ends_with("/sub"), "{v}");
     with_cwd["cwd"] = json!("out");
     let r = env.run(&["call", &with_cwd.to_string()]);
-    assert_eq!(r.json()["error"]["message"], "cwd must stay within the gateway working directory");
+    assert_eq!(
+        r.json()["error"]["message"],
+        "cwd must stay within the gateway working directory"
+    );
     let r = env.run(&["run", "--mode", "tool", "--cwd", "sub", "exec --shell pwd"]);
     assert!(r.json()["output"][0].as_str().unwrap().ends_with("/sub"));
 }

@@ -26,7 +26,15 @@ fn signal(pid: u32, sig: i32) {
 fn sigterm_kills_children_and_exits_143() {
     let env = Env::new();
     let pidfile = env.work_path("pid");
-    let child = env.spawn(&["run", "--mode", "tool", &format!("exec --shell 'sleep 30 & echo $! > {}; wait'", pidfile.display())]);
+    let child = env.spawn(&[
+        "run",
+        "--mode",
+        "tool",
+        &format!(
+            "exec --shell 'sleep 30 & echo $! > {}; wait'",
+            pidfile.display()
+        ),
+    ]);
     let grandchild: u32 = wait_for(&pidfile).trim().parse().unwrap();
     signal(child.id(), libc::SIGTERM);
     let r = crate::common::finish(child.wait_with_output().unwrap());
@@ -40,11 +48,17 @@ fn sigterm_kills_children_and_exits_143() {
 fn sigint_in_human_mode_exits_130() {
     let env = Env::new();
     let pidfile = env.work_path("pid");
-    let child = env.spawn(&[&format!("exec --shell 'echo $$ > {}; sleep 30'", pidfile.display())]);
+    let child = env.spawn(&[&format!(
+        "exec --shell 'echo $$ > {}; sleep 30'",
+        pidfile.display()
+    )]);
     wait_for(&pidfile);
     signal(child.id(), libc::SIGINT);
     let r = crate::common::finish(child.wait_with_output().unwrap());
-    assert_eq!((r.code, r.stderr.as_str()), (130, "Error: Received SIGINT\n"));
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (130, "Error: Received SIGINT\n")
+    );
 }
 
 #[test]
@@ -60,6 +74,9 @@ fn killed_run_leaves_no_partial_state() {
     signal(child.id(), libc::SIGKILL);
     let _ = child.wait_with_output();
     let files = env.state_files();
-    assert!(files.iter().all(|f| !f.ends_with(".tmp")), "partial files: {files:?}");
+    assert!(
+        files.iter().all(|f| !f.ends_with(".tmp")),
+        "partial files: {files:?}"
+    );
     assert_eq!(files, vec!["k1.json".to_string()]);
 }

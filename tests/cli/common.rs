@@ -29,13 +29,17 @@ pub struct Run {
 impl Run {
     /// stdout parsed as JSON (panics with the output on failure).
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {self:?}"))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {self:?}"))
     }
 }
 
 impl Env {
     pub fn new() -> Self {
-        Env { state: tempfile::tempdir().unwrap(), work: tempfile::tempdir().unwrap() }
+        Env {
+            state: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
@@ -53,13 +57,28 @@ impl Env {
     }
 
     pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Run {
-        let mut child = self.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         finish(child.wait_with_output().unwrap())
     }
 
     pub fn spawn(&self, args: &[&str]) -> Child {
-        self.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// Tool-mode run of a pipeline.
@@ -70,11 +89,26 @@ impl Env {
     /// Files in the state dir other than the token key.
     pub fn state_files(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.state.path())
-            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
             .unwrap_or_default();
         names.retain(|n| n != ".token-key");
         names.sort();
         names
+    }
+
+    /// A first stage that emits the items of `json` (an array), via a file so no
+    /// shell quoting is involved: `exec --json --shell 'cat <file>'`.
+    pub fn source(&self, json: &str) -> String {
+        let n = std::fs::read_dir(self.work.path())
+            .map(|d| d.count())
+            .unwrap_or(0);
+        let path = self.work.path().join(format!("items-{n}.json"));
+        std::fs::write(&path, json).unwrap();
+        format!("exec --json --shell 'cat {}'", path.display())
     }
 
     pub fn work_path(&self, name: &str) -> PathBuf {
@@ -104,7 +138,10 @@ pub fn token_of(envelope: &Value) -> String {
 pub fn alive(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
     match stat {
-        Ok(s) => !s.split_whitespace().nth(2).is_some_and(|state| state == "Z"),
+        Ok(s) => !s
+            .split_whitespace()
+            .nth(2)
+            .is_some_and(|state| state == "Z"),
         Err(_) => false,
     }
 }

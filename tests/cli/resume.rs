@@ -9,7 +9,8 @@ const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL
 
 fn paused(env: &Env, effect_file: &std::path::Path) -> Value {
     let pipeline = format!(
-        "exec --json --shell 'echo [\"x\"]' | approve --prompt 'Write?' | exec --stdin raw --shell 'cat >> {}; echo ok'",
+        "{} | approve --prompt 'Write?' | exec --stdin raw --shell 'cat >> {}; echo ok'",
+        env.source(r#"["x"]"#),
         effect_file.display()
     );
     let v = env.tool(&pipeline).json();
@@ -23,7 +24,12 @@ fn approve_yes_runs_the_rest_once_and_cleans_up() {
     let effect = env.work_path("effect");
     let v = paused(&env, &effect);
     assert!(!effect.exists(), "nothing after the gate ran");
-    assert_eq!(env.state_files().len(), 2, "state + approval index: {:?}", env.state_files());
+    assert_eq!(
+        env.state_files().len(),
+        2,
+        "state + approval index: {:?}",
+        env.state_files()
+    );
     let r = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.json()["output"], json!(["ok"]));
@@ -32,8 +38,15 @@ fn approve_yes_runs_the_rest_once_and_cleans_up() {
 
     let again = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
     assert_eq!(again.code, 1);
-    assert_eq!(again.json()["error"], json!({"type":"runtime_error","message":"Pipeline resume state not found"}));
-    assert_eq!(crate::common::read(&effect), "x", "the effect ran exactly once");
+    assert_eq!(
+        again.json()["error"],
+        json!({"type":"runtime_error","message":"Pipeline resume state not found"})
+    );
+    assert_eq!(
+        crate::common::read(&effect),
+        "x",
+        "the effect ran exactly once"
+    );
 }
 
 #[test]
@@ -79,7 +92,10 @@ fn resume_by_approval_id() {
     assert_eq!(crate::common::read(&effect), "x");
     let r = env.run(&["resume", "--id", id, "--approve", "yes"]);
     assert_eq!(r.code, 2);
-    assert_eq!(r.json()["error"]["message"], format!("Approval ID \"{id}\" not found or expired"));
+    assert_eq!(
+        r.json()["error"]["message"],
+        format!("Approval ID \"{id}\" not found or expired")
+    );
     assert!(env.state_files().is_empty());
 }
 
@@ -100,10 +116,18 @@ fn forged_edited_and_truncated_tokens_run_nothing() {
         serde_json::to_vec(&json!({"protocolVersion":1,"v":1,"kind":"workflow-file","filePath":"/etc/passwd","resumeAtIndex":0,"steps":{},"args":{}}))
             .unwrap(),
     );
-    for bad in [forged.as_str(), &token[..token.len() - 5], "not-a-token", legacy.as_str()] {
+    for bad in [
+        forged.as_str(),
+        &token[..token.len() - 5],
+        "not-a-token",
+        legacy.as_str(),
+    ] {
         let r = env.run(&["resume", "--token", bad, "--approve", "yes"]);
         assert_eq!(r.code, 2, "{bad}: {r:?}");
-        assert_eq!(r.json()["error"], json!({"type":"parse_error","message":"Invalid token"}));
+        assert_eq!(
+            r.json()["error"],
+            json!({"type":"parse_error","message":"Invalid token"})
+        );
     }
     assert!(!effect.exists());
     // The honest token still works afterwards.
@@ -118,12 +142,21 @@ fn many_concurrent_resumers_exactly_one_wins() {
     let effect = env.work_path("effect");
     let v = paused(&env, &effect);
     let token = token_of(&v);
-    let children: Vec<_> = (0..12).map(|_| env.spawn(&["resume", "--token", &token, "--approve", "yes"])).collect();
-    let runs: Vec<_> = children.into_iter().map(|c| crate::common::finish(c.wait_with_output().unwrap())).collect();
+    let children: Vec<_> = (0..12)
+        .map(|_| env.spawn(&["resume", "--token", &token, "--approve", "yes"]))
+        .collect();
+    let runs: Vec<_> = children
+        .into_iter()
+        .map(|c| crate::common::finish(c.wait_with_output().unwrap()))
+        .collect();
     let winners = runs.iter().filter(|r| r.code == 0).count();
     assert_eq!(winners, 1, "{runs:#?}");
     for loser in runs.iter().filter(|r| r.code != 0) {
-        assert_eq!(loser.json()["error"]["message"], "Pipeline resume state not found", "{loser:?}");
+        assert_eq!(
+            loser.json()["error"]["message"],
+            "Pipeline resume state not found",
+            "{loser:?}"
+        );
     }
     assert_eq!(crate::common::read(&effect), "x", "the effect ran once");
     assert!(env.state_files().is_empty(), "{:?}", env.state_files());
@@ -133,15 +166,36 @@ fn many_concurrent_resumers_exactly_one_wins() {
 fn resume_argument_errors_are_parse_errors() {
     let env = Env::new();
     for (args, message) in [
-        (&["resume", "--approve", "yes"][..], "resume requires --token or --id"),
-        (&["resume", "--token", "t"], "resume requires --approve yes|no, --response-json, or --cancel"),
-        (&["resume", "--token", "t", "--approve", "ok"], "resume --approve must be yes or no"),
-        (&["resume", "--token", "t", "--approve", "yes", "--cancel"], "resume accepts only one of --approve, --response-json, or --cancel"),
-        (&["resume", "--token", "t", "--response-json", "{"], "resume --response-json must be valid JSON"),
-        (&["resume", "--token", "t", "--cancel", "maybe"], "resume --cancel must be true or false"),
+        (
+            &["resume", "--approve", "yes"][..],
+            "resume requires --token or --id",
+        ),
+        (
+            &["resume", "--token", "t"],
+            "resume requires --approve yes|no, --response-json, or --cancel",
+        ),
+        (
+            &["resume", "--token", "t", "--approve", "ok"],
+            "resume --approve must be yes or no",
+        ),
+        (
+            &["resume", "--token", "t", "--approve", "yes", "--cancel"],
+            "resume accepts only one of --approve, --response-json, or --cancel",
+        ),
+        (
+            &["resume", "--token", "t", "--response-json", "{"],
+            "resume --response-json must be valid JSON",
+        ),
+        (
+            &["resume", "--token", "t", "--cancel", "maybe"],
+            "resume --cancel must be true or false",
+        ),
     ] {
         let r = env.run(args);
         assert_eq!(r.code, 2, "{args:?}");
-        assert_eq!(r.json()["error"], json!({"type":"parse_error","message":message}));
+        assert_eq!(
+            r.json()["error"],
+            json!({"type":"parse_error","message":message})
+        );
     }
 }
