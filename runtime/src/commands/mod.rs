@@ -115,9 +115,27 @@ pub fn stream_of(items: Vec<Item>) -> ItemStream {
     Box::new(items.into_iter().map(Ok))
 }
 
+mod dedupe;
+mod filters;
+mod group_by;
 mod head;
+mod js;
+mod map;
+mod pick;
+mod sort;
+mod template;
+mod where_;
 
 /// Every built-in command (unsorted; the registry sorts).
 pub(crate) fn all() -> Vec<Box<dyn Command>> {
-    vec![Box::new(head::Head)]
+    vec![
+        Box::new(dedupe::Dedupe),
+        Box::new(group_by::GroupBy),
+        Box::new(head::Head),
+        Box::new(map::MapCmd),
+        Box::new(pick::Pick),
+        Box::new(sort::Sort),
+        Box::new(template::Template),
+        Box::new(where_::Where),
+    ]
 }
