@@ -120,9 +120,11 @@ mod filters;
 mod group_by;
 mod head;
 mod js;
+mod json;
 mod map;
 mod pick;
 mod sort;
+mod table;
 mod template;
 mod where_;
 
@@ -132,9 +134,11 @@ pub(crate) fn all() -> Vec<Box<dyn Command>> {
         Box::new(dedupe::Dedupe),
         Box::new(group_by::GroupBy),
         Box::new(head::Head),
+        Box::new(json::Json),
         Box::new(map::MapCmd),
         Box::new(pick::Pick),
         Box::new(sort::Sort),
+        Box::new(table::Table),
         Box::new(template::Template),
         Box::new(where_::Where),
     ]
