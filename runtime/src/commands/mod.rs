@@ -116,6 +116,7 @@ pub fn stream_of(items: Vec<Item>) -> ItemStream {
 }
 
 mod dedupe;
+mod diff_last;
 mod filters;
 mod group_by;
 mod head;
@@ -124,6 +125,8 @@ mod json;
 mod map;
 mod pick;
 mod sort;
+mod state_get;
+mod state_set;
 mod table;
 mod template;
 mod where_;
@@ -132,12 +135,15 @@ mod where_;
 pub(crate) fn all() -> Vec<Box<dyn Command>> {
     vec![
         Box::new(dedupe::Dedupe),
+        Box::new(diff_last::DiffLast),
         Box::new(group_by::GroupBy),
         Box::new(head::Head),
         Box::new(json::Json),
         Box::new(map::MapCmd),
         Box::new(pick::Pick),
         Box::new(sort::Sort),
+        Box::new(state_get::StateGet),
+        Box::new(state_set::StateSet),
         Box::new(table::Table),
         Box::new(template::Template),
         Box::new(where_::Where),
