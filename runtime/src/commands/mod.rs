@@ -115,6 +115,7 @@ pub fn stream_of(items: Vec<Item>) -> ItemStream {
     Box::new(items.into_iter().map(Ok))
 }
 
+mod commands_list;
 mod dedupe;
 mod diff_last;
 mod filters;
@@ -134,6 +135,7 @@ mod where_;
 /// Every built-in command (unsorted; the registry sorts).
 pub(crate) fn all() -> Vec<Box<dyn Command>> {
     vec![
+        Box::new(commands_list::CommandsList),
         Box::new(dedupe::Dedupe),
         Box::new(diff_last::DiffLast),
         Box::new(group_by::GroupBy),
