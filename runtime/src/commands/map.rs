@@ -198,6 +198,35 @@ mod tests {
     }
 
     #[test]
+    fn reassigned_fields_keep_their_position() {
+        let plan = Plan {
+            wrap: None,
+            unwrap: None,
+            assignments: vec![("kind".into(), "pr".into()), ("id".into(), "{{id}}".into())],
+        };
+        let got = apply(&plan, json!({"id": 123, "title": "t"}));
+        assert_eq!(to_js_json(&got), r#"{"id":"123","title":"t","kind":"pr"}"#);
+    }
+
+    #[test]
+    fn later_placeholders_see_earlier_assignments_without_wrap() {
+        let plan = Plan {
+            wrap: None,
+            unwrap: None,
+            assignments: vec![("a".into(), "x".into()), ("b".into(), "{{a}}".into())],
+        };
+        assert_eq!(apply(&plan, json!({"a": "1"})), json!({"a": "x", "b": "x"}));
+        let wrapped = Plan {
+            wrap: Some("w".into()),
+            ..plan
+        };
+        assert_eq!(
+            apply(&wrapped, json!({"a": "1"})),
+            json!({"w": {"a": "1"}, "a": "x", "b": "1"})
+        );
+    }
+
+    #[test]
     fn arrays_become_value_objects() {
         let plan = Plan {
             wrap: None,

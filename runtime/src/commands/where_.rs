@@ -321,6 +321,44 @@ mod tests {
         assert!(keep("x.1==b", json!({"x": ["a", "b"]})));
     }
 
+    /// where, pick, map, template and dedupe pull nothing until pulled, and
+    /// only as much as they are asked for.
+    #[test]
+    fn streaming_commands_stay_lazy() {
+        use crate::dsl::parse;
+        use crate::executor::Mode;
+        use crate::state::StateStore;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Context::from_process(Mode::Tool, StateStore::new(dir.path()));
+        for text in [
+            "where x>=0",
+            "pick x",
+            "map --wrap w",
+            "template --text '{{x}}'",
+            "dedupe --key x",
+        ] {
+            let pulled = Arc::new(AtomicUsize::new(0));
+            let counter = pulled.clone();
+            let input: ItemStream = Box::new((0..).map(move |i| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(json!({ "x": i }))
+            }));
+            let pipeline = parse(text).unwrap();
+            let stage = &pipeline.stages[0];
+            let cmd = ctx.registry.get(&stage.name).unwrap();
+            let Ok(Output::Items(mut out)) = cmd.run(&stage.args, input, &ctx) else {
+                panic!("{text}: items expected")
+            };
+            assert_eq!(pulled.load(Ordering::SeqCst), 0, "{text}");
+            assert!(out.next().is_some(), "{text}");
+            assert!(out.next().is_some(), "{text}");
+            assert_eq!(pulled.load(Ordering::SeqCst), 2, "{text}");
+        }
+    }
+
     #[test]
     fn missing_expression_is_an_error() {
         let err = Where.validate(&Args::default()).unwrap_err();
