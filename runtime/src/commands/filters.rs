@@ -386,16 +386,6 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-fn days_in_month(y: i64, m: i64) -> i64 {
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    match m {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 /// `TimeClip`: NaN outside ±8.64e15, else truncated toward zero.
 fn time_clip(t: f64) -> Option<i64> {
     (t.is_finite() && t.abs() <= MAX_TIME).then(|| t.trunc() as i64)
@@ -450,7 +440,8 @@ fn parse_iso(s: &str) -> Option<i64> {
             day = num(&mut i, 2)?;
         }
     }
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+    // V8 accepts any day 1-31 and lets it overflow into the next month.
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
     let (mut h, mut mi, mut sec, mut ms) = (0, 0, 0, 0);
@@ -713,7 +704,23 @@ mod tests {
         assert_eq!(f(json!(-1), "date"), s("1969-12-31T23:59:59.999Z"));
         assert_eq!(f(json!(8.64e15), "date"), s("+275760-09-13T00:00:00.000Z"));
         assert_eq!(f(json!(8.64e15 + 1.0), "date"), s("8640000000000001"));
-        assert_eq!(f(json!("2023-02-29"), "date"), s("2023-02-29"));
+        assert_eq!(
+            f(json!("2023-02-31"), "date"),
+            s("2023-03-03T00:00:00.000Z")
+        );
+        assert_eq!(f(json!("2023-02-32"), "date"), s("2023-02-32"));
+        assert_eq!(
+            f(json!("2024-03-04T24:00"), "date"),
+            s("2024-03-05T00:00:00.000Z")
+        );
+        assert_eq!(
+            f(json!("2024-03-04T10:00:00.1234Z"), "date"),
+            s("2024-03-04T10:00:00.123Z")
+        );
+        assert_eq!(
+            f(json!("2024-03-04T10:00:60"), "date"),
+            s("2024-03-04T10:00:60")
+        );
         assert_eq!(
             f(json!("Tue, 14 Nov 2023 22:13:20 GMT"), "date"),
             s("2023-11-14T22:13:20.000Z")
