@@ -11,12 +11,9 @@ pub struct CommandsList;
 
 const HELP: &str = "commands.list — list available Lobster pipeline commands\n\nUsage:\n  commands.list\n\nNotes:\n  - Intended for agents (e.g. OpenClaw) to discover available pipeline stages dynamically.\n  - Output includes name/description plus optional metadata (argsSchema/examples/sideEffects) when provided by commands.\n";
 
-/// A JSON-Schema-like description of the flags and positionals; null when
-/// the command takes no arguments.
+/// A JSON Schema of the flags and positionals, shaped as the reference's
+/// `meta.argsSchema` (`{type, properties, required}`).
 fn args_schema(sig: &Signature) -> Value {
-    if sig.flags.is_empty() && sig.positional.is_none() {
-        return Value::Null;
-    }
     let mut props = Map::new();
     for f in sig.flags {
         let ty = if f.value.is_some() {
@@ -35,7 +32,7 @@ fn args_schema(sig: &Signature) -> Value {
             json!({"type": "array", "items": {"type": "string"}, "description": desc}),
         );
     }
-    json!({"type": "object", "properties": props})
+    json!({"type": "object", "properties": props, "required": []})
 }
 
 /// The runnable examples; null when there are none.
@@ -61,11 +58,8 @@ fn examples(list: &[Example]) -> Value {
 /// One inventory entry.
 fn describe(cmd: &dyn Command) -> Value {
     let sig = cmd.signature();
-    let side_effects = if sig.side_effects.is_empty() {
-        Value::Null
-    } else {
-        json!(sig.side_effects)
-    };
+    // Always an array, `[]` for pure commands, as the reference's metadata.
+    let side_effects = json!(sig.side_effects);
     let mut out = Map::new();
     out.insert("name".into(), json!(sig.name));
     out.insert("description".into(), json!(sig.description));
@@ -102,7 +96,7 @@ impl Command for CommandsList {
                 description: "one entry per command, with its metadata",
                 pipeline: "commands.list | where name==head | pick name,description,sideEffects",
                 input: "[]",
-                output: r#"[{"name": "head", "description": "Take first N items", "sideEffects": null}]"#,
+                output: r#"[{"name": "head", "description": "Take first N items", "sideEffects": []}]"#,
             },
         ]
     }
@@ -142,6 +136,9 @@ mod tests {
             json!(["writes_state"])
         );
         let json_cmd = items.iter().find(|v| v["name"] == "json").cloned();
-        assert_eq!(json_cmd.unwrap_or(Value::Null)["argsSchema"], Value::Null);
+        assert_eq!(
+            json_cmd.unwrap_or(Value::Null)["argsSchema"],
+            json!({"type": "object", "properties": {}, "required": []})
+        );
     }
 }
