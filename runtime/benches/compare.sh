@@ -175,6 +175,7 @@ bench() {
     result[$id|$impl]=$line
 }
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 baseline=$(python3 "$script_dir/timeit.py" --runs "$runs" -- /bin/true)
 for id in "${case_ids[@]}"; do
     log "case $id"
@@ -220,7 +221,8 @@ cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/n
 commit=$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 printf '## Lobster benchmarks\n\n'
 printf -- '- date: %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
-printf -- '- machine: %s cores, %s\n' "$(nproc)" "${cpu_model:-unknown CPU}"
+printf -- '- machine: %s cores, %s; load average before the run: %s\n' "$(nproc)" \
+    "${cpu_model:-unknown CPU}" "$load_before"
 printf -- '- lobster: %s (commit %s), release build\n' "$("$lobster" version)" "$commit"
 if [[ ${impls[*]} == *reference* ]]; then
     printf -- '- reference: %s, node %s\n' "$ref_package" "$(node --version)"
