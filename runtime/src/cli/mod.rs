@@ -92,7 +92,8 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
 /// printed a result within a grace period after cancellation (e.g. it is
 /// blocked on a terminal read), the watchdog prints the error and exits.
 pub(crate) fn supervise(ctx: &Context, printer: &Printer) {
-    crate::process::install_signal_handlers(&ctx.cancel);
+    // Without handlers a signal still ends the process, just without the envelope.
+    let _ = crate::process::install_signal_handlers(&ctx.cancel);
     if let Some(timeout) = ctx.limits.timeout {
         ctx.cancel.arm_deadline(timeout);
     }

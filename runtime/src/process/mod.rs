@@ -1,27 +1,26 @@
 //! Host child processes for `exec` (and later workflow `run:` steps).
+//!
+//! - [`spawn`]: [`Invocation`] runs one child to its end, in its own process
+//!   group, with the run's cwd and environment, stdin fed from bytes, and
+//!   stdout/stderr captured under `ctx.limits.max_output_bytes` each. The
+//!   group is registered with `ctx.cancel`, so a timeout or a signal stops
+//!   the whole tree.
+//! - [`shell`]: which program runs a shell line (`/bin/sh -c`, `LOBSTER_SHELL`).
+//! - [`capture`]: the reader and writer threads behind a child's pipes.
+//! - [`signals`]: turning SIGINT/SIGTERM/SIGHUP/SIGQUIT into a cancellation
+//!   ([`install_signal_handlers`]) and signalling process groups.
+//!
+//! Unix only (process groups, signals).
 
-use crate::executor::{Cancel, CancelReason};
+pub mod capture;
+pub mod shell;
+pub mod signals;
+pub mod spawn;
 
-/// Turn SIGINT/SIGTERM/SIGHUP/SIGQUIT into a cancellation of the run.
-pub fn install_signal_handlers(cancel: &Cancel) {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
-    else {
-        return;
-    };
-    let cancel = cancel.clone();
-    std::thread::spawn(move || {
-        for sig in signals.forever() {
-            let name = match sig {
-                SIGINT => "SIGINT",
-                SIGTERM => "SIGTERM",
-                SIGHUP => "SIGHUP",
-                _ => "SIGQUIT",
-            };
-            if cancel.is_cancelled() {
-                cancel.kill_groups(libc::SIGKILL);
-            }
-            cancel.trigger(CancelReason::Signal { name, number: sig });
-        }
-    });
-}
+pub use capture::Stream;
+pub use shell::{shell_command, ShellCommand};
+pub use signals::{install_signal_handlers, kill_group};
+pub use spawn::{Finished, Invocation, Target};
+
+#[cfg(test)]
+mod tests;

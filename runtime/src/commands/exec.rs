@@ -1,0 +1,604 @@
+//! `exec`: run a host program (argv) or a shell line, optionally feeding the
+//! pipeline input to its stdin, and turn its stdout into items.
+//!
+//! Spawning, capture, caps and cancellation live in [`crate::process`]; this
+//! file is only the reference's argument rules, encodings and error texts.
+
+use super::{stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
+use crate::dsl::{Args, FlagValue};
+use crate::error::{Error, Result};
+use crate::executor::Context;
+use crate::process::Invocation;
+use crate::value::{to_js_json, Item};
+
+/// `exec [--json] [--stdin raw|json|jsonl] <command...>` or `exec --shell "<line>"`.
+pub struct Exec;
+
+const HELP: &str = "exec — run an OS command\n\nUsage:\n  exec <command...>\n  exec --stdin raw|json|jsonl <command...>\n  exec --json <command...>\n  exec --shell \"<command line>\"\n\nNotes:\n  - With --json, parses stdout as JSON (single value).\n  - With --stdin, writes pipeline input to stdin.\n  - With --shell (or a single arg containing spaces), runs via the system shell.\n";
+
+const SHELL_NOT_FOUND: &str = "exec shell not found; check LOBSTER_SHELL or ComSpec";
+
+/// How pipeline input reaches the child's stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StdinMode {
+    /// Strings as-is, other items as JSON, joined with `\n` (no trailing newline).
+    Raw,
+    /// `JSON.stringify(items)`.
+    Json,
+    /// One JSON value per line, plus a trailing `\n` when there is any item.
+    Jsonl,
+}
+
+/// What to run, decided from the arguments alone.
+#[derive(Debug, PartialEq)]
+struct Plan {
+    /// `Some(line)` runs via the shell; `None` runs `argv` directly.
+    shell_line: Option<String>,
+    argv: Vec<String>,
+    json: bool,
+    stdin: Option<StdinMode>,
+}
+
+impl Plan {
+    /// The reference's rules, in its order: a command is required first, the
+    /// `--stdin` mode is checked next.
+    fn from_args(args: &Args) -> Result<Plan> {
+        let cmd = &args.positional;
+        // `typeof args.shell === "string"`: a bare `--shell` is `true`, not a line.
+        let shell_line = match args.flag("shell") {
+            Some(FlagValue::Str(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        let use_shell =
+            truthy(args.flag("shell")) || (cmd.len() == 1 && cmd[0].chars().any(is_js_whitespace));
+        if cmd.is_empty() && shell_line.is_none_or(str::is_empty) {
+            return Err(Error::runtime("exec requires a command"));
+        }
+        // A bare `--stdin` is not a string, so it means "no stdin"; so does `--stdin=`.
+        let stdin = match args.flag("stdin") {
+            Some(FlagValue::Str(mode)) if !mode.is_empty() => {
+                Some(match mode.to_lowercase().as_str() {
+                    "raw" => StdinMode::Raw,
+                    "json" => StdinMode::Json,
+                    "jsonl" => StdinMode::Jsonl,
+                    other => {
+                        return Err(Error::runtime(format!(
+                            "exec --stdin must be raw, json, or jsonl (got {other})"
+                        )))
+                    }
+                })
+            }
+            _ => None,
+        };
+        Ok(Plan {
+            // `shellLine ?? cmd[0] ?? ""`: an empty `--shell=` still wins.
+            shell_line: use_shell
+                .then(|| shell_line.or(cmd.first().map(String::as_str)).unwrap_or(""))
+                .map(str::to_string),
+            argv: cmd.clone(),
+            json: truthy(args.flag("json")),
+            stdin,
+        })
+    }
+
+    /// What `exec failed (…): …` names when the child printed nothing.
+    fn display(&self) -> &str {
+        match &self.shell_line {
+            Some(line) => line,
+            None => self.argv.first().map_or("", String::as_str),
+        }
+    }
+
+    fn invocation(&self) -> Invocation {
+        match &self.shell_line {
+            Some(line) => Invocation::shell(line.clone()).not_found(SHELL_NOT_FOUND),
+            None => {
+                let program = self.argv.first().cloned().unwrap_or_default();
+                let message = format!("exec command not found: {program}");
+                Invocation::argv(program, self.argv.iter().skip(1).cloned()).not_found(message)
+            }
+        }
+    }
+}
+
+/// JavaScript `Boolean(value)` of a flag: a bare flag or a non-empty string.
+fn truthy(flag: Option<&FlagValue>) -> bool {
+    match flag {
+        None => false,
+        Some(FlagValue::Bool(b)) => *b,
+        Some(FlagValue::Str(s)) => !s.is_empty(),
+    }
+}
+
+/// JavaScript `\s` (and what `String.prototype.trim` removes).
+fn is_js_whitespace(c: char) -> bool {
+    (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}'
+}
+
+/// JavaScript `s.trim()`.
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_whitespace)
+}
+
+/// The bytes `--stdin <mode>` writes for `items`.
+fn encode_stdin(items: &[Item], mode: StdinMode) -> String {
+    match mode {
+        StdinMode::Json => {
+            let mut out = String::from("[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&to_js_json(item));
+            }
+            out.push(']');
+            out
+        }
+        StdinMode::Jsonl => {
+            let mut out = String::new();
+            for item in items {
+                out.push_str(&to_js_json(item));
+                out.push('\n');
+            }
+            out
+        }
+        StdinMode::Raw => items
+            .iter()
+            .map(|item| match item {
+                Item::String(s) => s.clone(),
+                other => to_js_json(other),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// `stdout.split(/\r?\n/).filter(Boolean)`.
+fn split_lines(stdout: &str) -> Vec<Item> {
+    let pieces: Vec<&str> = stdout.split('\n').collect();
+    let last = pieces.len().saturating_sub(1);
+    pieces
+        .into_iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            if i < last {
+                piece.strip_suffix('\r').unwrap_or(piece)
+            } else {
+                piece
+            }
+        })
+        .filter(|line| !line.is_empty())
+        .map(|line| Item::String(line.to_string()))
+        .collect()
+}
+
+/// `JSON.parse(stdout.trim() || "null")`, an array spread into items.
+fn parse_json_output(stdout: &str) -> Result<Vec<Item>> {
+    let text = match js_trim(stdout) {
+        "" => "null",
+        text => text,
+    };
+    match serde_json::from_str::<Item>(text) {
+        Ok(Item::Array(items)) => Ok(items),
+        Ok(value) => Ok(vec![value]),
+        Err(e) => Err(Error::runtime(format!(
+            "exec --json could not parse stdout as JSON: {e}"
+        ))),
+    }
+}
+
+impl Command for Exec {
+    fn signature(&self) -> Signature {
+        Signature {
+            name: "exec",
+            description: "Run an OS command",
+            flags: &[
+                FlagSpec {
+                    name: "shell",
+                    value: Some("line"),
+                    description: "Run this command line via the shell (/bin/sh -c, or LOBSTER_SHELL)",
+                },
+                FlagSpec {
+                    name: "json",
+                    value: None,
+                    description: "Parse stdout as JSON (single value; an array becomes items)",
+                },
+                FlagSpec {
+                    name: "stdin",
+                    value: Some("raw|json|jsonl"),
+                    description: "Write the pipeline input to the command's stdin in this encoding",
+                },
+            ],
+            positional: Some(
+                "command and arguments (a single argument containing whitespace runs via the shell)",
+            ),
+            side_effects: &["local_exec"],
+        }
+    }
+
+    fn help(&self) -> &'static str {
+        HELP
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                description: "parse stdout as JSON; an array becomes items",
+                pipeline: r#"exec --json --shell "echo [1,2]""#,
+                input: "[]",
+                output: "[1, 2]",
+            },
+            Example {
+                description: "a JSON value that is not an array is one item",
+                pipeline: r#"exec --json --shell "echo '{\"a\":1}'""#,
+                input: "[]",
+                output: r#"[{"a": 1}]"#,
+            },
+            Example {
+                description: "empty stdout with --json is null",
+                pipeline: r#"exec --json --shell "true""#,
+                input: "[]",
+                output: "[null]",
+            },
+            Example {
+                description: "without --json, each non-empty stdout line is a string item",
+                pipeline: r#"exec --shell "printf 'a\n\nb\n'""#,
+                input: "[]",
+                output: r#"["a", "b"]"#,
+            },
+            Example {
+                description: "several arguments run the program directly, without a shell",
+                pipeline: "exec echo '$HOME' '*'",
+                input: "[]",
+                output: r#"["$HOME *"]"#,
+            },
+            Example {
+                description: "a single argument containing spaces runs via the shell",
+                pipeline: r#"exec "echo $((1 + 1))""#,
+                input: "[]",
+                output: r#"["2"]"#,
+            },
+            Example {
+                description: "feed the input as JSON lines",
+                pipeline: r#"exec --stdin jsonl --shell "cat""#,
+                input: r#"[{"a": 1}, "x"]"#,
+                output: r#"["{\"a\":1}", "\"x\""]"#,
+            },
+            Example {
+                description: "feed the input as one JSON array and parse the answer",
+                pipeline: r#"exec --stdin json --json --shell "cat""#,
+                input: r#"[1, {"b": [2]}]"#,
+                output: r#"[1, {"b": [2]}]"#,
+            },
+            Example {
+                description: "raw stdin: strings as-is, other items as JSON, one per line",
+                pipeline: r#"exec --stdin raw --shell "tr a-z A-Z""#,
+                input: r#"["ab", {"k": true}]"#,
+                output: r#"["AB", "{\"K\":TRUE}"]"#,
+            },
+        ]
+    }
+
+    fn validate(&self, args: &Args) -> Result<()> {
+        Plan::from_args(args).map(|_| ())
+    }
+
+    fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
+        let plan = Plan::from_args(args)?;
+        // Upstream runs to its end either way: into stdin, or drained.
+        let mut items = Vec::new();
+        for item in input {
+            let item = item?;
+            if plan.stdin.is_some() {
+                items.push(item);
+            }
+        }
+        let mut invocation = plan.invocation();
+        if let Some(mode) = plan.stdin {
+            invocation = invocation.stdin(encode_stdin(&items, mode).into_bytes());
+        }
+        let done = invocation.run(ctx)?;
+        if !done.success() {
+            let stderr = js_trim(&done.stderr);
+            let stdout = js_trim(&done.stdout);
+            let detail = [stderr, stdout]
+                .into_iter()
+                .find(|s| !s.is_empty())
+                .unwrap_or(plan.display());
+            return Err(Error::runtime(format!(
+                "exec failed ({}): {detail}",
+                done.code_text()
+            )));
+        }
+        // A successful child's stderr is discarded, as in the reference.
+        let out = if plan.json {
+            parse_json_output(&done.stdout)?
+        } else {
+            split_lines(&done.stdout)
+        };
+        Ok(Output::Items(stream_of(out)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::{run_pipeline, Context, Mode, Outcome};
+    use crate::state::StateStore;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    #[test]
+    fn examples() {
+        super::super::examples::check_examples(&super::Exec);
+    }
+
+    fn ctx(dir: &std::path::Path) -> Context {
+        let mut ctx = Context::from_process(Mode::Tool, StateStore::new(dir.join("state")));
+        ctx.cwd = dir.to_path_buf();
+        ctx
+    }
+
+    fn run_in(ctx: &Context, pipeline: &str, input: Vec<Item>) -> Result<Vec<Item>> {
+        let pipeline = crate::dsl::parse(pipeline)?;
+        match run_pipeline(&pipeline, 0, input, ctx)? {
+            Outcome::Completed { items, .. } => Ok(items),
+            other => panic!("unexpected outcome {other:?}"),
+        }
+    }
+
+    fn run(pipeline: &str, input: Vec<Item>) -> Result<Vec<Item>> {
+        let dir = tempfile::tempdir().unwrap();
+        run_in(&ctx(dir.path()), pipeline, input)
+    }
+
+    fn err(pipeline: &str) -> String {
+        run(pipeline, vec![]).unwrap_err().to_string()
+    }
+
+    fn plan(pipeline: &str) -> Result<Plan> {
+        Plan::from_args(&crate::dsl::parse(pipeline).unwrap().stages[0].args)
+    }
+
+    #[test]
+    fn a_command_is_required() {
+        for p in [
+            "exec",
+            "exec --json",
+            "exec --shell",
+            "exec --shell=",
+            "exec --stdin raw",
+        ] {
+            assert_eq!(err(p), "exec requires a command", "{p}");
+        }
+        // Greedy flags: `--json` swallows the command (the reference's C07).
+        assert_eq!(err(r#"exec --json "echo [1]""#), "exec requires a command");
+    }
+
+    #[test]
+    fn bad_stdin_mode_is_caught_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let marker = dir.path().join("ran");
+        let text = format!(
+            "exec --shell \"touch '{}'\" | exec --stdin XML cat",
+            marker.display()
+        );
+        let e = run_in(&ctx, &text, vec![]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "exec --stdin must be raw, json, or jsonl (got xml)"
+        );
+        assert!(e.span().is_some());
+        assert!(!marker.exists());
+        // A missing command wins over a bad mode, as in the reference.
+        assert_eq!(err("exec --stdin nope"), "exec requires a command");
+    }
+
+    #[test]
+    fn shell_selection() {
+        let p = plan("exec --shell \"echo a\"").unwrap();
+        assert_eq!(p.shell_line.as_deref(), Some("echo a"));
+        let p = plan("exec \"echo a\"").unwrap();
+        assert_eq!(p.shell_line.as_deref(), Some("echo a"));
+        let p = plan("exec echo a").unwrap();
+        assert_eq!(
+            (p.shell_line, p.argv),
+            (None, vec!["echo".into(), "a".into()])
+        );
+        // A tab counts as whitespace; so does U+3000 (JavaScript `\s`).
+        assert!(plan("exec \"a\tb\"").unwrap().shell_line.is_some());
+        assert!(plan("exec a\u{3000}b").unwrap().shell_line.is_some());
+        assert!(plan("exec a\u{85}b").unwrap().shell_line.is_none());
+        // Bare `--shell` runs the first positional through the shell.
+        let p = plan("exec --shell \"echo x\" y").unwrap();
+        assert_eq!(p.shell_line.as_deref(), Some("echo x"));
+        let p = plan("exec a --shell").unwrap();
+        assert_eq!(p.shell_line.as_deref(), Some("a"));
+        // Bare `--stdin` is not a mode.
+        assert_eq!(plan("exec --stdin").map(|p| p.stdin).ok(), None);
+        assert_eq!(plan("exec cat --stdin").unwrap().stdin, None);
+        assert_eq!(
+            plan("exec --stdin JsonL cat").unwrap().stdin,
+            Some(StdinMode::Jsonl)
+        );
+    }
+
+    #[test]
+    fn argv_and_shell_forms_run() {
+        assert_eq!(
+            run("exec printf '%s|' 'a b' c", vec![]).unwrap(),
+            vec![json!("a b|c|")]
+        );
+        assert_eq!(
+            run("exec --shell \"echo one; echo two\"", vec![]).unwrap(),
+            vec![json!("one"), json!("two")]
+        );
+    }
+
+    #[test]
+    fn stdin_encodings() {
+        let items = vec![json!("s"), json!({"a": [1, null]}), json!(2.0)];
+        assert_eq!(
+            encode_stdin(&items, StdinMode::Json),
+            r#"["s",{"a":[1,null]},2]"#
+        );
+        assert_eq!(
+            encode_stdin(&items, StdinMode::Jsonl),
+            "\"s\"\n{\"a\":[1,null]}\n2\n"
+        );
+        assert_eq!(
+            encode_stdin(&items, StdinMode::Raw),
+            "s\n{\"a\":[1,null]}\n2"
+        );
+        assert_eq!(encode_stdin(&[], StdinMode::Json), "[]");
+        assert_eq!(encode_stdin(&[], StdinMode::Jsonl), "");
+        assert_eq!(encode_stdin(&[], StdinMode::Raw), "");
+        // Through a real child, byte for byte (od shows every byte).
+        let out = run(
+            "exec --stdin raw --shell \"od -An -c | tr -s ' '\"",
+            vec![json!("x"), json!(1)],
+        )
+        .unwrap();
+        assert_eq!(out, vec![json!(" x \\n 1")]);
+    }
+
+    #[test]
+    fn without_stdin_mode_input_is_drained_not_fed() {
+        let out = run("exec --shell \"cat; echo done\"", vec![json!("hidden")]).unwrap();
+        assert_eq!(out, vec![json!("done")]);
+        let out = run(
+            "exec --stdin --shell \"cat; echo done\"",
+            vec![json!("hidden")],
+        )
+        .unwrap();
+        assert_eq!(out, vec![json!("done")]);
+    }
+
+    #[test]
+    fn upstream_errors_propagate() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        let input: ItemStream =
+            Box::new(vec![Ok(json!(1)), Err(Error::runtime("upstream broke"))].into_iter());
+        let args = crate::dsl::parse("exec true").unwrap().stages[0]
+            .args
+            .clone();
+        let e = Exec.run(&args, input, &ctx).err().unwrap();
+        assert_eq!(e.to_string(), "upstream broke");
+    }
+
+    #[test]
+    fn epipe_is_not_an_error() {
+        let big = vec![json!("x".repeat(1 << 20))];
+        assert_eq!(
+            run("exec --stdin raw true", big).unwrap(),
+            Vec::<Item>::new()
+        );
+    }
+
+    #[test]
+    fn failures_name_stderr_then_stdout_then_the_command() {
+        assert_eq!(
+            err(r#"exec --shell "echo out; echo '  oops  ' >&2; exit 4""#),
+            "exec failed (4): oops"
+        );
+        assert_eq!(
+            err(r#"exec --shell "echo ' out '; exit 2""#),
+            "exec failed (2): out"
+        );
+        assert_eq!(err("exec false"), "exec failed (1): false");
+        assert_eq!(err(r#"exec "exit 7""#), "exec failed (7): exit 7");
+        assert_eq!(
+            err(r#"exec --shell "kill -9 $$""#),
+            "exec failed (null): kill -9 $$"
+        );
+    }
+
+    #[test]
+    fn missing_program_or_shell() {
+        assert_eq!(
+            err("exec lobster-no-such-program-xyz --flagless"),
+            "exec command not found: lobster-no-such-program-xyz"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = ctx(dir.path());
+        let mut env = (*ctx.env).clone();
+        env.insert("LOBSTER_SHELL".into(), "/no/such/shell".into());
+        ctx.env = Arc::new(env);
+        let e = run_in(&ctx, "exec --shell \"echo hi\"", vec![]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "exec shell not found; check LOBSTER_SHELL or ComSpec"
+        );
+    }
+
+    #[test]
+    fn json_output() {
+        assert_eq!(
+            run(r#"exec --json --shell "printf ' \n[1,\"a\"]\n\n'""#, vec![]).unwrap(),
+            vec![json!(1), json!("a")]
+        );
+        assert_eq!(
+            run(r#"exec --json --shell "echo 21""#, vec![]).unwrap(),
+            vec![json!(21)]
+        );
+        assert_eq!(
+            run(r#"exec --json=yes --shell "echo []""#, vec![]).unwrap(),
+            Vec::<Item>::new()
+        );
+        let e = err(r#"exec --json --shell "echo nope""#);
+        assert!(
+            e.starts_with("exec --json could not parse stdout as JSON: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn lines_split_on_crlf_and_drop_empties() {
+        assert_eq!(
+            split_lines("a\r\n\r\nb\rc\n\nd\r"),
+            vec![json!("a"), json!("b\rc"), json!("d\r")]
+        );
+        assert_eq!(split_lines(""), Vec::<Item>::new());
+        assert_eq!(
+            run(r#"exec --shell "printf 'x\r\ny\r\n'""#, vec![]).unwrap(),
+            vec![json!("x"), json!("y")]
+        );
+    }
+
+    #[test]
+    fn stderr_of_a_successful_child_is_discarded() {
+        assert_eq!(
+            run(r#"exec --shell "echo noise >&2; echo ok""#, vec![]).unwrap(),
+            vec![json!("ok")]
+        );
+    }
+
+    #[test]
+    fn output_cap_applies() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = ctx(dir.path());
+        ctx.limits.max_output_bytes = Some(1024);
+        let e = run_in(&ctx, r#"exec --shell "yes | head -c 2000000""#, vec![]).unwrap_err();
+        assert_eq!(e.to_string(), "lobster stdout exceeded maxStdoutBytes");
+    }
+
+    #[test]
+    fn timeout_surfaces_as_the_run_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path());
+        ctx.cancel
+            .arm_deadline(std::time::Duration::from_millis(200));
+        let start = std::time::Instant::now();
+        let e = run_in(&ctx, r#"exec --shell "sleep 30 & wait""#, vec![]).unwrap_err();
+        assert_eq!(e.to_string(), "lobster runtime timed out");
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn js_whitespace_and_trim() {
+        assert_eq!(js_trim("\u{FEFF}\u{a0} x \n\t"), "x");
+        assert_eq!(js_trim("\u{85}x"), "\u{85}x");
+    }
+}

@@ -1,0 +1,330 @@
+//! Starting one child, feeding it, capturing it, and stopping it with the run.
+
+use super::capture::{spawn_reader, spawn_writer, Captured, Stream};
+use super::shell::shell_command;
+use super::signals::kill_group;
+use crate::error::{Error, Result};
+use crate::executor::{CancelReason, Context};
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+/// How often a blocked capture looks at the cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// Grace between SIGTERM and SIGKILL when a signal cancels the run.
+const TERM_GRACE: Duration = Duration::from_millis(250);
+
+/// What to run: a program with argv, or a line for the shell.
+///
+/// The two stay separate all the way to the spawn so that shell syntax can
+/// never leak into a direct argv call (the reference's #139/#141).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `program args…`, spawned directly (no shell); `program` is looked up
+    /// in the child environment's `PATH` unless it contains a `/`.
+    Argv { program: String, args: Vec<String> },
+    /// A shell line, run by [`shell_command`] (`/bin/sh -c` or `LOBSTER_SHELL`).
+    Shell { line: String },
+}
+
+/// One child process to run to completion. Build it, then call [`Invocation::run`].
+///
+/// ```no_run
+/// # fn demo(ctx: &lobster::executor::Context) -> lobster::Result<()> {
+/// use lobster::process::Invocation;
+/// let done = Invocation::shell("sort")
+///     .stdin(b"b\na\n".to_vec())
+///     .not_found("exec shell not found; check LOBSTER_SHELL or ComSpec")
+///     .run(ctx)?;
+/// assert_eq!(done.stdout, "a\nb\n");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    target: Target,
+    stdin: Option<Vec<u8>>,
+    not_found: Option<String>,
+    env: Option<BTreeMap<String, String>>,
+    cwd: Option<PathBuf>,
+    max_output_bytes: Option<Option<usize>>,
+}
+
+/// A child that ran to its end (any exit status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// Everything written to stdout, decoded as UTF-8 (invalid bytes become U+FFFD).
+    pub stdout: String,
+    /// Everything written to stderr, decoded the same way.
+    pub stderr: String,
+    /// The exit code, or `None` when a signal ended the child.
+    pub code: Option<i32>,
+    /// The signal that ended the child, if one did.
+    pub signal: Option<i32>,
+}
+
+impl Finished {
+    /// Exit code 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// The code as JavaScript would print it: the number, or `null` for a signal.
+    pub fn code_text(&self) -> String {
+        self.code
+            .map_or_else(|| "null".to_string(), |c| c.to_string())
+    }
+}
+
+impl Invocation {
+    /// Run `program` directly with `args`.
+    pub fn argv(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self::new(Target::Argv {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        })
+    }
+
+    /// Run `line` through the shell.
+    pub fn shell(line: impl Into<String>) -> Self {
+        Self::new(Target::Shell { line: line.into() })
+    }
+
+    /// Run `target`.
+    pub fn new(target: Target) -> Self {
+        Invocation {
+            target,
+            stdin: None,
+            not_found: None,
+            env: None,
+            cwd: None,
+            max_output_bytes: None,
+        }
+    }
+
+    /// Bytes written to the child's stdin (then closed). Without this the
+    /// child's stdin is an empty pipe, closed at once.
+    pub fn stdin(mut self, bytes: Vec<u8>) -> Self {
+        self.stdin = Some(bytes);
+        self
+    }
+
+    /// The error message when the program (or the shell) does not exist.
+    /// Default: `command not found: <program>`.
+    pub fn not_found(mut self, message: impl Into<String>) -> Self {
+        self.not_found = Some(message.into());
+        self
+    }
+
+    /// Use this environment instead of `ctx.env` (a workflow step's own env).
+    pub fn env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// Use this working directory instead of `ctx.cwd`.
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Cap stdout and stderr at `cap` bytes each instead of
+    /// `ctx.limits.max_output_bytes` (`None`: no cap).
+    pub fn max_output_bytes(mut self, cap: Option<usize>) -> Self {
+        self.max_output_bytes = Some(cap);
+        self
+    }
+
+    /// What will be run.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Run the child to its end.
+    ///
+    /// - It gets its own process group, `ctx.cwd`, and exactly `ctx.env`
+    ///   (the inherited environment is cleared first).
+    /// - The group is registered with `ctx.cancel`, so a timeout or a signal
+    ///   kills the whole tree; the run's cancellation error is returned then.
+    /// - stdout or stderr beyond the cap kills the group at once and fails
+    ///   with `lobster stdout exceeded maxStdoutBytes` (or `stderr`).
+    /// - A non-zero exit is **not** an error here: look at [`Finished::code`].
+    pub fn run(&self, ctx: &Context) -> Result<Finished> {
+        ctx.cancel.check()?;
+        let env = self.env.as_ref().unwrap_or(&ctx.env);
+        let cwd = self.cwd.as_deref().unwrap_or(&ctx.cwd);
+        let cap = self.max_output_bytes.unwrap_or(ctx.limits.max_output_bytes);
+
+        let (program, args) = match &self.target {
+            Target::Argv { program, args } => (program.clone(), args.clone()),
+            Target::Shell { line } => {
+                let shell = shell_command(line, env);
+                (shell.program, shell.args)
+            }
+        };
+        if program.is_empty() {
+            return Err(self.not_found_error(&program));
+        }
+
+        let mut command = std::process::Command::new(&program);
+        command
+            .args(&args)
+            .env_clear()
+            .envs(env.iter())
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = command
+            .spawn()
+            .map_err(|e| self.spawn_error(e, &program, cwd))?;
+        // The child leads its own group: its pid is the group id.
+        let Ok(pgid) = i32::try_from(child.id()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::runtime(format!(
+                "cannot track {program}: pid out of range"
+            )));
+        };
+        let _guard = ctx.cancel.register_group(pgid);
+
+        let result = capture(&mut child, self.stdin.clone(), cap, pgid, ctx);
+        if result.is_err() {
+            // Never leave a tree behind on a failure of ours.
+            kill_group(pgid, libc::SIGKILL);
+        }
+        let outputs = match result {
+            Ok(outputs) => outputs,
+            Err(e) => {
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
+        let status = child.wait()?;
+
+        if ctx.cancel.is_cancelled() {
+            stop_after_cancel(pgid, ctx);
+            return Err(ctx
+                .cancel
+                .check()
+                .err()
+                .unwrap_or_else(|| Error::runtime("cancelled")));
+        }
+        let (stdout, stderr) = outputs?;
+        Ok(Finished {
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            code: status.code(),
+            signal: status.signal(),
+        })
+    }
+
+    fn not_found_error(&self, program: &str) -> Error {
+        Error::runtime(
+            self.not_found
+                .clone()
+                .unwrap_or_else(|| format!("command not found: {program}")),
+        )
+    }
+
+    fn spawn_error(&self, e: std::io::Error, program: &str, cwd: &Path) -> Error {
+        if e.kind() == ErrorKind::NotFound {
+            // std reports a missing working directory as ENOENT too.
+            if !cwd.is_dir() {
+                return Error::runtime(format!("working directory not found: {}", cwd.display()));
+            }
+            return self.not_found_error(program);
+        }
+        Error::runtime(format!("cannot start {program}: {e}"))
+    }
+}
+
+type Outputs = Result<(Vec<u8>, Vec<u8>)>;
+
+/// Feed stdin and collect stdout/stderr. The outer `Err` means "stop now and
+/// kill the group" (cancelled, thread failure); the inner one is an output
+/// problem to report after the child was reaped (cap exceeded, read error).
+fn capture(
+    child: &mut Child,
+    stdin: Option<Vec<u8>>,
+    cap: Option<usize>,
+    pgid: i32,
+    ctx: &Context,
+) -> Result<Outputs> {
+    if let Some(pipe) = child.stdin.take() {
+        match stdin {
+            Some(bytes) if !bytes.is_empty() => spawn_writer(pipe, bytes)?,
+            _ => drop(pipe),
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    let mut pending = 0;
+    if let Some(pipe) = child.stdout.take() {
+        spawn_reader(Stream::Stdout, pipe, cap, tx.clone())?;
+        pending += 1;
+    }
+    if let Some(pipe) = child.stderr.take() {
+        spawn_reader(Stream::Stderr, pipe, cap, tx.clone())?;
+        pending += 1;
+    }
+    drop(tx);
+
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let mut problem: Option<Error> = None;
+    while pending > 0 {
+        if ctx.cancel.is_cancelled() {
+            // The cancel already signalled the group; do not wait on pipes a
+            // stray process might hold open.
+            return Ok(Err(ctx
+                .cancel
+                .check()
+                .err()
+                .unwrap_or_else(|| Error::runtime("cancelled"))));
+        }
+        let (stream, captured) = match rx.recv_timeout(CANCEL_POLL) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        pending -= 1;
+        match captured {
+            Captured::Complete(bytes) => match stream {
+                Stream::Stdout => stdout = bytes,
+                Stream::Stderr => stderr = bytes,
+            },
+            Captured::Overflow => {
+                kill_group(pgid, libc::SIGKILL);
+                problem.get_or_insert_with(|| {
+                    Error::runtime(format!("lobster {} exceeded maxStdoutBytes", stream.name()))
+                });
+            }
+            Captured::Failed(e) => {
+                kill_group(pgid, libc::SIGKILL);
+                problem.get_or_insert_with(|| {
+                    Error::runtime(format!("reading child {} failed: {e}", stream.name()))
+                });
+            }
+        }
+    }
+    Ok(match problem {
+        Some(e) => Err(e),
+        None => Ok((stdout, stderr)),
+    })
+}
+
+/// The run was cancelled while this child ran and the child is reaped. Give
+/// the rest of its group the SIGTERM grace a signal allows, then SIGKILL it,
+/// so nothing outlives the step even after our group registration ends.
+fn stop_after_cancel(pgid: i32, ctx: &Context) {
+    if matches!(ctx.cancel.reason(), Some(CancelReason::Signal { .. })) && kill_group(pgid, 0) {
+        std::thread::sleep(TERM_GRACE);
+    }
+    kill_group(pgid, libc::SIGKILL);
+}

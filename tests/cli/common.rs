@@ -1,0 +1,151 @@
+//! Helpers: run the binary with a private state directory.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_lobster")
+}
+
+/// A sandbox for one test: a state dir and a working dir.
+pub struct Env {
+    pub state: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+}
+
+/// What one run printed.
+#[derive(Debug)]
+pub struct Run {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Run {
+    /// stdout parsed as JSON (panics with the output on failure).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {self:?}"))
+    }
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Env {
+            state: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.args(args)
+            .current_dir(self.work.path())
+            .env("LOBSTER_STATE_DIR", self.state.path())
+            .env_remove("LOBSTER_MAX_OUTPUT_BYTES")
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        finish(self.command(args).output().unwrap())
+    }
+
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        finish(child.wait_with_output().unwrap())
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Tool-mode run of a pipeline.
+    pub fn tool(&self, pipeline: &str) -> Run {
+        self.run(&["run", "--mode", "tool", pipeline])
+    }
+
+    /// Files in the state dir other than the token key.
+    pub fn state_files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.state.path())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.retain(|n| n != ".token-key");
+        names.sort();
+        names
+    }
+
+    /// A first stage that emits the items of `json` (an array), via a file so no
+    /// shell quoting is involved: `exec --json --shell 'cat <file>'`.
+    pub fn source(&self, json: &str) -> String {
+        let n = std::fs::read_dir(self.work.path())
+            .map(|d| d.count())
+            .unwrap_or(0);
+        let path = self.work.path().join(format!("items-{n}.json"));
+        std::fs::write(&path, json).unwrap();
+        format!("exec --json --shell 'cat {}'", path.display())
+    }
+
+    pub fn work_path(&self, name: &str) -> PathBuf {
+        self.work.path().join(name)
+    }
+}
+
+pub fn finish(out: Output) -> Run {
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// The resume token of a paused envelope.
+pub fn token_of(envelope: &Value) -> String {
+    envelope
+        .pointer("/requiresApproval/resumeToken")
+        .or_else(|| envelope.pointer("/requiresInput/resumeToken"))
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no resume token in {envelope}"))
+        .to_string()
+}
+
+/// Whether a process with this pid is alive (and not a zombie).
+pub fn alive(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+    match stat {
+        Ok(s) => !s
+            .split_whitespace()
+            .nth(2)
+            .is_some_and(|state| state == "Z"),
+        Err(_) => false,
+    }
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}

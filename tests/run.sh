@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh checkout: installs the wasm target,
+# builds the guest steps (examples and hostile test guests), then runs every
+# Rust test in the workspace (unit tests, examples of every command, and the
+# integration tests that drive the real binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -f tests/build-guests.sh ]; then
+  bash tests/build-guests.sh
+fi
+cargo test --workspace
