@@ -109,7 +109,8 @@ if [[ $with_ref == 1 && ! -x $ref_bin ]]; then
     command -v npm >/dev/null || die "BENCH_WITH_REFERENCE=1 needs node and npm"
     log "installing $ref_package into $ref_dir"
     install_start=$(date +%s)
-    npm install --prefix "$ref_dir" --no-audit --no-fund --loglevel=error "$ref_package" >&2
+    npm install --prefix "$ref_dir" --no-audit --no-fund --loglevel=error "$ref_package" >&2 ||
+        die "npm install of $ref_package failed"
     log "reference installed in $(($(date +%s) - install_start)) s"
 fi
 impls=(lobster)
