@@ -21,7 +21,7 @@ wait4's, which includes the ~15 MiB this Python process hands to every child
 it starts (source "wait4").
 
 Prints one tab-separated line on stdout:
-    ok <TAB> wall_ms <TAB> cpu_ms <TAB> peak_mib <TAB> runs <TAB> peak_source
+    ok <TAB> wall_ms <TAB> cpu_ms <TAB> peak_mib <TAB> runs <TAB> peak_source <TAB> best_wall_ms
     fail <TAB> reason
 and exits 0 either way (exit 2 on bad usage).
 """
@@ -171,12 +171,13 @@ def main():
         print(f"fail\t{e}")
         return 0
     print(
-        "ok\t{:.2f}\t{:.2f}\t{:.1f}\t{}\t{}".format(
+        "ok\t{:.2f}\t{:.2f}\t{:.1f}\t{}\t{}\t{:.2f}".format(
             statistics.median(walls) * 1000,
             statistics.median(cpus) * 1000,
             statistics.median(peaks) / 1024,
             len(walls),
             "gnu-time" if gnu_time else "wait4",
+            min(walls) * 1000,
         )
     )
     return 0
