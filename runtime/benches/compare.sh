@@ -230,10 +230,16 @@ if [[ ${impls[*]} == *reference* ]]; then
 else
     printf -- '- reference: not run (BENCH_WITH_REFERENCE=1 installs it)\n'
 fi
-printf -- '- %s runs per case after 1 warm-up; medians; peak RSS via %s\n' "$runs" \
+printf -- '- %s runs per case after 1 warm-up; medians; peak RSS (median of up to 3 more runs) via %s\n' "$runs" \
     "$(field "$baseline" 6 | sed 's/gnu-time/GNU time/;s/wait4/wait4 (upper bound)/')"
-printf -- '- launcher overhead (spawning /bin/true from timeit.py): %s wall, included in every figure\n\n' \
+printf -- '- launcher overhead (spawning /bin/true from timeit.py): %s wall, included in every figure\n' \
     "$(fmt_ms "$(field "$baseline" 2)")"
+# /bin/true takes ~0.7 ms on an idle 2-core machine; much more means the cores
+# are shared with other work right now, and wall times are inflated.
+if awk -v ms="$(field "$baseline" 2)" 'BEGIN { exit !(ms > 1.5) }'; then
+    printf -- '- **the machine was busy** (/bin/true took over 1.5 ms): wall times are inflated; cpu and ratios are steadier\n'
+fi
+printf '\n'
 
 if [[ ${impls[*]} == *reference* ]]; then
     printf '| case | lobster wall | cpu | peak | reference wall | cpu | peak | wall ratio | cpu ratio | peak ratio | same output |\n'

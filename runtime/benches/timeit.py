@@ -15,7 +15,7 @@ with status needs_approval; its requiresApproval.resumeToken replaces {TOKEN}
 in RESUME_CMD, which must print an envelope with status ok. Wall and cpu are
 the sums over both processes, peak the larger of the two.
 
-Peak RSS: when GNU time is at /usr/bin/time, N more runs are made under it
+Peak RSS: when GNU time is at /usr/bin/time, min(N, 3) more runs are made under it
 and their median peak is reported (source "gnu-time"); otherwise the peak is
 wait4's, which includes the ~15 MiB this Python process hands to every child
 it starts (source "wait4").
@@ -166,7 +166,8 @@ def main():
             # A child started from Python inherits Python's RSS high-water mark
             # (~15 MiB) through vfork+exec, so wait4's figure is only an upper
             # bound. GNU time is a small C program: measure the peak under it.
-            peaks = [once(gnu_time)[2] for _ in range(args.runs)]
+            # Peak RSS barely varies between runs: three are enough.
+            peaks = [once(gnu_time)[2] for _ in range(min(args.runs, 3))]
     except RunFailed as e:
         print(f"fail\t{e}")
         return 0
