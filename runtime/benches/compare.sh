@@ -150,6 +150,10 @@ bench() {
         pipe3) cmd=("$bin" "$pipe3") ;;
         wf10shell) cmd=("$bin" run wf10-shell.lobster) ;;
         wf10wasm)
+            if [[ $impl == reference ]]; then
+                result[$id|$impl]=$'skip\tthe reference has no wasm steps'
+                return 0
+            fi
             if [[ -z $wasm_workflow || ! -f $wasm_workflow ]]; then
                 result[$id|$impl]=$'skip\tno wasm-step workflow to run (set BENCH_WASM_WORKFLOW once wasm steps exist)'
                 return 0
