@@ -31,6 +31,9 @@ mod tests {
         assert_eq!(items_from_json("{\"a\":1}").unwrap(), vec![json!({"a":1})]);
         assert!(items_from_json("  ").unwrap().is_empty());
         assert!(items_from_json("[").is_err());
-        assert_eq!(items_to_json(&[json!({"b":2,"a":1})]), "[{\"b\":2,\"a\":1}]");
+        assert_eq!(
+            items_to_json(&[json!({"b":2,"a":1})]),
+            "[{\"b\":2,\"a\":1}]"
+        );
     }
 }

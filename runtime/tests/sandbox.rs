@@ -28,7 +28,6 @@ fn test_guest_dir() -> PathBuf {
     repo().join("tests/guests/target/wasm32-wasip2/release")
 }
 
-#[allow(dead_code)] // used once the example steps have tests
 fn example_dir() -> PathBuf {
     repo().join("examples/steps/target/wasm32-wasip2/release")
 }
@@ -692,4 +691,150 @@ fn plain_wasi_commands_are_steps_too() {
         other => panic!("expected an exit error, got {other:?}"),
     }
     assert_host_ok();
+}
+
+/// A working directory with a copy of examples/mail at `mail/`, and a
+/// context whose step path is the built example steps.
+fn mailbox(grants: Grants) -> Option<(tempfile::TempDir, Context)> {
+    let dir = example_dir();
+    wasm(&dir, "inbox_list.wasm")?;
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("cwd");
+    std::fs::create_dir_all(cwd.join("mail")).unwrap();
+    for entry in std::fs::read_dir(repo().join("examples/mail")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), cwd.join("mail").join(entry.file_name())).unwrap();
+    }
+    let mut ctx = context(&cwd, &tmp.path().join("state"), grants);
+    ctx.registry = Arc::new(
+        Registry::builtin().with_steps(StepResolver::new(StepPath::new(vec![dir]), cache())),
+    );
+    Some((tmp, ctx))
+}
+
+fn items_of(ctx: &Context, text: &str) -> lobster::Result<Vec<Item>> {
+    match run_pipeline(&parse(text).unwrap(), 0, vec![], ctx)? {
+        Outcome::Completed { items, .. } => Ok(items),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn example_inbox_pipeline_lists_categorizes_and_triages() {
+    let grants = Grants::builder().allow_read("mail").build().unwrap();
+    let Some((_tmp, ctx)) = mailbox(grants) else {
+        return;
+    };
+    let items = items_of(&ctx, "inbox.list | inbox.categorize | email.triage").unwrap();
+    assert_eq!(items.len(), 10);
+    let by_id = |id: &str| items.iter().find(|i| i["id"] == id).unwrap().clone();
+    let budget = by_id("001-budget-review");
+    assert_eq!(budget["from"], "Alice Martin <alice@acme.example>");
+    assert_eq!(budget["labels"], json!(["inbox"]));
+    assert_eq!(budget["category"], "work");
+    assert_eq!(budget["triage"], "needs_reply");
+    let expect = [
+        ("002-newsletter", "newsletter", "fyi"),
+        ("003-invoice", "finance", "needs_action"),
+        ("004-security-alert", "security", "fyi"),
+        ("005-meeting-invite", "meetings", "needs_action"),
+        ("006-question-from-friend", "personal", "needs_reply"),
+        ("007-ci-failure", "notifications", "needs_action"),
+        ("008-receipt", "finance", "fyi"),
+        ("009-contract", "personal", "needs_action"),
+        ("010-team-update", "work", "fyi"),
+    ];
+    for (id, category, triage) in expect {
+        let item = by_id(id);
+        assert_eq!(
+            (item["category"].as_str(), item["triage"].as_str()),
+            (Some(category), Some(triage)),
+            "{id}"
+        );
+    }
+    let only = items_of(
+        &ctx,
+        "inbox.list --limit 6 | email.triage --only needs_reply",
+    )
+    .unwrap();
+    assert_eq!(only.len(), 2);
+    let err = items_of(&ctx, "inbox.list | email.triage --only later").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("step email.triage rejected its arguments"),
+        "{err}"
+    );
+}
+
+#[test]
+fn example_steps_refuse_to_run_without_their_capabilities() {
+    let Some((_tmp, ctx)) = mailbox(Grants::none()) else {
+        return;
+    };
+    let err = items_of(&ctx, "inbox.list | inbox.categorize").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "step inbox.list needs read access to /mail, which this run does not grant (add --allow-read DIR:/mail)"
+    );
+    let grants = Grants::builder().allow_read("mail").build().unwrap();
+    let Some((tmp, ctx)) = mailbox(grants) else {
+        return;
+    };
+    let before = snapshot(tmp.path());
+    let err = items_of(&ctx, "inbox.list | inbox.apply --apply --move-by category").unwrap_err();
+    assert!(
+        err.to_string().contains("needs write access to /mail"),
+        "{err}"
+    );
+    assert_eq!(snapshot(tmp.path()), before);
+}
+
+#[test]
+fn example_inbox_apply_plans_then_applies_inside_the_grant_only() {
+    let grants = Grants::builder().allow_write("mail").build().unwrap();
+    let Some((tmp, ctx)) = mailbox(grants) else {
+        return;
+    };
+    let before = snapshot(tmp.path());
+    let pipeline = "inbox.list | inbox.categorize | email.triage | inbox.apply --move-by category";
+    let plan = items_of(&ctx, pipeline).unwrap();
+    assert_eq!(plan.len(), 10);
+    assert!(plan
+        .iter()
+        .all(|p| p["applied"] == false && p["changes"] == true));
+    let invoice = plan.iter().find(|p| p["id"] == "003-invoice").unwrap();
+    assert_eq!(invoice["move_to"], "finance");
+    assert_eq!(invoice["add_labels"], json!(["finance", "needs_action"]));
+    assert_eq!(
+        snapshot(tmp.path()),
+        before,
+        "a dry run must not change files"
+    );
+
+    let done = items_of(&ctx, &format!("{pipeline} --apply")).unwrap();
+    assert!(done.iter().all(|p| p["applied"] == true));
+    let mail = ctx.cwd.join("mail");
+    let moved = std::fs::read_to_string(mail.join("finance/003-invoice.eml")).unwrap();
+    assert!(
+        moved.contains("Labels: inbox, finance, needs_action\n"),
+        "{moved}"
+    );
+    assert!(!mail.join("003-invoice.eml").exists());
+    // Everything that changed is inside the granted directory.
+    let after = snapshot(tmp.path());
+    for (path, meta) in &before {
+        if !path.starts_with(&mail) {
+            assert_eq!(after.get(path), Some(meta), "{} changed", path.display());
+        }
+    }
+    for path in after.keys() {
+        assert!(
+            path.starts_with(&mail) || before.contains_key(path),
+            "{} appeared",
+            path.display()
+        );
+    }
+    // Listing the moved folder finds the relabelled message.
+    let listed = items_of(&ctx, "inbox.list --folder finance").unwrap();
+    assert_eq!(listed.len(), 2);
 }

@@ -53,7 +53,9 @@ impl Step for Hostile {
             "flood-log" => loop {
                 log::info(&"l".repeat(1000));
             },
-            "big-result" => Ok((0..100_000).map(|i| json!({ "i": i, "pad": "xxxxxxxxxx" })).collect()),
+            "big-result" => Ok((0..100_000)
+                .map(|i| json!({ "i": i, "pad": "xxxxxxxxxx" }))
+                .collect()),
             "panic" => panic!("hostile step panicked on purpose"),
             "trap" => {
                 #[cfg(target_arch = "wasm32")]
@@ -62,11 +64,16 @@ impl Step for Hostile {
                 Ok(vec![])
             }
             "read" => denied(&format!("read {}", arg(1)), std::fs::read(arg(1))),
-            "write" => denied(&format!("write {}", arg(1)), std::fs::write(arg(1), b"escaped")),
+            "write" => denied(
+                &format!("write {}", arg(1)),
+                std::fs::write(arg(1), b"escaped"),
+            ),
             "mkdir" => denied(&format!("mkdir {}", arg(1)), std::fs::create_dir(arg(1))),
             "list" => denied(&format!("list {}", arg(1)), std::fs::read_dir(arg(1))),
             "env" => match std::env::var(arg(1)) {
-                Ok(v) => Ok(vec![json!({ "breach": format!("env {}", arg(1)), "value": v })]),
+                Ok(v) => Ok(vec![
+                    json!({ "breach": format!("env {}", arg(1)), "value": v }),
+                ]),
                 Err(e) => Err(Error::failed(format!("denied: env {}: {e}", arg(1)))),
             },
             "connect" => denied(

@@ -43,7 +43,9 @@ impl Step for Probe {
                 let hash = RandomState::new().hash_one(42u64);
                 let env: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
                 let root = std::fs::read_dir("/").map(|d| d.count()).unwrap_or(0);
-                Ok(vec![json!({ "now": now, "hash": hash.to_string(), "env": env, "root_entries": root })])
+                Ok(vec![
+                    json!({ "now": now, "hash": hash.to_string(), "env": env, "root_entries": root }),
+                ])
             }
             "env" => {
                 let name = pos.get(1).ok_or_else(|| Error::invalid_args("env NAME"))?;
