@@ -83,6 +83,9 @@ pub(crate) fn run(
         }),
         Ok(Ok(text)) => Ok(text),
     };
+    // A step's stdout is not its result (that is `run`'s return value):
+    // treat it as log text, like stderr.
+    forward(name, &s.store.data().stdout.take(), env);
     forward_stderr(name, s.store.data(), env);
     let text = outcome?;
     if text.len() > limits.output_bytes {
@@ -96,15 +99,34 @@ pub(crate) fn run(
 
 /// Guest stderr, line by line, to the run's log sink (as `info`).
 pub(crate) fn forward_stderr(name: &str, state: &HostState, env: &StepEnv) {
-    let bytes = state.stderr.take();
+    forward(name, &state.stderr.take(), env);
+}
+
+/// At most this much of a step's stdout/stderr text reaches the log sink.
+const MAX_FORWARDED_BYTES: usize = 16 * 1024;
+
+/// Text a step wrote, line by line, to the run's log sink (as `info`);
+/// anything past [`MAX_FORWARDED_BYTES`] is summarised in one line.
+fn forward(name: &str, bytes: &[u8], env: &StepEnv) {
     if bytes.is_empty() {
         return;
     }
-    for line in String::from_utf8_lossy(&bytes).lines() {
+    let shown = &bytes[..bytes.len().min(MAX_FORWARDED_BYTES)];
+    let mut lines: Vec<String> = String::from_utf8_lossy(shown)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    if bytes.len() > shown.len() {
+        lines.push(format!(
+            "… {} more bytes not shown",
+            bytes.len() - shown.len()
+        ));
+    }
+    for line in lines {
         (env.log)(&super::log::LogLine {
             step: name.to_string(),
             level: super::log::Level::Info,
-            message: line.to_string(),
+            message: line,
         });
     }
 }

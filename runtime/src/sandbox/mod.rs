@@ -17,6 +17,8 @@
 //! The interface is `wit/step.wit` (`lobster:step@0.1.0`); guests are built
 //! with the `lobster-guest` crate (`guest-sdk/`).
 
+#![deny(missing_docs)]
+
 mod bindings;
 pub mod cache;
 mod classify;
