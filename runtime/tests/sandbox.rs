@@ -838,3 +838,40 @@ fn example_inbox_apply_plans_then_applies_inside_the_grant_only() {
     let listed = items_of(&ctx, "inbox.list --folder finance").unwrap();
     assert_eq!(listed.len(), 2);
 }
+
+#[test]
+fn a_sleeping_guest_is_woken_by_the_deadline_and_by_cancellation() {
+    let l = EffectiveLimits {
+        timeout: Some(Duration::from_millis(300)),
+        ..limits()
+    };
+    let start = Instant::now();
+    let Some(err) = hostile(&["sleep"], l) else {
+        return;
+    };
+    assert!(
+        matches!(err, SandboxError::Timeout { limit_ms: 300, .. }),
+        "{err:?}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(10));
+
+    let Some(h) = load(&test_guest_dir(), "hostile.wasm") else {
+        return;
+    };
+    let cancel = lobster::executor::Cancel::default();
+    cancel.arm_deadline(Duration::from_millis(200));
+    let env = StepEnv {
+        cancel: Some(cancel),
+        ..StepEnv::closed()
+    };
+    let l = EffectiveLimits {
+        timeout: None,
+        ..limits()
+    };
+    let start = Instant::now();
+    let err = h
+        .run("hostile", &args(&["sleep"]), &[], &env, &l)
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::Cancelled { .. }), "{err:?}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+}

@@ -82,6 +82,8 @@ impl SandboxEngine {
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
         Step::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
+        super::sleep::add_bounded_sleep(&mut linker)
+            .map_err(|e| SandboxError::Engine(e.to_string()))?;
         let fingerprint = fingerprint(&engine);
         let ticker = Ticker::start(engine.clone());
         Ok(SandboxEngine {

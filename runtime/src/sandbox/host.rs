@@ -36,6 +36,12 @@ pub(crate) struct HostState {
     pub(crate) state: Option<ScopedState>,
     pub(crate) log: LogSink,
     pub(crate) output_cap: usize,
+    /// When the step must stop (bounds guest sleeps).
+    pub(crate) deadline: Option<std::time::Instant>,
+    /// The run's cancellation (bounds guest sleeps).
+    pub(crate) cancel: Option<crate::executor::Cancel>,
+    /// The guest's monotonic clock.
+    pub(crate) monotonic: super::sleep::StepMonotonic,
 }
 
 impl WasiView for HostState {

@@ -37,6 +37,7 @@ pub mod limits;
 pub mod log;
 mod output;
 pub mod resolve;
+mod sleep;
 mod store;
 pub mod wasm_step;
 

@@ -10,6 +10,7 @@ use super::grants::Access;
 use super::host::{HostState, ScopedState};
 use super::limits::{EffectiveLimits, MemoryLimiter};
 use super::output::CappedPipe;
+use super::sleep::StepMonotonic;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,6 +43,8 @@ pub(crate) fn new_store(
     argv: &[String],
     stdin: Vec<u8>,
 ) -> Result<StepStore, SandboxError> {
+    let deadline = limits.timeout.map(|t| Instant::now() + t);
+    let monotonic = StepMonotonic(Instant::now());
     let stdout = CappedPipe::new(limits.output_bytes);
     let stderr = CappedPipe::new(limits.output_bytes);
     let mut wasi = WasiCtxBuilder::new();
@@ -54,6 +57,7 @@ pub(crate) fn new_store(
         .allow_udp(false)
         .allow_ip_name_lookup(false)
         .wall_clock(FixedClock(Duration::from_millis(env.wall_clock_ms)))
+        .monotonic_clock(monotonic)
         .secure_random(seeded(env.random_seed, "lobster 2026 wasi secure-random"))
         .insecure_random(seeded(env.random_seed, "lobster 2026 wasi insecure-random"))
         .insecure_random_seed(insecure_seed(env.random_seed));
@@ -83,6 +87,9 @@ pub(crate) fn new_store(
         state,
         log: env.log.clone(),
         output_cap: limits.output_bytes,
+        deadline,
+        cancel: env.cancel.clone(),
+        monotonic,
     };
     let mut store = Store::new(engine.engine(), data);
     store.limiter(|s| &mut s.limiter);
@@ -90,7 +97,6 @@ pub(crate) fn new_store(
         .set_fuel(limits.fuel)
         .map_err(|e| SandboxError::Engine(e.to_string()))?;
     let stop = Arc::new(AtomicU8::new(STOP_NONE));
-    let deadline = limits.timeout.map(|t| Instant::now() + t);
     let cancel = env.cancel.clone();
     let flag = stop.clone();
     store.set_epoch_deadline(1);

@@ -43,6 +43,10 @@ impl Step for Hostile {
                     hoard.push(black_box(chunk));
                 }
             }
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+                Ok(vec![json!({ "breach": "slept an hour" })])
+            }
             "recurse" => Ok(vec![json!(recurse(0, [1; 16]))]),
             "flood-stdout" => loop {
                 let _ = std::io::stdout().write_all(&[b'x'; 4096]);
