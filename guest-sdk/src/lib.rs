@@ -34,6 +34,8 @@
 //! The interface is `lobster:step@0.1.0` (`wit/step.wit` in the Lobster
 //! repository); the raw generated bindings are in [`bindings`].
 
+#![warn(missing_docs)]
+
 mod args;
 mod error;
 mod info;

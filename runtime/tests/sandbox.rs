@@ -594,6 +594,25 @@ fn resolution_by_file_name_and_described_name_with_digests() {
         .expect("described-name match");
     assert!(cmd.help().contains("Report what the sandbox looks like"));
     assert!(cmd.help().contains("--times"));
+    // A changed file is hashed again at the next resolution.
+    let before = registry
+        .resolve("my.noop")
+        .unwrap()
+        .unwrap()
+        .digest()
+        .unwrap()
+        .to_string();
+    std::fs::copy(&probe, steps.join("my_noop.wasm")).unwrap();
+    let after = registry.resolve("my.noop").unwrap().unwrap();
+    assert_ne!(after.digest().unwrap(), before);
+    assert_eq!(
+        after.digest(),
+        Some(
+            blake3::hash(&std::fs::read(&probe).unwrap())
+                .to_hex()
+                .as_str()
+        )
+    );
     // Built-ins win; unknown names stay unknown; a broken file named directly is an error.
     assert!(registry
         .resolve("head")

@@ -16,6 +16,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 pub const MAX_STATE_VALUE_BYTES: usize = 1 << 20;
 /// Longest key a step may use.
 pub const MAX_STATE_KEY_BYTES: usize = 200;
+/// Bytes of state one step execution may write in total (all `state-set` calls).
+pub const MAX_STATE_WRITE_BYTES: usize = 16 << 20;
 
 /// The state store as one step of one run sees it.
 #[derive(Clone)]
@@ -42,6 +44,8 @@ pub(crate) struct HostState {
     pub(crate) cancel: Option<crate::executor::Cancel>,
     /// The guest's monotonic clock.
     pub(crate) monotonic: super::sleep::StepMonotonic,
+    /// Bytes written with `state-set` so far.
+    pub(crate) state_written: usize,
 }
 
 impl WasiView for HostState {
@@ -112,6 +116,12 @@ impl host::Host for HostState {
                 "state value is larger than {MAX_STATE_VALUE_BYTES} bytes"
             )));
         }
+        if self.state_written + value.len() > MAX_STATE_WRITE_BYTES {
+            return Ok(Err(format!(
+                "this step already wrote {MAX_STATE_WRITE_BYTES} bytes of state in this run"
+            )));
+        }
+        self.state_written += value.len();
         let parsed: crate::value::Item = match serde_json::from_str(&value) {
             Ok(v) => v,
             Err(e) => return Ok(Err(format!("state value is not JSON: {e}"))),

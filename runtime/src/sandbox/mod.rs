@@ -49,7 +49,7 @@ pub use engine::{engine, engine_started, SandboxEngine};
 pub use env::StepEnv;
 pub use error::{SandboxError, Stream};
 pub use grants::{Access, DirGrant, Grants, GrantsBuilder, ResolvedDir};
-pub use host::{MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES};
+pub use host::{MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES, MAX_STATE_WRITE_BYTES};
 pub use limits::{
     EffectiveLimits, StepLimits, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
     MAX_MEMORY_BYTES,

@@ -61,11 +61,13 @@ impl StepPath {
     }
 }
 
-/// Resolves stage names to [`WasmStep`]s; remembers what it resolved.
+/// Resolves stage names to [`WasmStep`]s. It remembers which file a name
+/// resolved to, but reads and hashes that file again on every resolution,
+/// so a changed component gets a new digest (and is recompiled).
 pub struct StepResolver {
     path: StepPath,
     cache: ArtifactCache,
-    resolved: Mutex<HashMap<String, &'static WasmStep>>,
+    resolved: Mutex<HashMap<String, (PathBuf, &'static WasmStep)>>,
 }
 
 impl std::fmt::Debug for StepResolver {
@@ -121,22 +123,28 @@ impl StepResolver {
     /// The step called `name`, or `None` when nothing on the path matches.
     /// The wasm engine is only started when a candidate file exists.
     pub fn resolve(&self, name: &str) -> Result<Option<&'static WasmStep>, SandboxError> {
-        if let Some(step) = self.resolved.lock().ok().and_then(|m| m.get(name).copied()) {
-            return Ok(Some(step));
-        }
         if !plausible(name) {
             return Ok(None);
         }
-        let found = match self.by_file_name(name)? {
-            Some(found) => Some(found),
-            None => self.by_described_name(name),
+        let known = self
+            .resolved
+            .lock()
+            .ok()
+            .and_then(|m| m.get(name).map(|(p, _)| p.clone()))
+            .filter(|p| p.is_file());
+        let found = match known {
+            Some(path) => Some((path.clone(), load_file(&path, &self.cache)?)),
+            None => match self.by_file_name(name)? {
+                Some(found) => Some(found),
+                None => self.by_described_name(name),
+            },
         };
         let Some((path, component)) = found else {
             return Ok(None);
         };
-        let step = WasmStep::intern(name, path, component);
+        let step = WasmStep::intern(name, path.clone(), component);
         if let Ok(mut m) = self.resolved.lock() {
-            m.insert(name.to_string(), step);
+            m.insert(name.to_string(), (path, step));
         }
         Ok(Some(step))
     }
@@ -189,7 +197,7 @@ impl StepResolver {
         let mut v: Vec<(String, &'static WasmStep)> = self
             .resolved
             .lock()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .map(|m| m.iter().map(|(k, (_, step))| (k.clone(), *step)).collect())
             .unwrap_or_default();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v

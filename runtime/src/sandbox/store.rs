@@ -90,6 +90,7 @@ pub(crate) fn new_store(
         deadline,
         cancel: env.cancel.clone(),
         monotonic,
+        state_written: 0,
     };
     let mut store = Store::new(engine.engine(), data);
     store.limiter(|s| &mut s.limiter);
