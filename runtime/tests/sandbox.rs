@@ -894,3 +894,42 @@ fn a_sleeping_guest_is_woken_by_the_deadline_and_by_cancellation() {
     assert!(matches!(err, SandboxError::Cancelled { .. }), "{err:?}");
     assert!(start.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn commands_and_cancellation_through_the_pipeline() {
+    let Some(dir) =
+        wasm(&test_guest_dir(), "cmd-echo.wasm").map(|p| p.parent().unwrap().to_path_buf())
+    else {
+        return;
+    };
+    let w = world();
+    let mut ctx = context(&w.cwd, &w.root.join("state"), Grants::none());
+    ctx.registry = Arc::new(
+        Registry::builtin().with_steps(StepResolver::new(StepPath::new(vec![dir]), cache())),
+    );
+    // A plain wasi:cli/command resolved by file name, between built-ins.
+    let out = match run_pipeline(
+        &parse("head --n 1 | cmd-echo --tag=x").unwrap(),
+        0,
+        vec![json!(1), json!(2)],
+        &ctx,
+    )
+    .unwrap()
+    {
+        Outcome::Completed { items, .. } => items,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(out, [json!({"item": 1, "argv": ["cmd-echo", "--tag=x"]})]);
+    let cmd = ctx.registry.resolve("cmd-echo").unwrap().unwrap();
+    assert!(cmd.help().contains("wasi:cli/command"));
+    assert_eq!(cmd.digest().map(str::len), Some(64));
+    // The run's own deadline (armed by the CLI) stops a spinning step with
+    // the run's timeout error.
+    ctx.sandbox.limits.fuel = u64::MAX / 4;
+    ctx.cancel.arm_deadline(Duration::from_millis(300));
+    let start = Instant::now();
+    let err = run_pipeline(&parse("hostile loop").unwrap(), 0, vec![], &ctx).unwrap_err();
+    assert_eq!(err.to_string(), "lobster runtime timed out");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_host_ok();
+}
