@@ -304,6 +304,25 @@ mod tests {
     }
 
     #[test]
+    fn grants_round_trip_through_json_for_resume_state() {
+        let g = Grants::builder()
+            .allow_read("mail")
+            .allow_env("TOKEN")
+            .wall_clock_ms(1_700_000_000_000)
+            .random_seed(42)
+            .build()
+            .unwrap();
+        let text = serde_json::to_string(&g).unwrap();
+        assert_eq!(
+            text,
+            r#"{"dirs":[{"host":"mail","guest":"/mail","access":"read"}],"env":["TOKEN"],"wall_clock_ms":1700000000000,"random_seed":42}"#
+        );
+        assert_eq!(serde_json::from_str::<Grants>(&text).unwrap(), g);
+        let fresh = Grants::builder().fresh_run().build().unwrap();
+        assert!(fresh.wall_clock_ms > 1_700_000_000_000);
+    }
+
+    #[test]
     fn dirs_must_stay_inside_the_working_directory() {
         let tmp = tempfile::tempdir().unwrap();
         let cwd = tmp.path().join("cwd");
