@@ -73,13 +73,13 @@ pub(super) fn call(argv: &[String]) -> i32 {
             printer.finish(run_text(&pipeline, &ctx))
         }
         Call::Resume { request, limits } => {
-            let ctx = match build_context(Mode::Tool, &limits, None) {
+            let mut ctx = match build_context(Mode::Tool, &limits, None) {
                 Ok(c) => c,
                 Err(e) => return printer.error(&e),
             };
             printer.max_bytes = ctx.limits.max_output_bytes;
             supervise(&ctx, &printer);
-            printer.finish(crate::resume::resume(&request, &ctx))
+            printer.finish(crate::resume::resume(&request, &mut ctx))
         }
     }
 }
@@ -93,6 +93,7 @@ fn refuse_workflow(pipeline: &str, printer: &Printer) -> Option<i32> {
         limits: LimitArgs::default(),
         cwd: None,
         help: false,
+        sandbox: Default::default(),
         rest: vec![pipeline.to_string()],
     };
     super::refuse_workflow_file(&args, printer)
