@@ -4,11 +4,11 @@
 //! Spawning, capture, caps and cancellation live in [`crate::process`]; this
 //! file is only the reference's argument rules, encodings and error texts.
 
-use super::{stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
+use super::{Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
 use crate::executor::Context;
-use crate::process::Invocation;
+use crate::process::{Decoder, Ended, Invocation, Next, OutputStream};
 use crate::value::{to_js_json, Item};
 
 /// `exec [--json] [--stdin raw|json|jsonl] <command...>` or `exec --shell "<line>"`.
@@ -153,40 +153,6 @@ fn encode_stdin(items: &[Item], mode: StdinMode) -> String {
     }
 }
 
-/// `stdout.split(/\r?\n/).filter(Boolean)`.
-fn split_lines(stdout: &str) -> Vec<Item> {
-    let pieces: Vec<&str> = stdout.split('\n').collect();
-    let last = pieces.len().saturating_sub(1);
-    pieces
-        .into_iter()
-        .enumerate()
-        .map(|(i, piece)| {
-            if i < last {
-                piece.strip_suffix('\r').unwrap_or(piece)
-            } else {
-                piece
-            }
-        })
-        .filter(|line| !line.is_empty())
-        .map(|line| Item::String(line.to_string()))
-        .collect()
-}
-
-/// `JSON.parse(stdout.trim() || "null")`, an array spread into items.
-fn parse_json_output(stdout: &str) -> Result<Vec<Item>> {
-    let text = match js_trim(stdout) {
-        "" => "null",
-        text => text,
-    };
-    match serde_json::from_str::<Item>(text) {
-        Ok(Item::Array(items)) => Ok(items),
-        Ok(value) => Ok(vec![value]),
-        Err(e) => Err(Error::runtime(format!(
-            "exec --json could not parse stdout as JSON: {e}"
-        ))),
-    }
-}
-
 impl Command for Exec {
     fn signature(&self) -> Signature {
         Signature {
@@ -297,26 +263,77 @@ impl Command for Exec {
         if let Some(mode) = plan.stdin {
             invocation = invocation.stdin(encode_stdin(&items, mode).into_bytes());
         }
-        let done = invocation.run(ctx)?;
-        if !done.success() {
-            let stderr = js_trim(&done.stderr);
-            let stdout = js_trim(&done.stdout);
-            let detail = [stderr, stdout]
-                .into_iter()
-                .find(|s| !s.is_empty())
-                .unwrap_or(plan.display());
-            return Err(Error::runtime(format!(
-                "exec failed ({}): {detail}",
-                done.code_text()
-            )));
-        }
-        // A successful child's stderr is discarded, as in the reference.
-        let out = if plan.json {
-            parse_json_output(&done.stdout)?
+        drop(items);
+        let decoder = if plan.json {
+            Decoder::Json
         } else {
-            split_lines(&done.stdout)
+            Decoder::Lines
         };
-        Ok(Output::Items(stream_of(out)))
+        let out = invocation.stream(ctx, decoder)?;
+        Ok(Output::Items(Box::new(ExecItems {
+            out: Some(out),
+            display: plan.display().to_string(),
+        })))
+    }
+}
+
+/// The items of a running `exec`: stdout decoded as it arrives, then the
+/// exit status checked. A failing child or bad JSON ends the stream with an
+/// error after the items decoded so far (the run fails either way). When the
+/// consumer stops early (`head`), dropping this kills the child's group.
+struct ExecItems {
+    out: Option<OutputStream>,
+    /// What `exec failed (…): …` names when the child printed nothing.
+    display: String,
+}
+
+impl Iterator for ExecItems {
+    type Item = Result<Item>;
+
+    fn next(&mut self) -> Option<Result<Item>> {
+        let out = self.out.as_mut()?;
+        let next = out.next();
+        match next {
+            Ok(Next::Item(item)) => Some(Ok(item)),
+            Ok(Next::End(ended)) => {
+                self.out = None;
+                check_end(ended, &self.display).err().map(Err)
+            }
+            Err(e) => {
+                self.out = None;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The reference's order: a failing exit status wins over unparsable JSON.
+/// The stderr of a successful child is discarded.
+fn check_end(ended: Ended, display: &str) -> Result<()> {
+    let done = &ended.finished;
+    if !done.success() {
+        let stderr = js_trim(&done.stderr);
+        let stdout = js_trim(&done.stdout);
+        let detail = [stderr, stdout]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .unwrap_or(display);
+        // Only the first STDOUT_KEPT bytes of a long stdout are kept.
+        let more = if stderr.is_empty() && !stdout.is_empty() && ended.stdout_truncated {
+            " …"
+        } else {
+            ""
+        };
+        return Err(Error::runtime(format!(
+            "exec failed ({}): {detail}{more}",
+            done.code_text()
+        )));
+    }
+    match ended.parse_error {
+        Some(e) => Err(Error::runtime(format!(
+            "exec --json could not parse stdout as JSON: {e}"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -556,11 +573,6 @@ mod tests {
 
     #[test]
     fn lines_split_on_crlf_and_drop_empties() {
-        assert_eq!(
-            split_lines("a\r\n\r\nb\rc\n\nd\r"),
-            vec![json!("a"), json!("b\rc"), json!("d\r")]
-        );
-        assert_eq!(split_lines(""), Vec::<Item>::new());
         assert_eq!(
             run(r#"exec --shell "printf 'x\r\ny\r\n'""#, vec![]).unwrap(),
             vec![json!("x"), json!("y")]

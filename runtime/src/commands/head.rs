@@ -74,7 +74,42 @@ impl Command for Head {
 
     fn run(&self, args: &Args, input: ItemStream, _ctx: &Context) -> Result<Output> {
         let n = Self::count(args)?;
-        Ok(Output::Items(Box::new(input.take(n))))
+        Ok(Output::Items(Box::new(Take {
+            input: Some(input),
+            left: n,
+        })))
+    }
+
+    fn prefix_limit(&self, args: &Args) -> Option<usize> {
+        Self::count(args).ok()
+    }
+}
+
+/// `input.take(n)` that drops the upstream as soon as it has enough, so an
+/// upstream `exec` child is killed at once rather than when the run ends.
+struct Take {
+    input: Option<ItemStream>,
+    left: usize,
+}
+
+impl Iterator for Take {
+    type Item = Result<crate::value::Item>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            self.input = None;
+            return None;
+        }
+        let next = self.input.as_mut()?.next();
+        match &next {
+            Some(Ok(_)) => self.left -= 1,
+            // An error or the end: nothing more will be pulled.
+            _ => self.left = 0,
+        }
+        if self.left == 0 {
+            self.input = None;
+        }
+        next
     }
 }
 

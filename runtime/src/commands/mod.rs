@@ -113,6 +113,28 @@ pub trait Command: Send + Sync {
         None
     }
 
+    /// `Some(n)` when this stage passes on exactly the first `n` items of its
+    /// input and nothing else (`head`). The executor tells the stage before
+    /// it, so `sort | head --n K` keeps only K items (see
+    /// [`Command::run_limited`]).
+    fn prefix_limit(&self, _args: &Args) -> Option<usize> {
+        None
+    }
+
+    /// Run the stage knowing that only the first `limit` items of its output
+    /// will ever be used (the next stage is a [`Command::prefix_limit`]).
+    /// The output may then be cut to those items; the default ignores the
+    /// hint. `sort` overrides it with a bounded top-K.
+    fn run_limited(
+        &self,
+        args: &Args,
+        input: ItemStream,
+        _limit: usize,
+        ctx: &Context,
+    ) -> Result<Output> {
+        self.run(args, input, ctx)
+    }
+
     /// Run the stage over `input`. Lazy commands return [`Output::Items`]
     /// wrapping the input iterator; nothing upstream runs until pulled.
     fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output>;

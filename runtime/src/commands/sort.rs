@@ -1,7 +1,7 @@
 //! `sort`: stable sort by a dot-path key or by the item itself.
 
 use super::js::{dot_path, flag_string, flag_truthy};
-use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
+use super::{stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
 use crate::executor::Context;
@@ -14,26 +14,79 @@ pub struct Sort;
 
 const HELP: &str = "sort — sort items (stable) by a key\n\nUsage:\n  ... | sort\n  ... | sort --key updatedAt\n  ... | sort --key prNumber --desc\n\nNotes:\n  - Sorting is stable (preserves order for equal keys).\n  - undefined/null keys sort last.\n";
 
+/// A sort key computed once per item: JavaScript's comparator needs a number
+/// or `String(value)`, so both are prepared up front instead of per comparison.
+#[derive(Debug)]
+enum Key {
+    /// `undefined` or `null`: last in both directions.
+    Absent,
+    /// A number (compared numerically with other numbers); the original is
+    /// kept for `String()` when it meets a non-number.
+    Num(f64, serde_json::Number),
+    /// `String(value)` of anything else; `bytewise` when UTF-8 byte order
+    /// equals UTF-16 code-unit order for it (no character at or above U+E000).
+    Text { text: String, bytewise: bool },
+}
+
+impl Key {
+    fn of(value: Option<&Value>) -> Key {
+        match value {
+            None | Some(Value::Null) => Key::Absent,
+            Some(Value::Number(n)) => Key::Num(n.as_f64().unwrap_or(0.0), n.clone()),
+            Some(other) => Key::text(js_to_string(Some(other))),
+        }
+    }
+
+    fn text(text: String) -> Key {
+        // Lead bytes >= 0xEE start U+E000 and above (where UTF-16 order differs).
+        let bytewise = !text.bytes().any(|b| b >= 0xee);
+        Key::Text { text, bytewise }
+    }
+}
+
 /// The reference's comparator for two present, non-null values: numbers
 /// numerically, everything else by `String()` in UTF-16 code-unit order.
-fn compare_present(a: &Value, b: &Value) -> Ordering {
-    if let (Value::Number(x), Value::Number(y)) = (a, b) {
-        let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
-        return x.partial_cmp(&y).unwrap_or(Ordering::Equal);
+fn compare_present(a: &Key, b: &Key) -> Ordering {
+    match (a, b) {
+        (Key::Num(x, _), Key::Num(y, _)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        (
+            Key::Text {
+                text: x,
+                bytewise: bx,
+            },
+            Key::Text {
+                text: y,
+                bytewise: by,
+            },
+        ) => {
+            if *bx && *by {
+                x.as_bytes().cmp(y.as_bytes())
+            } else {
+                x.encode_utf16().cmp(y.encode_utf16())
+            }
+        }
+        _ => {
+            let (sa, sb) = (key_string(a), key_string(b));
+            sa.encode_utf16().cmp(sb.encode_utf16())
+        }
     }
-    let (sa, sb) = (js_to_string(Some(a)), js_to_string(Some(b)));
-    sa.encode_utf16().cmp(sb.encode_utf16())
+}
+
+fn key_string(key: &Key) -> std::borrow::Cow<'_, str> {
+    match key {
+        Key::Absent => "undefined".into(),
+        Key::Num(_, n) => js_to_string(Some(&Value::Number(n.clone()))).into(),
+        Key::Text { text, .. } => text.as_str().into(),
+    }
 }
 
 /// null/undefined last in both directions; `desc` reverses the rest.
-fn compare_keys(a: Option<&Value>, b: Option<&Value>, desc: bool) -> Ordering {
-    let a = a.filter(|v| !v.is_null());
-    let b = b.filter(|v| !v.is_null());
+fn compare_keys(a: &Key, b: &Key, desc: bool) -> Ordering {
     match (a, b) {
-        (None, None) => Ordering::Equal,
-        (None, Some(_)) => Ordering::Greater,
-        (Some(_), None) => Ordering::Less,
-        (Some(a), Some(b)) => {
+        (Key::Absent, Key::Absent) => Ordering::Equal,
+        (Key::Absent, _) => Ordering::Greater,
+        (_, Key::Absent) => Ordering::Less,
+        (a, b) => {
             let c = compare_present(a, b);
             if desc {
                 c.reverse()
@@ -44,50 +97,121 @@ fn compare_keys(a: Option<&Value>, b: Option<&Value>, desc: bool) -> Ordering {
     }
 }
 
-/// A stable merge sort that tolerates comparators that are not total orders
-/// (mixed numbers and strings), where `slice::sort_by` may panic.
-fn merge_sort<T: Clone>(items: &mut [T], cmp: &dyn Fn(&T, &T) -> Ordering) {
-    let n = items.len();
-    if n <= 1 {
-        return;
-    }
-    let mid = n / 2;
-    merge_sort(&mut items[..mid], cmp);
-    merge_sort(&mut items[mid..], cmp);
-    let mut merged = Vec::with_capacity(n);
-    let (mut i, mut j) = (0, mid);
-    while i < mid && j < n {
-        if cmp(&items[j], &items[i]) == Ordering::Less {
-            merged.push(items[j].clone());
-            j += 1;
-        } else {
-            merged.push(items[i].clone());
-            i += 1;
+/// An item with its key.
+type Keyed = (Key, Item);
+
+/// A stable, streaming merge sort that keeps at most `limit` items of each
+/// run: with `limit = usize::MAX` it is a full sort; with `limit = K` it
+/// yields exactly the first K items of the full sort in O(K·log(N/K))
+/// memory.
+///
+/// The runs form a binary counter: every two items make a run of 2, two runs
+/// of equal (untruncated) size merge at once, and at the end the remaining
+/// runs merge from the right. The merge tree depends only on N, never on
+/// K, and the first K outputs of a merge depend only on the first K items of
+/// each side, so truncating every merge to K changes nothing in those K
+/// outputs, even for comparators that are not total orders (numbers mixed
+/// with strings), which a heap-based top-K could not promise. Ties keep
+/// input order (the left run wins), and it never panics on such comparators
+/// (unlike `slice::sort_by`).
+struct RunStack {
+    /// (untruncated size, items) from the oldest run to the newest.
+    runs: Vec<(usize, Vec<Keyed>)>,
+    /// The odd item waiting for a partner.
+    pending: Option<Keyed>,
+    limit: usize,
+    desc: bool,
+}
+
+impl RunStack {
+    fn new(limit: usize, desc: bool) -> Self {
+        RunStack {
+            runs: Vec::new(),
+            pending: None,
+            limit,
+            desc,
         }
     }
-    merged.extend_from_slice(&items[i..mid]);
-    merged.extend_from_slice(&items[j..n]);
-    items.clone_from_slice(&merged);
+
+    fn push(&mut self, item: Keyed) {
+        let Some(first) = self.pending.take() else {
+            self.pending = Some(item);
+            return;
+        };
+        let pair = self.merge(vec![first], vec![item]);
+        self.runs.push((2, pair));
+        while self.runs.len() >= 2
+            && self.runs[self.runs.len() - 1].0 == self.runs[self.runs.len() - 2].0
+        {
+            self.merge_top();
+        }
+    }
+
+    fn finish(mut self) -> Vec<Keyed> {
+        if let Some(last) = self.pending.take() {
+            let mut single = vec![last];
+            single.truncate(self.limit);
+            self.runs.push((1, single));
+        }
+        while self.runs.len() >= 2 {
+            self.merge_top();
+        }
+        self.runs.pop().map(|(_, run)| run).unwrap_or_default()
+    }
+
+    fn merge_top(&mut self) {
+        let (Some((nb, b)), Some((na, a))) = (self.runs.pop(), self.runs.pop()) else {
+            return;
+        };
+        let merged = self.merge(a, b);
+        self.runs.push((na + nb, merged));
+    }
+
+    /// Merge two sorted runs, keeping the first `limit` outputs.
+    fn merge(&self, a: Vec<Keyed>, b: Vec<Keyed>) -> Vec<Keyed> {
+        let want = (a.len() + b.len()).min(self.limit);
+        let mut out = Vec::with_capacity(want);
+        let mut a = a.into_iter().peekable();
+        let mut b = b.into_iter().peekable();
+        while out.len() < want {
+            let take_b = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => compare_keys(&y.0, &x.0, self.desc) == Ordering::Less,
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            let next = if take_b { b.next() } else { a.next() };
+            match next {
+                Some(item) => out.push(item),
+                None => break,
+            }
+        }
+        out
+    }
+}
+
+/// The first `limit` items of `sort --key key [--desc]` over `items`.
+fn sort_stream(
+    items: impl Iterator<Item = Result<Item>>,
+    key: Option<&str>,
+    desc: bool,
+    limit: usize,
+) -> Result<Vec<Item>> {
+    let mut runs = RunStack::new(limit, desc);
+    for item in items {
+        let item = item?;
+        let k = match key {
+            Some(path) => Key::of(dot_path(&item, path).as_deref()),
+            None => Key::of(Some(&item)),
+        };
+        runs.push((k, item));
+    }
+    Ok(runs.finish().into_iter().map(|(_, item)| item).collect())
 }
 
 /// Sort `items` as `sort --key key [--desc]` does.
+#[cfg(test)]
 fn sort_items(items: Vec<Item>, key: Option<&str>, desc: bool) -> Vec<Item> {
-    let keys: Vec<Option<Value>> = items
-        .iter()
-        .map(|it| match key {
-            Some(k) => dot_path(it, k).map(|v| v.into_owned()),
-            None => Some(it.clone()),
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    merge_sort(&mut order, &|&a: &usize, &b: &usize| {
-        compare_keys(keys[a].as_ref(), keys[b].as_ref(), desc)
-    });
-    let mut slots: Vec<Option<Item>> = items.into_iter().map(Some).collect();
-    order
-        .into_iter()
-        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
-        .collect()
+    sort_stream(items.into_iter().map(Ok), key, desc, usize::MAX).unwrap_or_default()
 }
 
 impl Command for Sort {
@@ -148,8 +272,28 @@ impl Command for Sort {
     fn run(&self, args: &Args, input: ItemStream, _ctx: &Context) -> Result<Output> {
         let key = flag_string(args, "key");
         let desc = flag_truthy(args.flag("desc"));
-        let items = collect(input)?;
-        Ok(Output::Items(stream_of(sort_items(items, key, desc))))
+        Ok(Output::Items(stream_of(sort_stream(
+            input,
+            key,
+            desc,
+            usize::MAX,
+        )?)))
+    }
+
+    /// `sort | head --n K`: a bounded top-K, identical to the first K items
+    /// of the full sort (see [`RunStack`]). The whole input is still read.
+    fn run_limited(
+        &self,
+        args: &Args,
+        input: ItemStream,
+        limit: usize,
+        _ctx: &Context,
+    ) -> Result<Output> {
+        let key = flag_string(args, "key");
+        let desc = flag_truthy(args.flag("desc"));
+        Ok(Output::Items(stream_of(sort_stream(
+            input, key, desc, limit,
+        )?)))
     }
 }
 
@@ -207,5 +351,137 @@ mod tests {
             })
             .collect();
         assert_eq!(sort_items(items, None, false).len(), 200);
+    }
+
+    /// xorshift64*: a fixed-seed generator, so failures reproduce.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A value of a random type, with few distinct values so ties are common.
+    fn random_value(rng: &mut Rng, mixed: bool) -> Value {
+        let kinds = if mixed { 8 } else { 2 };
+        match rng.below(kinds) {
+            0 => json!(rng.below(5)),
+            1 => json!(rng.below(7) as f64 / 2.0 - 1.0),
+            2 => json!(["9", "10", "a", "B", "\u{ff61}", "\u{1f600}", ""][rng.below(7) as usize]),
+            3 => json!(rng.below(2) == 0),
+            4 => json!({"o": rng.below(2)}),
+            5 => json!([rng.below(3), 1]),
+            6 => Value::Null,
+            _ => json!("3"),
+        }
+    }
+
+    fn random_items(rng: &mut Rng, n: usize, mixed: bool) -> Vec<Value> {
+        (0..n)
+            .map(|i| {
+                let mut obj = serde_json::Map::new();
+                obj.insert("i".into(), json!(i));
+                match rng.below(6) {
+                    0 => {} // missing key
+                    1 => {
+                        obj.insert("k".into(), Value::Null);
+                    }
+                    _ => {
+                        obj.insert("k".into(), random_value(rng, mixed));
+                    }
+                }
+                Value::Object(obj)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn top_k_equals_the_full_sort_prefix() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..300 {
+            let n = rng.below(70) as usize;
+            let mixed = round % 3 != 0;
+            let items = random_items(&mut rng, n, mixed);
+            for key in [Some("k"), None] {
+                for desc in [false, true] {
+                    let full = sort_items(items.clone(), key, desc);
+                    assert_eq!(full.len(), n);
+                    for k in [0, 1, 5, n, n + 3] {
+                        let top =
+                            sort_stream(items.clone().into_iter().map(Ok), key, desc, k).unwrap();
+                        assert_eq!(
+                            top,
+                            full[..k.min(n)],
+                            "round {round} n {n} k {k} key {key:?} desc {desc}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn full_sort_is_a_stable_sort_when_the_order_is_consistent() {
+        // Numbers only (or no numbers): the comparator is a total preorder,
+        // so any stable sort must agree with std's.
+        let mut rng = Rng(42);
+        for _ in 0..200 {
+            let n = rng.below(60) as usize;
+            let items = random_items(&mut rng, n, false);
+            for desc in [false, true] {
+                let mut want = items.clone();
+                want.sort_by(|a, b| compare_keys(&Key::of(a.get("k")), &Key::of(b.get("k")), desc));
+                assert_eq!(sort_items(items.clone(), Some("k"), desc), want);
+            }
+        }
+        let mut rng = Rng(7);
+        for _ in 0..200 {
+            let n = rng.below(60) as usize;
+            let items: Vec<Value> = (0..n)
+                .map(|i| {
+                    let k = ["9", "10", "a", "B", "\u{ff61}", "\u{1f600}", "", "b"]
+                        [rng.below(8) as usize];
+                    json!({"i": i, "k": k})
+                })
+                .collect();
+            let mut want = items.clone();
+            want.sort_by(|a, b| compare_keys(&Key::of(a.get("k")), &Key::of(b.get("k")), false));
+            assert_eq!(sort_items(items, Some("k"), false), want);
+        }
+    }
+
+    #[test]
+    fn sort_then_head_runs_as_top_k_through_the_executor() {
+        use crate::executor::{run_pipeline, Context, Mode, Outcome};
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(dir.path()));
+        let mut rng = Rng(99);
+        let items = random_items(&mut rng, 500, true);
+        let run = |text: &str| match run_pipeline(
+            &crate::dsl::parse(text).unwrap(),
+            0,
+            items.clone(),
+            &ctx,
+        )
+        .unwrap()
+        {
+            Outcome::Completed { items, .. } => items,
+            other => panic!("{other:?}"),
+        };
+        for desc in ["", " --desc"] {
+            let full = run(&format!("sort --key k{desc}"));
+            for k in [0, 1, 5, 500, 600] {
+                let top = run(&format!("sort --key k{desc} | head --n {k}"));
+                assert_eq!(top, full[..k.min(500)], "k {k}{desc}");
+            }
+        }
     }
 }

@@ -45,11 +45,20 @@ pub fn run_pipeline(
     }
     let mut rendered: Option<String> = None;
     let mut stream: ItemStream = stream_of(input);
-    for (offset, cmd) in commands.into_iter().enumerate() {
+    for (offset, &cmd) in commands.iter().enumerate() {
         let index = from + offset;
         ctx.cancel.check()?;
         let stage = &pipeline.stages[index];
-        stream = match cmd.run(&stage.args, checked(stream, ctx), ctx)? {
+        // Plan-level fusion: a stage followed by a prefix (`head --n K`) may
+        // keep only K items (`sort` then runs as a bounded top-K).
+        let limit = commands
+            .get(offset + 1)
+            .and_then(|next| next.prefix_limit(&pipeline.stages[index + 1].args));
+        let output = match limit {
+            Some(limit) => cmd.run_limited(&stage.args, checked(stream, ctx), limit, ctx)?,
+            None => cmd.run(&stage.args, checked(stream, ctx), ctx)?,
+        };
+        stream = match output {
             Output::Items(next) => next,
             Output::Rendered { text, items } => match ctx.mode {
                 Mode::Tool => stream_of(items),

@@ -4,7 +4,7 @@ use super::capture::{spawn_reader, spawn_writer, Captured, Stream};
 use super::shell::shell_command;
 use super::signals::kill_group;
 use crate::error::{Error, Result};
-use crate::executor::{CancelReason, Context};
+use crate::executor::{Cancel, CancelReason, Context, GroupGuard};
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -51,6 +51,17 @@ pub struct Invocation {
     env: Option<BTreeMap<String, String>>,
     cwd: Option<PathBuf>,
     max_output_bytes: Option<Option<usize>>,
+}
+
+/// A child just spawned by [`Invocation::start`].
+pub(super) struct Started {
+    pub child: Child,
+    /// Its process group (= its pid).
+    pub pgid: i32,
+    /// The output cap in force for this child.
+    pub cap: Option<usize>,
+    /// Keeps the group in the run's kill set.
+    pub guard: GroupGuard,
 }
 
 /// A child that ran to its end (any exit status).
@@ -156,6 +167,47 @@ impl Invocation {
     ///   with `lobster stdout exceeded maxStdoutBytes` (or `stderr`).
     /// - A non-zero exit is **not** an error here: look at [`Finished::code`].
     pub fn run(&self, ctx: &Context) -> Result<Finished> {
+        let Started {
+            mut child,
+            pgid,
+            cap,
+            guard: _guard,
+        } = self.start(ctx)?;
+        let result = capture(&mut child, self.stdin.clone(), cap, pgid, ctx);
+        if result.is_err() {
+            // Never leave a tree behind on a failure of ours.
+            kill_group(pgid, libc::SIGKILL);
+        }
+        let outputs = match result {
+            Ok(outputs) => outputs,
+            Err(e) => {
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
+        let status = child.wait()?;
+
+        if ctx.cancel.is_cancelled() {
+            stop_after_cancel(pgid, &ctx.cancel);
+            return Err(ctx
+                .cancel
+                .check()
+                .err()
+                .unwrap_or_else(|| Error::runtime("cancelled")));
+        }
+        let (stdout, stderr) = outputs?;
+        Ok(Finished {
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            code: status.code(),
+            signal: status.signal(),
+        })
+    }
+
+    /// Spawn the child (own process group, cwd, env, piped stdio) and
+    /// register its group with `ctx.cancel`. Shared by [`Invocation::run`]
+    /// and [`Invocation::stream`](super::stream).
+    pub(super) fn start(&self, ctx: &Context) -> Result<Started> {
         ctx.cancel.check()?;
         let env = self.env.as_ref().unwrap_or(&ctx.env);
         let cwd = self.cwd.as_deref().unwrap_or(&ctx.cwd);
@@ -193,37 +245,18 @@ impl Invocation {
                 "cannot track {program}: pid out of range"
             )));
         };
-        let _guard = ctx.cancel.register_group(pgid);
-
-        let result = capture(&mut child, self.stdin.clone(), cap, pgid, ctx);
-        if result.is_err() {
-            // Never leave a tree behind on a failure of ours.
-            kill_group(pgid, libc::SIGKILL);
-        }
-        let outputs = match result {
-            Ok(outputs) => outputs,
-            Err(e) => {
-                let _ = child.wait();
-                return Err(e);
-            }
-        };
-        let status = child.wait()?;
-
-        if ctx.cancel.is_cancelled() {
-            stop_after_cancel(pgid, ctx);
-            return Err(ctx
-                .cancel
-                .check()
-                .err()
-                .unwrap_or_else(|| Error::runtime("cancelled")));
-        }
-        let (stdout, stderr) = outputs?;
-        Ok(Finished {
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-            code: status.code(),
-            signal: status.signal(),
+        let guard = ctx.cancel.register_group(pgid);
+        Ok(Started {
+            child,
+            pgid,
+            cap,
+            guard,
         })
+    }
+
+    /// The bytes for the child's stdin, if any.
+    pub(super) fn stdin_bytes(&self) -> Option<&[u8]> {
+        self.stdin.as_deref()
     }
 
     fn not_found_error(&self, program: &str) -> Error {
@@ -322,8 +355,8 @@ fn capture(
 /// The run was cancelled while this child ran and the child is reaped. Give
 /// the rest of its group the SIGTERM grace a signal allows, then SIGKILL it,
 /// so nothing outlives the step even after our group registration ends.
-fn stop_after_cancel(pgid: i32, ctx: &Context) {
-    if matches!(ctx.cancel.reason(), Some(CancelReason::Signal { .. })) && kill_group(pgid, 0) {
+pub(super) fn stop_after_cancel(pgid: i32, cancel: &Cancel) {
+    if matches!(cancel.reason(), Some(CancelReason::Signal { .. })) && kill_group(pgid, 0) {
         std::thread::sleep(TERM_GRACE);
     }
     kill_group(pgid, libc::SIGKILL);

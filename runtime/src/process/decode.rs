@@ -1,0 +1,344 @@
+//! Turning a child's stdout into items as the bytes arrive.
+//!
+//! - [`decode_json`]: `JSON.parse(stdout.trim() || "null")` with a top-level
+//!   array spread into items, parsed element by element (serde_json's
+//!   streaming `SeqAccess` over a `BufRead`), so a 60 MB array never sits in
+//!   memory whole.
+//! - [`decode_lines`]: `stdout.split(/\r?\n/).filter(Boolean)`, line by line.
+//!
+//! Both hand every item to `emit`, which returns `false` when nobody wants
+//! more (the consumer went away); decoding then stops with [`Stop::Consumer`].
+//!
+//! Differences from decoding the whole text at once: leading whitespace is
+//! skipped by the JavaScript `trim()` rules for ASCII, U+00A0 and U+FEFF only
+//! (other Unicode spaces before the value are a parse error), trailing
+//! whitespace after the value must be JSON whitespace, and invalid UTF-8
+//! inside a JSON string is a parse error instead of U+FFFD.
+
+use crate::value::Item;
+use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
+use std::fmt;
+use std::io::{BufRead, ErrorKind, Read};
+
+/// Why decoding stopped before the end of the stream.
+#[derive(Debug)]
+pub enum Stop {
+    /// `emit` returned `false`.
+    Consumer,
+    /// The bytes are not JSON; the text is serde_json's message (with the
+    /// line and column in the whole stream).
+    Parse(String),
+    /// Reading the pipe failed (this includes the output cap, which the
+    /// reader reports as an I/O error).
+    Io(std::io::Error),
+}
+
+/// Decode one JSON value from `input`; an array yields its elements one by
+/// one, anything else yields itself, and empty (all-whitespace) input yields
+/// `null`.
+pub fn decode_json<R: BufRead>(
+    mut input: R,
+    emit: &mut dyn FnMut(Item) -> bool,
+) -> Result<(), Stop> {
+    match skip_leading_space(&mut input)? {
+        None => {
+            if emit(Item::Null) {
+                Ok(())
+            } else {
+                Err(Stop::Consumer)
+            }
+        }
+        Some((first, taken)) if taken.is_empty() => parse_value(input, first, emit),
+        // Bytes read while looking for a split space character: put them back.
+        Some((first, taken)) => parse_value(
+            std::io::BufReader::new(std::io::Cursor::new(taken).chain(input)),
+            first,
+            emit,
+        ),
+    }
+}
+
+fn parse_value<R: std::io::Read>(
+    input: R,
+    first: u8,
+    emit: &mut dyn FnMut(Item) -> bool,
+) -> Result<(), Stop> {
+    let mut de = serde_json::Deserializer::from_reader(input);
+    let stopped = std::cell::Cell::new(false);
+    let result = if first == b'[' {
+        Elements {
+            emit,
+            stopped: &stopped,
+        }
+        .deserialize(&mut de)
+    } else {
+        serde::Deserialize::deserialize(&mut de).map(|value: Item| {
+            if !emit(value) {
+                stopped.set(true);
+            }
+        })
+    };
+    if stopped.get() {
+        return Err(Stop::Consumer);
+    }
+    result.and_then(|()| de.end()).map_err(serde_stop)
+}
+
+/// Decode non-empty lines (a `\r` before `\n` is dropped) as string items;
+/// invalid UTF-8 becomes U+FFFD.
+pub fn decode_lines<R: BufRead>(
+    mut input: R,
+    emit: &mut dyn FnMut(Item) -> bool,
+) -> Result<(), Stop> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = match input.read_until(b'\n', &mut line) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Stop::Io(e)),
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let text = match String::from_utf8(std::mem::take(&mut line)) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        if !emit(Item::String(text)) {
+            return Err(Stop::Consumer);
+        }
+    }
+}
+
+fn serde_stop(e: serde_json::Error) -> Stop {
+    if e.is_io() {
+        // serde_json keeps the io::Error's text; rebuild an error of the same kind.
+        return Stop::Io(std::io::Error::other(e.to_string()));
+    }
+    Stop::Parse(e.to_string())
+}
+
+/// Skip what `String.prototype.trim` removes at the start (ASCII space,
+/// U+00A0, U+FEFF). Returns `None` at the end of input, else the first byte
+/// of the value and the bytes already consumed from it (empty unless a
+/// would-be space character was split across reads).
+fn skip_leading_space<R: BufRead>(input: &mut R) -> Result<Option<(u8, Vec<u8>)>, Stop> {
+    loop {
+        let buf = fill(input)?;
+        let Some(&first) = buf.first() else {
+            return Ok(None);
+        };
+        let candidate: &[u8] = match first {
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => &[b' '],
+            0xc2 => &[0xc2, 0xa0],
+            0xef => &[0xef, 0xbb, 0xbf],
+            _ => return Ok(Some((first, Vec::new()))),
+        };
+        let len = candidate.len();
+        if len == 1 {
+            input.consume(1);
+            continue;
+        }
+        if buf.len() >= len {
+            if &buf[..len] != candidate {
+                return Ok(Some((first, Vec::new())));
+            }
+            input.consume(len);
+            continue;
+        }
+        // The buffer ends inside the candidate: take its bytes one by one.
+        let mut taken = Vec::with_capacity(len);
+        while taken.len() < len && candidate.starts_with(&taken) {
+            let Some(&byte) = fill(input)?.first() else {
+                break;
+            };
+            input.consume(1);
+            taken.push(byte);
+        }
+        if taken != candidate {
+            return Ok(Some((first, taken)));
+        }
+    }
+}
+
+fn fill<R: BufRead>(input: &mut R) -> Result<&[u8], Stop> {
+    loop {
+        match input.fill_buf() {
+            Ok(_) => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Stop::Io(e)),
+        }
+    }
+    input.fill_buf().map_err(Stop::Io)
+}
+
+/// Streams the elements of a top-level array to `emit`.
+struct Elements<'a, 'b> {
+    emit: &'a mut dyn FnMut(Item) -> bool,
+    stopped: &'b std::cell::Cell<bool>,
+}
+
+impl<'de> DeserializeSeed<'de> for Elements<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Elements<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<Item>()? {
+            if !(self.emit)(item) {
+                self.stopped.set(true);
+                return Err(serde::de::Error::custom("stopped by the consumer"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::io::BufReader;
+
+    /// A reader that returns at most `sizes[i % len]` bytes per read.
+    struct Chunked<'a> {
+        data: &'a [u8],
+        sizes: Vec<usize>,
+        call: usize,
+    }
+
+    impl Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let size = self.sizes[self.call % self.sizes.len()].max(1);
+            self.call += 1;
+            let n = size.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn json_items(text: &str, sizes: Vec<usize>) -> (Vec<Item>, Option<String>) {
+        let reader = Chunked {
+            data: text.as_bytes(),
+            sizes,
+            call: 0,
+        };
+        // A tiny buffer so chunk boundaries land everywhere.
+        let mut out = Vec::new();
+        let result = decode_json(BufReader::with_capacity(3, reader), &mut |item| {
+            out.push(item);
+            true
+        });
+        let err = match result {
+            Ok(()) => None,
+            Err(Stop::Parse(msg)) => Some(msg),
+            Err(other) => panic!("unexpected stop {other:?}"),
+        };
+        (out, err)
+    }
+
+    const TRICKY: &str = " \n [ {\"a\": \"x]y,z\\\"]\", \"b\": [1, [2, {\"c\": \"}\"}]]},\t\"\\\\\", -1.5e3 , [] ,{}, null,true,\"\u{e9}\u{1f600}\" ]\r\n ";
+
+    #[test]
+    fn arrays_stream_across_any_chunk_boundary() {
+        let want: Vec<Item> = match serde_json::from_str(TRICKY.trim()).unwrap() {
+            Item::Array(items) => items,
+            _ => unreachable!(),
+        };
+        for sizes in [vec![1], vec![2], vec![3, 1, 7], vec![5, 13], vec![1000]] {
+            let (got, err) = json_items(TRICKY, sizes.clone());
+            assert_eq!(err, None, "{sizes:?}");
+            assert_eq!(got, want, "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn non_arrays_are_one_item_and_empty_is_null() {
+        assert_eq!(
+            json_items("{\"a\":[1]}", vec![2]).0,
+            vec![json!({"a": [1]})]
+        );
+        assert_eq!(json_items(" 21\n", vec![1]).0, vec![json!(21)]);
+        assert_eq!(json_items("\"s]\"", vec![1]).0, vec![json!("s]")]);
+        assert_eq!(json_items("", vec![1]).0, vec![Item::Null]);
+        assert_eq!(json_items(" \n\t", vec![1]).0, vec![Item::Null]);
+        assert_eq!(json_items("\u{feff}\u{a0}[1]", vec![1]).0, vec![json!(1)]);
+        assert_eq!(json_items("[]", vec![1]), (vec![], None));
+        assert_eq!(json_items(" [ ] ", vec![1]), (vec![], None));
+    }
+
+    #[test]
+    fn malformed_json_fails_after_the_earlier_items() {
+        let (got, err) = json_items("[1, {\"a\": 2}, {\"b\" 3}, 4]", vec![2]);
+        assert_eq!(got, vec![json!(1), json!({"a": 2})]);
+        let err = err.unwrap();
+        assert!(err.contains("line 1 column"), "{err}");
+        for bad in [
+            "[1,2", "[1 2]", "[1,]", "nope", "[1] x", "{\"a\":1", "[\"abc",
+        ] {
+            let (_, err) = json_items(bad, vec![1]);
+            assert!(err.is_some(), "{bad}");
+        }
+        let (got, err) = json_items("[1,2", vec![1]);
+        assert_eq!(got, vec![json!(1), json!(2)]);
+        assert!(err.unwrap().starts_with("EOF while parsing a list"));
+    }
+
+    #[test]
+    fn a_consumer_can_stop_early() {
+        let mut seen = 0;
+        let result = decode_json(&b"[1,2,3,4]"[..], &mut |_| {
+            seen += 1;
+            seen < 2
+        });
+        assert!(matches!(result, Err(Stop::Consumer)));
+        assert_eq!(seen, 2);
+    }
+
+    #[test]
+    fn lines_match_split_and_filter() {
+        let text = "a\r\n\r\nb\rc\n\nd\r";
+        for size in [1, 2, 3, 100] {
+            let reader = Chunked {
+                data: text.as_bytes(),
+                sizes: vec![size],
+                call: 0,
+            };
+            let mut out = Vec::new();
+            decode_lines(BufReader::with_capacity(2, reader), &mut |item| {
+                out.push(item);
+                true
+            })
+            .unwrap();
+            assert_eq!(out, vec![json!("a"), json!("b\rc"), json!("d\r")]);
+        }
+        let mut out = Vec::new();
+        decode_lines(&b"ok\n\xff\xfex\n"[..], &mut |item| {
+            out.push(item);
+            true
+        })
+        .unwrap();
+        assert_eq!(out, vec![json!("ok"), json!("\u{fffd}\u{fffd}x")]);
+    }
+}

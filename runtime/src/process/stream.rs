@@ -1,0 +1,370 @@
+//! A child whose stdout becomes items while it runs.
+//!
+//! [`Invocation::stream`] spawns the child like [`Invocation::run`] (own
+//! process group, registered with the run's cancellation), then decodes its
+//! stdout on a reader thread ([`super::decode`]) and hands items over in
+//! batches through a bounded channel: memory stays bounded however much the
+//! child writes, and a slow consumer makes the child block on its pipe.
+//!
+//! The consumer pulls with [`OutputStream::next`]; the exit status is known
+//! only after stdout ends ([`Next::End`]). Dropping the stream before that
+//! kills the child's whole process group and reaps the child: this is how
+//! `head` stops an upstream `exec` early.
+
+use super::capture::{spawn_reader, spawn_writer, Captured, Stream};
+use super::decode::{decode_json, decode_lines, Stop};
+use super::signals::kill_group;
+use super::spawn::{stop_after_cancel, Finished, Invocation, Started};
+use crate::error::{Error, Result};
+use crate::executor::{Cancel, Context, GroupGuard};
+use crate::value::Item;
+use std::io::{BufReader, ErrorKind, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Child;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::time::Duration;
+
+/// How stdout becomes items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoder {
+    /// One JSON value; an array's elements are items (see [`decode_json`]).
+    Json,
+    /// Each non-empty line is a string item (see [`decode_lines`]).
+    Lines,
+}
+
+/// Items per message between the reader thread and the consumer.
+const BATCH: usize = 256;
+/// Messages buffered between the threads (so at most ~1k items in flight).
+const IN_FLIGHT: usize = 4;
+/// Bytes of stdout kept for an `exec failed` message when stderr is empty.
+pub const STDOUT_KEPT: usize = 64 * 1024;
+/// How often a blocked consumer looks at the cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// What [`OutputStream::next`] found.
+#[derive(Debug)]
+pub enum Next {
+    /// One more item.
+    Item(Item),
+    /// stdout ended and the child was reaped.
+    End(Ended),
+}
+
+/// How a streamed child ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// Exit status and stderr; `stdout` holds only its first
+    /// [`STDOUT_KEPT`] bytes (the items were streamed).
+    pub finished: Finished,
+    /// Whether stdout was longer than what `finished.stdout` holds.
+    pub stdout_truncated: bool,
+    /// stdout was not valid JSON (only with [`Decoder::Json`]): the parser's
+    /// message. Items before the error were yielded.
+    pub parse_error: Option<String>,
+}
+
+enum Msg {
+    Items(Vec<Item>),
+    End {
+        problem: Option<Problem>,
+        kept: Vec<u8>,
+        truncated: bool,
+    },
+}
+
+enum Problem {
+    Parse(String),
+    Overflow,
+    Failed(std::io::Error),
+}
+
+/// A running child whose stdout is being decoded. See the module docs.
+pub struct OutputStream {
+    items: Receiver<Msg>,
+    stderr: Receiver<(Stream, Captured)>,
+    stderr_done: Option<Captured>,
+    batch: std::vec::IntoIter<Item>,
+    child: Option<Child>,
+    pgid: i32,
+    cancel: Cancel,
+    _guard: GroupGuard,
+}
+
+impl Invocation {
+    /// Spawn the child and decode its stdout into items as it arrives.
+    ///
+    /// Errors before the first item: spawning (not found, bad cwd) and
+    /// cancellation. stdin bytes set with [`Invocation::stdin`] are fed on a
+    /// thread; the output cap applies to stdout and stderr each.
+    pub fn stream(&self, ctx: &Context, decoder: Decoder) -> Result<OutputStream> {
+        let Started {
+            mut child,
+            pgid,
+            cap,
+            guard,
+        } = self.start(ctx)?;
+        let mut out = OutputStream {
+            items: mpsc::sync_channel(0).1,
+            stderr: mpsc::channel().1,
+            stderr_done: None,
+            batch: Vec::new().into_iter(),
+            child: None,
+            pgid,
+            cancel: ctx.cancel.clone(),
+            _guard: guard,
+        };
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        // From here on, dropping `out` kills and reaps the child.
+        out.child = Some(child);
+        if let Some(pipe) = stdin {
+            match self.stdin_bytes() {
+                Some(bytes) if !bytes.is_empty() => spawn_writer(pipe, bytes.to_vec())?,
+                _ => drop(pipe),
+            }
+        }
+        if let Some(pipe) = stderr {
+            let (tx, rx) = mpsc::channel();
+            spawn_reader(Stream::Stderr, pipe, cap, tx)?;
+            out.stderr = rx;
+        } else {
+            out.stderr_done = Some(Captured::Complete(Vec::new()));
+        }
+        let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+        out.items = rx;
+        if let Some(pipe) = stdout {
+            std::thread::Builder::new()
+                .name("lobster-stdout".into())
+                .spawn(move || pump(pipe, cap, decoder, tx))?;
+        } else {
+            let _ = tx.send(Msg::End {
+                problem: None,
+                kept: Vec::new(),
+                truncated: false,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl OutputStream {
+    /// The next item, or the end of the child. `Err` for cancellation, an
+    /// output over the cap, or a failing pipe; the child is killed then.
+    /// Calling again after [`Next::End`] or an error is an error.
+    pub fn next(&mut self) -> Result<Next> {
+        if let Some(item) = self.batch.next() {
+            return Ok(Next::Item(item));
+        }
+        let result = self.refill();
+        if result.is_err() {
+            self.abort();
+        }
+        result
+    }
+
+    fn refill(&mut self) -> Result<Next> {
+        if self.child.is_none() {
+            return Err(Error::runtime("the child's output already ended"));
+        }
+        loop {
+            self.poll_stderr()?;
+            self.cancel.check()?;
+            match self.items.recv_timeout(CANCEL_POLL) {
+                Ok(Msg::Items(items)) => {
+                    self.batch = items.into_iter();
+                    if let Some(item) = self.batch.next() {
+                        return Ok(Next::Item(item));
+                    }
+                }
+                Ok(Msg::End {
+                    problem,
+                    kept,
+                    truncated,
+                }) => return self.end(problem, kept, truncated),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Error::runtime("reading child stdout failed"))
+                }
+            }
+        }
+    }
+
+    /// Take a finished stderr capture if there is one; an overflow or a
+    /// failure stops the child at once.
+    fn poll_stderr(&mut self) -> Result<()> {
+        if self.stderr_done.is_none() {
+            match self.stderr.try_recv() {
+                Ok((_, captured)) => self.stderr_done = Some(captured),
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => {
+                    return Err(Error::runtime("reading child stderr failed"))
+                }
+            }
+        }
+        match &self.stderr_done {
+            Some(Captured::Overflow) => {
+                Err(Error::runtime("lobster stderr exceeded maxStdoutBytes"))
+            }
+            Some(Captured::Failed(e)) => {
+                Err(Error::runtime(format!("reading child stderr failed: {e}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn end(&mut self, problem: Option<Problem>, kept: Vec<u8>, truncated: bool) -> Result<Next> {
+        let parse_error = match problem {
+            None => None,
+            Some(Problem::Parse(msg)) => Some(msg),
+            Some(Problem::Overflow) => {
+                return Err(Error::runtime("lobster stdout exceeded maxStdoutBytes"))
+            }
+            Some(Problem::Failed(e)) => {
+                return Err(Error::runtime(format!("reading child stdout failed: {e}")))
+            }
+        };
+        while self.stderr_done.is_none() {
+            self.cancel.check()?;
+            match self.stderr.recv_timeout(CANCEL_POLL) {
+                Ok((_, captured)) => self.stderr_done = Some(captured),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Error::runtime("reading child stderr failed"))
+                }
+            }
+        }
+        self.poll_stderr()?;
+        let stderr = match self.stderr_done.take() {
+            Some(Captured::Complete(bytes)) => bytes,
+            _ => Vec::new(),
+        };
+        let Some(mut child) = self.child.take() else {
+            return Err(Error::runtime("the child's output already ended"));
+        };
+        let status = child.wait();
+        if self.cancel.is_cancelled() {
+            stop_after_cancel(self.pgid, &self.cancel);
+            self.cancel.check()?;
+        }
+        let status = status?;
+        Ok(Next::End(Ended {
+            finished: Finished {
+                stdout: String::from_utf8_lossy(&kept).into_owned(),
+                stderr: String::from_utf8_lossy(&stderr).into_owned(),
+                code: status.code(),
+                signal: status.signal(),
+            },
+            stdout_truncated: truncated,
+            parse_error,
+        }))
+    }
+
+    /// Kill the child's group and reap the child (if not done yet).
+    fn abort(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            kill_group(self.pgid, libc::SIGKILL);
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OutputStream {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// The reader thread: decode `pipe` into batches on `tx` until the end or
+/// until the consumer hangs up.
+fn pump(pipe: impl Read, cap: Option<usize>, decoder: Decoder, tx: SyncSender<Msg>) {
+    let mut tap = Tap {
+        pipe,
+        cap,
+        read: 0,
+        kept: Vec::new(),
+        overflow: false,
+    };
+    let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
+    let result = {
+        let mut emit = |item: Item| {
+            batch.push(item);
+            if batch.len() < BATCH {
+                return true;
+            }
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            tx.send(Msg::Items(full)).is_ok()
+        };
+        let reader = BufReader::with_capacity(64 * 1024, &mut tap);
+        match decoder {
+            Decoder::Json => decode_json(reader, &mut emit),
+            Decoder::Lines => decode_lines(reader, &mut emit),
+        }
+    };
+    let problem = match result {
+        Err(Stop::Consumer) => return,
+        Ok(()) => tap.drain().err(),
+        Err(Stop::Parse(msg)) => Some(tap.drain().err().unwrap_or(Problem::Parse(msg))),
+        Err(Stop::Io(e)) => Some(tap.problem(e)),
+    };
+    if !batch.is_empty() && tx.send(Msg::Items(batch)).is_err() {
+        return;
+    }
+    let truncated = tap.read > tap.kept.len();
+    let _ = tx.send(Msg::End {
+        problem,
+        kept: tap.kept,
+        truncated,
+    });
+}
+
+/// Counts the bytes read from the pipe against the cap and keeps the first
+/// [`STDOUT_KEPT`] of them.
+struct Tap<R> {
+    pipe: R,
+    cap: Option<usize>,
+    read: usize,
+    kept: Vec<u8>,
+    overflow: bool,
+}
+
+impl<R: Read> Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.overflow {
+            return Err(std::io::Error::other("output cap exceeded"));
+        }
+        let n = self.pipe.read(buf)?;
+        self.read += n;
+        if self.cap.is_some_and(|cap| self.read > cap) {
+            self.overflow = true;
+            return Err(std::io::Error::other("output cap exceeded"));
+        }
+        let room = STDOUT_KEPT.saturating_sub(self.kept.len()).min(n);
+        self.kept.extend_from_slice(&buf[..room]);
+        Ok(n)
+    }
+}
+
+impl<R: Read> Tap<R> {
+    /// Read what is left (the child may keep writing after bad JSON; its
+    /// exit status still decides the error).
+    fn drain(&mut self) -> std::result::Result<(), Problem> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match self.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.problem(e)),
+            }
+        }
+    }
+
+    fn problem(&self, e: std::io::Error) -> Problem {
+        if self.overflow {
+            Problem::Overflow
+        } else {
+            Problem::Failed(e)
+        }
+    }
+}
