@@ -11,4 +11,5 @@ mod errors;
 mod gates;
 mod limits;
 mod resume;
+mod streaming;
 mod wasm;

@@ -18,9 +18,11 @@ use super::spawn::{stop_after_cancel, Finished, Invocation, Started};
 use crate::error::{Error, Result};
 use crate::executor::{Cancel, Context, GroupGuard};
 use crate::value::Item;
+use std::cell::RefCell;
 use std::io::{BufReader, ErrorKind, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Child;
+use std::rc::Rc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::time::Duration;
 
@@ -275,39 +277,66 @@ impl Drop for OutputStream {
     }
 }
 
+/// Items decoded but not yet handed over; shared by the decoder (which
+/// adds) and the [`Tap`] (which flushes before it may block on the pipe, so a
+/// child that pauses never holds back items it already wrote).
+struct Batcher {
+    batch: Vec<Item>,
+    tx: SyncSender<Msg>,
+    /// The consumer hung up.
+    gone: bool,
+}
+
+impl Batcher {
+    fn push(&mut self, item: Item) -> bool {
+        self.batch.push(item);
+        self.batch.len() < BATCH || self.flush()
+    }
+
+    fn flush(&mut self) -> bool {
+        if !self.batch.is_empty() && !self.gone {
+            let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+            self.gone = self.tx.send(Msg::Items(full)).is_err();
+        }
+        !self.gone
+    }
+}
+
 /// The reader thread: decode `pipe` into batches on `tx` until the end or
 /// until the consumer hangs up.
 fn pump(pipe: impl Read, cap: Option<usize>, decoder: Decoder, tx: SyncSender<Msg>) {
+    let batcher = Rc::new(RefCell::new(Batcher {
+        batch: Vec::with_capacity(BATCH),
+        tx: tx.clone(),
+        gone: false,
+    }));
     let mut tap = Tap {
         pipe,
         cap,
         read: 0,
         kept: Vec::new(),
         overflow: false,
+        batcher: Some(batcher.clone()),
     };
-    let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
     let result = {
-        let mut emit = |item: Item| {
-            batch.push(item);
-            if batch.len() < BATCH {
-                return true;
-            }
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-            tx.send(Msg::Items(full)).is_ok()
-        };
+        let mut emit = |item: Item| batcher.borrow_mut().push(item);
         let reader = BufReader::with_capacity(64 * 1024, &mut tap);
         match decoder {
             Decoder::Json => decode_json(reader, &mut emit),
             Decoder::Lines => decode_lines(reader, &mut emit),
         }
     };
+    tap.batcher = None;
+    if batcher.borrow().gone {
+        return;
+    }
     let problem = match result {
         Err(Stop::Consumer) => return,
         Ok(()) => tap.drain().err(),
         Err(Stop::Parse(msg)) => Some(tap.drain().err().unwrap_or(Problem::Parse(msg))),
         Err(Stop::Io(e)) => Some(tap.problem(e)),
     };
-    if !batch.is_empty() && tx.send(Msg::Items(batch)).is_err() {
+    if !batcher.borrow_mut().flush() {
         return;
     }
     let truncated = tap.read > tap.kept.len();
@@ -318,20 +347,26 @@ fn pump(pipe: impl Read, cap: Option<usize>, decoder: Decoder, tx: SyncSender<Ms
     });
 }
 
-/// Counts the bytes read from the pipe against the cap and keeps the first
-/// [`STDOUT_KEPT`] of them.
+/// Counts the bytes read from the pipe against the cap, keeps the first
+/// [`STDOUT_KEPT`] of them, and flushes decoded items before each read.
 struct Tap<R> {
     pipe: R,
     cap: Option<usize>,
     read: usize,
     kept: Vec<u8>,
     overflow: bool,
+    batcher: Option<Rc<RefCell<Batcher>>>,
 }
 
 impl<R: Read> Read for Tap<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.overflow {
             return Err(std::io::Error::other("output cap exceeded"));
+        }
+        if let Some(batcher) = &self.batcher {
+            if !batcher.borrow_mut().flush() {
+                return Err(std::io::Error::other("the consumer went away"));
+            }
         }
         let n = self.pipe.read(buf)?;
         self.read += n;
