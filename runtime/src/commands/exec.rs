@@ -292,7 +292,7 @@ impl Iterator for ExecItems {
 
     fn next(&mut self) -> Option<Result<Item>> {
         let out = self.out.as_mut()?;
-        let next = out.next();
+        let next = out.pull();
         match next {
             Ok(Next::Item(item)) => Some(Ok(item)),
             Ok(Next::End(ended)) => {

@@ -139,7 +139,7 @@ fn skip_leading_space<R: BufRead>(input: &mut R) -> Result<Option<(u8, Vec<u8>)>
             return Ok(None);
         };
         let candidate: &[u8] = match first {
-            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => &[b' '],
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => b" ",
             0xc2 => &[0xc2, 0xa0],
             0xef => &[0xef, 0xbb, 0xbf],
             _ => return Ok(Some((first, Vec::new()))),

@@ -6,7 +6,7 @@
 //! batches through a bounded channel: memory stays bounded however much the
 //! child writes, and a slow consumer makes the child block on its pipe.
 //!
-//! The consumer pulls with [`OutputStream::next`]; the exit status is known
+//! The consumer pulls with [`OutputStream::pull`]; the exit status is known
 //! only after stdout ends ([`Next::End`]). Dropping the stream before that
 //! kills the child's whole process group and reaps the child: this is how
 //! `head` stops an upstream `exec` early.
@@ -44,7 +44,7 @@ pub const STDOUT_KEPT: usize = 64 * 1024;
 /// How often a blocked consumer looks at the cancellation flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
-/// What [`OutputStream::next`] found.
+/// What [`OutputStream::pull`] found.
 #[derive(Debug)]
 pub enum Next {
     /// One more item.
@@ -154,7 +154,7 @@ impl OutputStream {
     /// The next item, or the end of the child. `Err` for cancellation, an
     /// output over the cap, or a failing pipe; the child is killed then.
     /// Calling again after [`Next::End`] or an error is an error.
-    pub fn next(&mut self) -> Result<Next> {
+    pub fn pull(&mut self) -> Result<Next> {
         if let Some(item) = self.batch.next() {
             return Ok(Next::Item(item));
         }
