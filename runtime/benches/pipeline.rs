@@ -70,6 +70,19 @@ fn json(c: &mut Criterion) {
     g.bench_function("parse 100k items (6 MB)", |b| {
         b.iter(|| serde_json::from_str::<Item>(black_box(&text)).unwrap())
     });
+    // What `exec --json` does now: array elements one by one from a reader.
+    g.bench_function("stream-decode 100k items (6 MB)", |b| {
+        b.iter(|| {
+            let mut n = 0usize;
+            lobster::process::decode::decode_json(black_box(text.as_bytes()), &mut |item| {
+                n += 1;
+                drop(item);
+                true
+            })
+            .unwrap();
+            assert_eq!(n, 100_000);
+        })
+    });
     g.finish();
 }
 
@@ -88,6 +101,11 @@ fn executor(c: &mut Criterion) {
         ("where score>50 | sort --key score | head --n 10", 10),
         ("where score>50", above_50),
         ("sort --key score", input.len()),
+        ("sort --key score --desc", input.len()),
+        // Fused into a bounded top-K (memory O(K)); compare with the full sort.
+        ("sort --key score | head --n 10", 10),
+        ("sort --key name --desc | head --n 10", 10),
+        ("where score>50 | pick id,score | head --n 10", 10),
     ];
     for (text, want) in cases {
         let pipeline = lobster::dsl::parse(text).unwrap();
