@@ -138,7 +138,13 @@ impl RunStack {
             self.pending = Some(item);
             return;
         };
-        let pair = self.merge(vec![first], vec![item]);
+        // A merge of two single items, without allocating for each.
+        let mut pair = if compare_keys(&item.0, &first.0, self.desc) == Ordering::Less {
+            vec![item, first]
+        } else {
+            vec![first, item]
+        };
+        pair.truncate(self.limit);
         self.runs.push((2, pair));
         while self.runs.len() >= 2
             && self.runs[self.runs.len() - 1].0 == self.runs[self.runs.len() - 2].0

@@ -204,13 +204,90 @@ impl<'de> Visitor<'de> for Elements<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(item) = seq.next_element::<Item>()? {
+        let width = std::cell::Cell::new(0);
+        while let Some(item) = seq.next_element_seed(Element { width: &width })? {
             if !(self.emit)(item) {
                 self.stopped.set(true);
                 return Err(serde::de::Error::custom("stopped by the consumer"));
             }
         }
         Ok(())
+    }
+}
+
+/// One array element, as `serde_json::Value` would decode it, except that
+/// an object's map is sized for as many fields as the previous element had
+/// (array items usually share a shape), which saves the map's regrowth.
+struct Element<'a> {
+    width: &'a std::cell::Cell<usize>,
+}
+
+impl<'de> DeserializeSeed<'de> for Element<'_> {
+    type Value = Item;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Item, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Element<'_> {
+    type Value = Item;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Item, E> {
+        Ok(Item::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Item, E> {
+        Ok(Item::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Item, E> {
+        Ok(Item::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Item, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Item::Null, Item::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Item, E> {
+        Ok(Item::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Item, E> {
+        Ok(Item::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Item, E> {
+        Ok(Item::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Item, E> {
+        Ok(Item::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Item, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element::<Item>()? {
+            out.push(item);
+        }
+        Ok(Item::Array(out))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
+        let mut out = serde_json::Map::with_capacity(self.width.get());
+        while let Some((key, value)) = map.next_entry::<String, Item>()? {
+            out.insert(key, value);
+        }
+        self.width.set(out.len());
+        Ok(Item::Object(out))
     }
 }
 
