@@ -20,6 +20,7 @@ use crate::executor::{Cancel, Context, GroupGuard};
 use crate::value::Item;
 use std::cell::RefCell;
 use std::io::{BufReader, ErrorKind, Read};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Child;
 use std::rc::Rc;
@@ -36,9 +37,9 @@ pub enum Decoder {
 }
 
 /// Items per message between the reader thread and the consumer.
-const BATCH: usize = 256;
-/// Messages buffered between the threads (so at most ~1k items in flight).
-const IN_FLIGHT: usize = 4;
+const BATCH: usize = 1024;
+/// Messages buffered between the threads (so at most ~4k items in flight).
+const IN_FLIGHT: usize = 3;
 /// Bytes of stdout kept for an `exec failed` message when stderr is empty.
 pub const STDOUT_KEPT: usize = 64 * 1024;
 /// How often a blocked consumer looks at the cancellation flag.
@@ -304,7 +305,7 @@ impl Batcher {
 
 /// The reader thread: decode `pipe` into batches on `tx` until the end or
 /// until the consumer hangs up.
-fn pump(pipe: impl Read, cap: Option<usize>, decoder: Decoder, tx: SyncSender<Msg>) {
+fn pump(pipe: impl Read + AsRawFd, cap: Option<usize>, decoder: Decoder, tx: SyncSender<Msg>) {
     let batcher = Rc::new(RefCell::new(Batcher {
         batch: Vec::with_capacity(BATCH),
         tx: tx.clone(),
@@ -347,6 +348,19 @@ fn pump(pipe: impl Read, cap: Option<usize>, decoder: Decoder, tx: SyncSender<Ms
     });
 }
 
+/// Whether a read of `pipe` would return at once (data or end of file).
+fn readable(pipe: &impl AsRawFd) -> bool {
+    let mut fd = libc::pollfd {
+        fd: pipe.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll(2) on one valid pollfd with a zero timeout; it only
+    // writes `revents` of that struct.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready > 0
+}
+
 /// Counts the bytes read from the pipe against the cap, keeps the first
 /// [`STDOUT_KEPT`] of them, and flushes decoded items before each read.
 struct Tap<R> {
@@ -358,13 +372,17 @@ struct Tap<R> {
     batcher: Option<Rc<RefCell<Batcher>>>,
 }
 
-impl<R: Read> Read for Tap<R> {
+impl<R: Read + AsRawFd> Read for Tap<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.overflow {
             return Err(std::io::Error::other("output cap exceeded"));
         }
         if let Some(batcher) = &self.batcher {
-            if !batcher.borrow_mut().flush() {
+            // Hand over what is decoded before waiting for the child; when
+            // bytes are already there, keep filling the batch instead (fewer
+            // wake-ups of the consumer).
+            let waiting = !batcher.borrow().batch.is_empty() && !readable(&self.pipe);
+            if waiting && !batcher.borrow_mut().flush() {
                 return Err(std::io::Error::other("the consumer went away"));
             }
         }
@@ -380,7 +398,7 @@ impl<R: Read> Read for Tap<R> {
     }
 }
 
-impl<R: Read> Tap<R> {
+impl<R: Read + AsRawFd> Tap<R> {
     /// Read what is left (the child may keep writing after bad JSON; its
     /// exit status still decides the error).
     fn drain(&mut self) -> std::result::Result<(), Problem> {
