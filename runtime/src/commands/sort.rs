@@ -114,32 +114,31 @@ type Keyed = (Key, Item);
 /// with strings), which a heap-based top-K could not promise. Ties keep
 /// input order (the left run wins), and it never panics on such comparators
 /// (unlike `slice::sort_by`).
-struct RunStack {
+struct RunStack<T> {
     /// (untruncated size, items) from the oldest run to the newest.
-    runs: Vec<(usize, Vec<Keyed>)>,
+    runs: Vec<(usize, Vec<T>)>,
     /// The odd item waiting for a partner.
-    pending: Option<Keyed>,
+    pending: Option<T>,
     limit: usize,
-    desc: bool,
 }
 
-impl RunStack {
-    fn new(limit: usize, desc: bool) -> Self {
+impl<T> RunStack<T> {
+    fn new(limit: usize) -> Self {
         RunStack {
             runs: Vec::new(),
             pending: None,
             limit,
-            desc,
         }
     }
 
-    fn push(&mut self, item: Keyed) {
+    /// Add the next item; `less(a, b)`: `a` sorts strictly before `b`.
+    fn push(&mut self, item: T, less: &dyn Fn(&T, &T) -> bool) {
         let Some(first) = self.pending.take() else {
             self.pending = Some(item);
             return;
         };
         // A merge of two single items, without allocating for each.
-        let mut pair = if compare_keys(&item.0, &first.0, self.desc) == Ordering::Less {
+        let mut pair = if less(&item, &first) {
             vec![item, first]
         } else {
             vec![first, item]
@@ -149,39 +148,40 @@ impl RunStack {
         while self.runs.len() >= 2
             && self.runs[self.runs.len() - 1].0 == self.runs[self.runs.len() - 2].0
         {
-            self.merge_top();
+            self.merge_top(less);
         }
     }
 
-    fn finish(mut self) -> Vec<Keyed> {
+    fn finish(mut self, less: &dyn Fn(&T, &T) -> bool) -> Vec<T> {
         if let Some(last) = self.pending.take() {
             let mut single = vec![last];
             single.truncate(self.limit);
             self.runs.push((1, single));
         }
         while self.runs.len() >= 2 {
-            self.merge_top();
+            self.merge_top(less);
         }
         self.runs.pop().map(|(_, run)| run).unwrap_or_default()
     }
 
-    fn merge_top(&mut self) {
+    fn merge_top(&mut self, less: &dyn Fn(&T, &T) -> bool) {
         let (Some((nb, b)), Some((na, a))) = (self.runs.pop(), self.runs.pop()) else {
             return;
         };
-        let merged = self.merge(a, b);
+        let merged = self.merge(a, b, less);
         self.runs.push((na + nb, merged));
     }
 
-    /// Merge two sorted runs, keeping the first `limit` outputs.
-    fn merge(&self, a: Vec<Keyed>, b: Vec<Keyed>) -> Vec<Keyed> {
+    /// Merge two sorted runs, keeping the first `limit` outputs; on a tie
+    /// the left run's item comes first.
+    fn merge(&self, a: Vec<T>, b: Vec<T>, less: &dyn Fn(&T, &T) -> bool) -> Vec<T> {
         let want = (a.len() + b.len()).min(self.limit);
         let mut out = Vec::with_capacity(want);
         let mut a = a.into_iter().peekable();
         let mut b = b.into_iter().peekable();
         while out.len() < want {
             let take_b = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) => compare_keys(&y.0, &x.0, self.desc) == Ordering::Less,
+                (Some(x), Some(y)) => less(y, x),
                 (None, Some(_)) => true,
                 (_, None) => false,
             };
@@ -195,23 +195,61 @@ impl RunStack {
     }
 }
 
+fn key_of(item: &Item, key: Option<&str>) -> Key {
+    match key {
+        Some(path) => Key::of(dot_path(item, path).as_deref()),
+        None => Key::of(Some(item)),
+    }
+}
+
 /// The first `limit` items of `sort --key key [--desc]` over `items`.
+///
+/// A full sort (`limit` ≥ the item count) merges `u32` indices into the
+/// key table, so merges move 4 bytes per item; a bounded one keeps (key,
+/// item) pairs so that items falling out of the top K are freed at once.
+/// Both use the same merge tree, hence the same result.
 fn sort_stream(
     items: impl Iterator<Item = Result<Item>>,
     key: Option<&str>,
     desc: bool,
     limit: usize,
 ) -> Result<Vec<Item>> {
-    let mut runs = RunStack::new(limit, desc);
+    if limit < u32::MAX as usize {
+        let mut runs: RunStack<(Key, Item)> = RunStack::new(limit);
+        let less =
+            |a: &(Key, Item), b: &(Key, Item)| compare_keys(&a.0, &b.0, desc) == Ordering::Less;
+        for item in items {
+            let item = item?;
+            runs.push((key_of(&item, key), item), &less);
+        }
+        return Ok(runs
+            .finish(&less)
+            .into_iter()
+            .map(|(_, item)| item)
+            .collect());
+    }
+    let (mut keys, mut slots) = (Vec::new(), Vec::new());
+    let mut runs: RunStack<u32> = RunStack::new(limit);
     for item in items {
         let item = item?;
-        let k = match key {
-            Some(path) => Key::of(dot_path(&item, path).as_deref()),
-            None => Key::of(Some(&item)),
+        let Ok(index) = u32::try_from(keys.len()) else {
+            return Err(crate::error::Error::runtime("sort: too many items"));
         };
-        runs.push((k, item));
+        keys.push(key_of(&item, key));
+        slots.push(Some(item));
+        let keys = &keys;
+        runs.push(index, &|a: &u32, b: &u32| {
+            compare_keys(&keys[*a as usize], &keys[*b as usize], desc) == Ordering::Less
+        });
     }
-    Ok(runs.finish().into_iter().map(|(_, item)| item).collect())
+    let order = runs.finish(&|a: &u32, b: &u32| {
+        compare_keys(&keys[*a as usize], &keys[*b as usize], desc) == Ordering::Less
+    });
+    drop(keys);
+    Ok(order
+        .into_iter()
+        .filter_map(|i| slots.get_mut(i as usize).and_then(Option::take))
+        .collect())
 }
 
 /// Sort `items` as `sort --key key [--desc]` does.
