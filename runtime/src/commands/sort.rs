@@ -97,9 +97,6 @@ fn compare_keys(a: &Key, b: &Key, desc: bool) -> Ordering {
     }
 }
 
-/// An item with its key.
-type Keyed = (Key, Item);
-
 /// A stable, streaming merge sort that keeps at most `limit` items of each
 /// run: with `limit = usize::MAX` it is a full sort; with `limit = K` it
 /// yields exactly the first K items of the full sort in O(K·log(N/K))
