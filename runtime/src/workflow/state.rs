@@ -1,0 +1,176 @@
+//! The resume state of a paused workflow, and turning a run's end into an
+//! envelope (saving the state, issuing the token and approval id).
+
+use super::gate::Identity;
+use super::run::{Runner, Stop};
+use crate::envelope::{ApprovalRequest, Envelope, InputRequest};
+use crate::error::{Error, Result};
+use crate::resume::approval_id::{self, now_iso};
+use crate::resume::pause::uuid_v4;
+use crate::resume::saved::HaltType;
+use crate::resume::token::{self, TokenKind};
+use crate::resume::Paused;
+use crate::value::Item;
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
+
+/// The `kind` of workflow resume states.
+pub const WORKFLOW_KIND: &str = "workflow-resume";
+
+/// One file the paused run depends on, with its blake3 digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileDigest {
+    pub path: String,
+    pub digest: String,
+}
+
+/// A paused workflow, as stored in the state directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowState {
+    pub kind: String,
+    pub version: u32,
+    /// The workflow file (canonical path).
+    pub file_path: String,
+    /// Every workflow file and component the run depends on; all are
+    /// re-hashed on resume and must be unchanged.
+    pub files: Vec<FileDigest>,
+    pub args: Map<String, Item>,
+    pub args_digest: String,
+    pub resume_at_index: usize,
+    pub steps: Map<String, Item>,
+    #[serde(default)]
+    pub last_step_id: Option<String>,
+    pub halt_type: HaltType,
+    pub step_id: String,
+    pub prompt: String,
+    #[serde(default)]
+    pub initiated_by: Option<String>,
+    #[serde(default)]
+    pub required_approver: Option<String>,
+    #[serde(default)]
+    pub require_different_approver: bool,
+    #[serde(default)]
+    pub input_schema: Option<Item>,
+    #[serde(default)]
+    pub input_subject: Option<Item>,
+    #[serde(default)]
+    pub approval_id: Option<String>,
+    pub created_at: String,
+}
+
+impl WorkflowState {
+    /// Read a stored record, rejecting anything that is not one.
+    pub fn from_json(v: Item) -> Result<Self> {
+        let s: Self = serde_json::from_value(v)
+            .map_err(|_| Error::runtime("Invalid workflow resume state"))?;
+        if s.kind != WORKFLOW_KIND || s.version != 1 {
+            return Err(Error::runtime("Invalid workflow resume state"));
+        }
+        Ok(s)
+    }
+
+    /// The identity rules of the gate.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            initiated_by: self.initiated_by.clone(),
+            required_approver: self.required_approver.clone(),
+            require_different_approver: self.require_different_approver,
+        }
+    }
+}
+
+/// Turn the end of a run into an envelope; a gate is saved for resume.
+pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
+    let (index, halt_type, step_id) = match &stop {
+        Stop::Done => {
+            return Ok(Paused {
+                envelope: Envelope::ok(runner.output()),
+                rendered: None,
+            })
+        }
+        Stop::Approval { index, .. } => (*index, HaltType::Approval, &runner.wf.steps[*index].id),
+        Stop::Input { index, .. } => (*index, HaltType::Input, &runner.wf.steps[*index].id),
+    };
+    let store = &runner.ctx.state;
+    store.ensure_dir()?;
+    let state_key = format!("workflow_resume_{}", uuid_v4());
+    let resume_token = token::issue(store, TokenKind::Workflow, &state_key)?;
+    let approval_id = match halt_type {
+        HaltType::Approval => approval_id::publish(store, &state_key)?,
+        HaltType::Input => None,
+    };
+    let mut files: Vec<FileDigest> = Vec::new();
+    for (p, d) in &runner.files {
+        let path = p.display().to_string();
+        if !files.iter().any(|f| f.path == path) {
+            files.push(FileDigest {
+                path,
+                digest: d.clone(),
+            });
+        }
+    }
+    let mut state = WorkflowState {
+        kind: WORKFLOW_KIND.into(),
+        version: 1,
+        file_path: runner.wf.source.path.display().to_string(),
+        files,
+        args: runner.args.clone(),
+        args_digest: super::args::digest(&runner.args),
+        resume_at_index: index + 1,
+        steps: runner.results.clone(),
+        last_step_id: runner.last.clone(),
+        halt_type,
+        step_id: step_id.clone(),
+        prompt: String::new(),
+        initiated_by: None,
+        required_approver: None,
+        require_different_approver: false,
+        input_schema: None,
+        input_subject: None,
+        approval_id: approval_id.clone(),
+        created_at: now_iso(),
+    };
+    let envelope = match stop {
+        Stop::Approval { gate, .. } => {
+            state.prompt = gate.prompt.clone();
+            state.initiated_by = gate.initiated_by.clone();
+            state.required_approver = gate.required_approver.clone();
+            state.require_different_approver = gate.require_different_approver;
+            Envelope::needs_approval(ApprovalRequest {
+                prompt: gate.prompt,
+                items: gate.items,
+                preview: gate.preview,
+                initiated_by: gate.initiated_by,
+                required_approver: gate.required_approver,
+                require_different_approver: gate.require_different_approver,
+                resume_token,
+                approval_id,
+            })
+        }
+        Stop::Input { gate, .. } => {
+            state.prompt = gate.prompt.clone();
+            state.input_schema = Some(gate.schema.clone());
+            state.input_subject = gate.subject.clone();
+            Envelope::needs_input(InputRequest {
+                prompt: gate.prompt,
+                response_schema: gate.schema,
+                defaults: gate.defaults,
+                subject: gate.subject,
+                resume_token,
+            })
+        }
+        Stop::Done => unreachable!("handled above"),
+    };
+    let value = serde_json::to_value(&state).expect("a resume state serialises");
+    if let Err(e) = store.set(&state_key, &value) {
+        if let Some(id) = &state.approval_id {
+            approval_id::remove(store, id);
+        }
+        return Err(e);
+    }
+    Ok(Paused {
+        envelope,
+        rendered: None,
+    })
+}
