@@ -10,3 +10,4 @@ mod errors;
 mod gates;
 mod limits;
 mod resume;
+mod workflow;

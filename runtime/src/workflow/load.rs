@@ -67,7 +67,12 @@ pub fn seg(s: &str) -> String {
 
 /// Read, hash and parse `path` (`shown` is how messages name it).
 pub fn load(path: &Path) -> Result<(Source, Doc)> {
-    let shown = path.display().to_string();
+    let shown = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok())
+        .unwrap_or(path)
+        .display()
+        .to_string();
     if !crate::cli::workflow_file::has_workflow_extension(path) {
         return Err(Error::parse(format!(
             "Workflow file must end in .lobster, .yaml, .yml or .json: {shown}"

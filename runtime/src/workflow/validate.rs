@@ -342,7 +342,7 @@ impl Known<'_> {
                 Some(c)
             }
             Err(e) => {
-                v.val(ptr, format!("Workflow step {owner} {e}"));
+                v.val(ptr, format!("Workflow step {owner}: {e}"));
                 None
             }
         }
