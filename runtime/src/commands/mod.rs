@@ -117,9 +117,24 @@ pub fn stream_of(items: Vec<Item>) -> ItemStream {
 
 mod approve;
 mod ask;
+mod commands_list;
+mod dedupe;
+mod diff_last;
 mod exec;
+mod filters;
+mod group_by;
 mod head;
 mod interactive;
+mod js;
+mod json;
+mod map;
+mod pick;
+mod sort;
+mod state_get;
+mod state_set;
+mod table;
+mod template;
+mod where_;
 
 pub use approve::preview_of;
 
@@ -128,7 +143,20 @@ pub(crate) fn all() -> Vec<Box<dyn Command>> {
     vec![
         Box::new(approve::Approve),
         Box::new(ask::Ask),
+        Box::new(commands_list::CommandsList),
+        Box::new(dedupe::Dedupe),
+        Box::new(diff_last::DiffLast),
         Box::new(exec::Exec),
+        Box::new(group_by::GroupBy),
         Box::new(head::Head),
+        Box::new(json::Json),
+        Box::new(map::MapCmd),
+        Box::new(pick::Pick),
+        Box::new(sort::Sort),
+        Box::new(state_get::StateGet),
+        Box::new(state_set::StateSet),
+        Box::new(table::Table),
+        Box::new(template::Template),
+        Box::new(where_::Where),
     ]
 }

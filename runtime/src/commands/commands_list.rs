@@ -1,0 +1,144 @@
+//! `commands.list`: describe every registered command, for agents.
+
+use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature};
+use crate::dsl::Args;
+use crate::error::Result;
+use crate::executor::Context;
+use serde_json::{json, Map, Value};
+
+/// `commands.list`.
+pub struct CommandsList;
+
+const HELP: &str = "commands.list — list available Lobster pipeline commands\n\nUsage:\n  commands.list\n\nNotes:\n  - Intended for agents (e.g. OpenClaw) to discover available pipeline stages dynamically.\n  - Output includes name/description plus optional metadata (argsSchema/examples/sideEffects) when provided by commands.\n";
+
+/// A JSON Schema of the flags and positionals, shaped as the reference's
+/// `meta.argsSchema` (`{type, properties, required}`).
+fn args_schema(sig: &Signature) -> Value {
+    let mut props = Map::new();
+    for f in sig.flags {
+        let ty = if f.value.is_some() {
+            "string"
+        } else {
+            "boolean"
+        };
+        props.insert(
+            f.name.to_string(),
+            json!({"type": ty, "description": f.description}),
+        );
+    }
+    if let Some(desc) = sig.positional {
+        props.insert(
+            "_".into(),
+            json!({"type": "array", "items": {"type": "string"}, "description": desc}),
+        );
+    }
+    json!({"type": "object", "properties": props, "required": []})
+}
+
+/// The runnable examples; null when there are none.
+fn examples(list: &[Example]) -> Value {
+    if list.is_empty() {
+        return Value::Null;
+    }
+    let parse = |s: &str| serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.into()));
+    Value::Array(
+        list.iter()
+            .map(|e| {
+                json!({
+                    "description": e.description,
+                    "pipeline": e.pipeline,
+                    "input": parse(e.input),
+                    "output": parse(e.output),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One inventory entry.
+fn describe(cmd: &dyn Command) -> Value {
+    let sig = cmd.signature();
+    // Always an array, `[]` for pure commands, as the reference's metadata.
+    let side_effects = json!(sig.side_effects);
+    let mut out = Map::new();
+    out.insert("name".into(), json!(sig.name));
+    out.insert("description".into(), json!(sig.description));
+    out.insert("argsSchema".into(), args_schema(&sig));
+    out.insert("examples".into(), examples(cmd.examples()));
+    out.insert("sideEffects".into(), side_effects);
+    Value::Object(out)
+}
+
+impl Command for CommandsList {
+    fn signature(&self) -> Signature {
+        Signature {
+            name: "commands.list",
+            description: "List available Lobster pipeline commands",
+            flags: &[],
+            positional: None,
+            side_effects: &[],
+        }
+    }
+
+    fn help(&self) -> &'static str {
+        HELP
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                description: "the input is drained; it lists itself too",
+                pipeline: "commands.list | where name==commands.list | pick name",
+                input: "[1, 2]",
+                output: r#"[{"name": "commands.list"}]"#,
+            },
+            Example {
+                description: "one entry per command, with its metadata",
+                pipeline: "commands.list | where name==head | pick name,description,sideEffects",
+                input: "[]",
+                output: r#"[{"name": "head", "description": "Take first N items", "sideEffects": []}]"#,
+            },
+        ]
+    }
+
+    fn run(&self, _args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
+        collect(input)?;
+        let items = ctx.registry.iter().map(describe).collect();
+        Ok(Output::Items(stream_of(items)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::Registry;
+
+    #[test]
+    fn examples() {
+        super::super::examples::check_examples(&CommandsList);
+    }
+
+    #[test]
+    fn lists_every_registered_command_in_order() {
+        let reg = Registry::builtin();
+        let items: Vec<Value> = reg.iter().map(describe).collect();
+        let names: Vec<&str> = items.iter().filter_map(|v| v["name"].as_str()).collect();
+        assert_eq!(names, reg.names());
+        assert!(names.contains(&"commands.list"));
+        let sort = items.iter().find(|v| v["name"] == "sort").cloned();
+        let sort = sort.unwrap_or(Value::Null);
+        assert_eq!(sort["argsSchema"]["properties"]["desc"]["type"], "boolean");
+        assert_eq!(sort["argsSchema"]["properties"]["key"]["type"], "string");
+        assert!(sort["examples"].is_array());
+        let set = items.iter().find(|v| v["name"] == "state.set").cloned();
+        assert_eq!(
+            set.unwrap_or(Value::Null)["sideEffects"],
+            json!(["writes_state"])
+        );
+        let json_cmd = items.iter().find(|v| v["name"] == "json").cloned();
+        assert_eq!(
+            json_cmd.unwrap_or(Value::Null)["argsSchema"],
+            json!({"type": "object", "properties": {}, "required": []})
+        );
+    }
+}
