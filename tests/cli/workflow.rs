@@ -984,3 +984,67 @@ fn call_runs_workflow_files_with_args() {
     let r = env.run(&["call", &req]);
     assert_eq!(ok_output(&r), json!([5]));
 }
+
+#[test]
+fn pipeline_steps_use_data_commands_and_capture_renderers() {
+    let env = Env::new();
+    let f = env.wf(
+        "d.lobster",
+        "steps:\n  - id: src\n    run: echo '[{\"v\":1,\"n\":\"a\"},{\"v\":5,\"n\":\"b\"}]'\n  - id: thr\n    run: printf 2\n  - id: big\n    pipeline: where v>$thr.stdout | map --wrap item\n    stdin: $src.json\n  - id: js\n    pipeline: json\n    stdin: $big.json\n  - id: out\n    run: echo \"$big.json.item.n $js.json.0.item.v\"\n",
+    );
+    assert_eq!(ok_output(&env.wf_tool(&f, None)), json!(["b 5\n"]));
+}
+
+#[test]
+fn resumed_steps_run_in_the_original_working_directory() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.work_path("elsewhere")).unwrap();
+    let f = env.wf(
+        "w.lobster",
+        "steps:\n  - id: gate\n    approval: go?\n  - id: write\n    run: pwd > where.txt\n",
+    );
+    let t = token_of(&env.wf_tool(&f, None).json());
+    let r = crate::common::finish(
+        env.command(&["resume", "--token", &t, "--approve", "yes"])
+            .current_dir(env.work_path("elsewhere"))
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(env.work_path("where.txt").exists());
+    assert!(!env.work_path("elsewhere/where.txt").exists());
+}
+
+#[test]
+fn step_env_cwd_and_shell_variables() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.work_path("sub")).unwrap();
+    let f = env.wf(
+        "e.lobster",
+        "args:\n  dir:\n    default: sub\nenv:\n  A: wf\n  B: wf\ncwd: ${dir}\nsteps:\n  - id: a\n    env:\n      B: step-$A\n    run: echo \"$A $B $(basename $(pwd)) $HOME.json\"\n  - id: b\n    cwd: .\n    run: basename $(pwd)\n",
+    );
+    let home = std::env::var("HOME").unwrap_or_default();
+    let r = env.wf_tool(&f, None);
+    assert_eq!(
+        ok_output(&r),
+        json!([env
+            .work
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string()
+            + "\n"])
+    );
+    let f2 = env.wf(
+        "e2.lobster",
+        &std::fs::read_to_string(&f)
+            .unwrap()
+            .replace("  - id: b\n    cwd: .\n    run: basename $(pwd)\n", ""),
+    );
+    assert_eq!(
+        ok_output(&env.wf_tool(&f2, None)),
+        json!([format!("wf step-wf sub {home}.json\n")])
+    );
+}

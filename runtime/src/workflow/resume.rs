@@ -84,6 +84,7 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if request.decision == Decision::Approve(false) {
         return Ok(cancelled());
     }
+    let ctx = &super::run::derive(ctx, None, state.cwd.as_ref().map(PathBuf::from), None);
     let mut runner = Runner::new(wf, state.args.clone(), ctx);
     runner.files = files;
     runner.results = state.steps.clone();

@@ -37,6 +37,9 @@ pub struct WorkflowState {
     pub files: Vec<FileDigest>,
     pub args: Map<String, Item>,
     pub args_digest: String,
+    /// The run's working directory (the resumed steps run there too).
+    #[serde(default)]
+    pub cwd: Option<String>,
     pub resume_at_index: usize,
     pub steps: Map<String, Item>,
     #[serde(default)]
@@ -117,6 +120,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         files,
         args: runner.args.clone(),
         args_digest: super::args::digest(&runner.args),
+        cwd: Some(runner.ctx.cwd.display().to_string()),
         resume_at_index: index + 1,
         steps: runner.results.clone(),
         last_step_id: runner.last.clone(),
