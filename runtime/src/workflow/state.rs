@@ -178,3 +178,16 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         rendered: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rejects_foreign_records() {
+        assert!(WorkflowState::from_json(json!({"kind": "pipeline-resume"})).is_err());
+        let e = WorkflowState::from_json(json!(3)).unwrap_err();
+        assert_eq!(e.to_string(), "Invalid workflow resume state");
+    }
+}

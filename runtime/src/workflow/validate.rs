@@ -101,7 +101,7 @@ fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Opt
     candidates
         .into_iter()
         .map(|c| (distance(name, c), c))
-        .filter(|(d, c)| *d > 0 && *d <= (c.chars().count() / 3).max(2))
+        .filter(|(d, c)| *d > 0 && *d < c.chars().count() && *d <= (c.chars().count() / 3).max(2))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }
@@ -109,18 +109,13 @@ fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Opt
 struct V<'a> {
     doc: &'a Doc,
     shown: &'a str,
-    errors: Vec<String>,
+    errors: Vec<(Pos, String)>,
 }
 
 impl V<'_> {
     fn at(&mut self, pos: Pos, msg: impl AsRef<str>) {
-        self.errors.push(format!(
-            "{}:{}:{}: {}",
-            self.shown,
-            pos.line,
-            pos.col,
-            msg.as_ref()
-        ));
+        let line = format!("{}:{}:{}: {}", self.shown, pos.line, pos.col, msg.as_ref());
+        self.errors.push((pos, line));
     }
     fn key(&mut self, ptr: &str, msg: impl AsRef<str>) {
         let pos = self.doc.key_pos(ptr);
@@ -242,7 +237,9 @@ pub fn validate(source: Source, doc: &Doc) -> Result<Workflow> {
         Some(_) => v.val("/steps", "Workflow file requires a non-empty steps array"),
     }
     if !v.errors.is_empty() {
-        return Err(Error::parse(v.errors.join("\n")));
+        v.errors.sort_by_key(|(p, _)| (p.line, p.col));
+        let lines: Vec<String> = v.errors.into_iter().map(|(_, l)| l).collect();
+        return Err(Error::parse(lines.join("\n")));
     }
     Ok(Workflow {
         source,
@@ -404,13 +401,13 @@ fn parse_step(
     };
     v.keys(ptr, obj, STEP_KEYS, &format!("step {id}"));
     let pos = v.doc.value_pos(ptr);
+    let available = seen.clone();
     if !seen.insert(id.clone()) {
         v.val(
             &format!("{ptr}/id"),
             format!("Duplicate workflow step id: {id}"),
         );
     }
-    let available = seen.clone();
     let known = Known {
         available: &available,
         all,
@@ -1200,4 +1197,152 @@ fn parse_retry(v: &mut V, ptr: &str, raw: Option<&Item>, id: &str) -> Retry {
         ),
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::load::parse_text;
+    use std::path::PathBuf;
+
+    fn check(text: &str) -> Result<Workflow> {
+        let doc = parse_text(text, false, "w.lobster")?;
+        let source = Source {
+            shown: "w.lobster".into(),
+            path: PathBuf::from("/tmp/w.lobster"),
+            digest: String::new(),
+        };
+        validate(source, &doc)
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        check(text)
+            .unwrap_err()
+            .to_string()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn parses_every_step_field() {
+        let wf = check(
+            "args:\n  n: {type: integer, default: 1, required: true}\nsteps:\n  - id: a\n    command: echo\n    env: {X: 1, Y: true}\n    cwd: d\n    timeout_ms: 5\n    retry: {max: 3, backoff: exponential, delay_ms: 2, max_delay_ms: 9, jitter: true}\n    on_error: skip_rest\n  - id: b\n    stdin: $a.json.x\n    when: $a.approved\n    approval:\n      prompt: p\n      items: [1]\n      preview: v\n      initiatedBy: i\n      requiredApprover: r\n      requireDifferentApprover: true\n  - id: c\n    input: {prompt: q, responseSchema: {type: object}, defaults: {}}\n  - id: d\n    workflow: sub.lobster\n    workflow_args: {x: $a.stdout}\n  - id: e\n    parallel: {wait: any, timeout_ms: 7, branches: [{id: e1, run: x}, {id: e2, pipeline: head}]}\n  - id: f\n    for_each: $a.json\n    item_var: it\n    index_var: ix\n    batch_size: 2\n    pause_ms: 1\n    steps: [{id: s, run: echo, when: $it.json}]\n",
+        )
+        .unwrap();
+        assert_eq!(wf.args[0].ty, Some(ArgType::Integer));
+        let a = &wf.steps[0];
+        assert!(matches!(&a.action, Action::Shell(s) if s == "echo"));
+        assert_eq!(
+            a.env,
+            vec![("X".into(), "1".into()), ("Y".into(), "true".into())]
+        );
+        assert_eq!(a.timeout_ms, Some(5));
+        assert_eq!(a.on_error, OnError::SkipRest);
+        assert!(a.retry.exponential && a.retry.jitter && a.retry.max == 3);
+        let b = &wf.steps[1];
+        let ap = b.approval.as_ref().unwrap();
+        assert_eq!(ap.required_approver.as_deref(), Some("r"));
+        assert_eq!(ap.require_different_approver, Some(true));
+        assert!(wf.steps[2].input.is_some());
+        assert!(
+            matches!(&wf.steps[3].action, Action::Workflow { path, .. } if path == "sub.lobster")
+        );
+        assert!(
+            matches!(&wf.steps[4].action, Action::Parallel(p) if p.wait_any && p.branches.len() == 2)
+        );
+        assert!(
+            matches!(&wf.steps[5].action, Action::ForEach(f) if f.item_var == "it" && f.batch_size == 2)
+        );
+    }
+
+    #[test]
+    fn approval_shorthands() {
+        let wf = check("steps:\n  - id: a\n    approval: true\n  - id: b\n    approval: required\n  - id: c\n    approval: Sure?\n  - id: d\n    approval: false\n    run: x\n").unwrap();
+        assert_eq!(wf.steps[0].approval, Some(Approval::default()));
+        assert_eq!(wf.steps[1].approval, Some(Approval::default()));
+        assert_eq!(
+            wf.steps[2].approval.as_ref().unwrap().prompt.as_deref(),
+            Some("Sure?")
+        );
+        assert_eq!(wf.steps[3].approval, None);
+    }
+
+    #[test]
+    fn reports_positions_and_reference_messages() {
+        assert_eq!(
+            errors("steps:\n  - id: a\n    run: 1\n  - id: b\n    stdin: x\n"),
+            [
+                "w.lobster:3:10: Workflow step a run must be a string",
+                "w.lobster:4:5: Workflow step b requires run, command, pipeline, uses, workflow, parallel, for_each, approval, or input",
+            ]
+        );
+        assert_eq!(
+            errors("steps:\n  - id: a\n    run: x\n    retry: {max: 0, backoff: linear, jitter: 1}\n"),
+            [
+                "w.lobster:4:18: Workflow step a retry.max must be a positive integer",
+                "w.lobster:4:30: Workflow step a retry.backoff must be \"fixed\" or \"exponential\"",
+                "w.lobster:4:46: Workflow step a retry.jitter must be a boolean",
+            ]
+        );
+        let e = errors("steps:\n  - id: p\n    parallel: {branches: [{id: p, run: x}, {id: q}]}\n");
+        assert!(
+            e[0].ends_with("Workflow step p parallel branch id cannot match the step id"),
+            "{e:?}"
+        );
+        assert!(
+            e[1].ends_with("Workflow step p parallel branch q requires run, command, or pipeline"),
+            "{e:?}"
+        );
+        let e = errors("steps:\n  - id: f\n    for_each: $x.json\n    steps: []\n");
+        assert!(
+            e.iter()
+                .any(|l| l.ends_with("Unknown step reference: x.json")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|l| l.ends_with("for_each requires a non-empty steps array")),
+            "{e:?}"
+        );
+        let e = errors(
+            "steps:\n  - id: i\n    input: {prompt: 1, responseSchema: {type: 12}}\n    run: x\n",
+        );
+        assert!(
+            e.iter()
+                .any(|l| l.contains("input.prompt must be a string")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|l| l.contains("input.responseSchema is invalid")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter().any(|l| l.contains("input steps cannot define")),
+            "{e:?}"
+        );
+        let e = errors("args:\n  n: {type: float, default: x}\nenv:\n  O: {a: 1}\nsteps:\n  - id: a\n    run: x\n    when: 3\n");
+        assert!(e[0].contains("type must be one of"), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|l| l == "w.lobster:4:6: Workflow env O must be a string"),
+            "{e:?}"
+        );
+        assert!(
+            e.iter()
+                .any(|l| l.ends_with("Workflow step a: Unsupported condition type")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("paln", ["plan", "apply"]), Some("plan"));
+        assert_eq!(
+            suggest("timout_ms", STEP_KEYS.iter().copied()),
+            Some("timeout_ms")
+        );
+        assert_eq!(suggest("zzzzzz", ["plan"]), None);
+    }
 }

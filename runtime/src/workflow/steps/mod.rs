@@ -29,3 +29,33 @@ pub fn synthesize(id: &str, stdin: Option<Item>) -> Item {
     }
     Item::Object(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthesized_results() {
+        assert_eq!(synthesize("a", None), json!({"id": "a"}));
+        assert_eq!(
+            synthesize("a", Some(json!("[1]\n"))),
+            json!({"id": "a", "json": [1], "stdout": "[1]\n"})
+        );
+        assert_eq!(
+            synthesize("a", Some(json!({"k": 1}))),
+            json!({"id": "a", "stdout": "{\"k\":1}", "json": {"k": 1}})
+        );
+        assert_eq!(
+            pipeline::result("p", vec![json!("x"), json!("y")], None),
+            json!({"id": "p", "stdout": "x\ny", "json": ["x", "y"]})
+        );
+        assert_eq!(
+            pipeline::result("p", vec![], Some("[1]\n".into())),
+            json!({"id": "p", "stdout": "[1]\n", "json": [1]})
+        );
+        assert_eq!(
+            compose::resolve_path(std::path::Path::new("/w/a.lobster"), "sub/b.lobster"),
+            std::path::PathBuf::from("/w/sub/b.lobster")
+        );
+    }
+}
