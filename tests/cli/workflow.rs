@@ -1048,3 +1048,45 @@ fn step_env_cwd_and_shell_variables() {
         json!([format!("wf step-wf sub {home}.json\n")])
     );
 }
+
+#[test]
+fn oversized_input_subjects_are_truncated_in_the_envelope_only() {
+    let env = Env::new();
+    let f = env.wf(
+        "big.lobster",
+        "steps:\n  - id: big\n    run: python3 -c 'import json; print(json.dumps([\"x\" * 100] * 3000))'\n  - id: ask\n    input:\n      prompt: ok?\n      responseSchema: {type: boolean}\n  - id: count\n    run: python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'\n    stdin: $ask.subject\n",
+    );
+    let v = env.wf_tool(&f, None).json();
+    let subject = &v["requiresInput"]["subject"];
+    assert_eq!(subject["truncated"], true, "{subject}");
+    assert!(subject["bytes"].as_u64().unwrap() > 192_000);
+    assert_eq!(subject["preview"].as_str().unwrap().chars().count(), 2000);
+    let r = env.run(&[
+        "resume",
+        "--token",
+        &token_of(&v),
+        "--response-json",
+        "true",
+    ]);
+    assert_eq!(ok_output(&r), json!([3000]));
+}
+
+#[test]
+fn gate_results_record_who_initiated_and_approved() {
+    let env = Env::new();
+    let f = env.wf(
+        "who.lobster",
+        "steps:\n  - id: gate\n    approval:\n      initiated_by: bot\n  - id: show\n    run: echo \"$gate.initiatedBy $gate.approvedBy $gate.approved\"\n",
+    );
+    let t = token_of(&env.wf_tool(&f, None).json());
+    let r = env.run(&[
+        "resume",
+        "--token",
+        &t,
+        "--approve",
+        "yes",
+        "--approver",
+        "ann",
+    ]);
+    assert_eq!(ok_output(&r), json!(["bot ann true\n"]));
+}

@@ -110,6 +110,11 @@ impl<'a> Runner<'a> {
             self.last = Some(step.id.clone());
             if let Some(approval) = &step.approval {
                 let gate = gate::approval_gate(self, step, approval)?;
+                if let (Some(by), Some(Item::Object(r))) =
+                    (&gate.initiated_by, self.results.get_mut(&step.id))
+                {
+                    r.insert("initiatedBy".into(), json!(by));
+                }
                 if !self.ctx.interactive {
                     return Ok(Stop::Approval { index, gate });
                 }

@@ -156,13 +156,15 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
             state.prompt = gate.prompt.clone();
             state.input_schema = Some(gate.schema.clone());
             state.input_subject = gate.subject.clone();
-            Envelope::needs_input(InputRequest {
+            let mut request = InputRequest {
                 prompt: gate.prompt,
                 response_schema: gate.schema,
                 defaults: gate.defaults,
                 subject: gate.subject,
                 resume_token,
-            })
+            };
+            fit_subject(&mut request, runner, step_id)?;
+            Envelope::needs_input(request)
         }
         Stop::Done => unreachable!("handled above"),
     };
@@ -177,6 +179,50 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         envelope,
         rendered: None,
     })
+}
+
+/// Largest subject kept whole in a `needs_input` envelope.
+const MAX_SUBJECT_BYTES: usize = 192_000;
+
+/// Keep the `needs_input` envelope under `LOBSTER_MAX_TOOL_ENVELOPE_BYTES`
+/// (default 512000; values below 1024 are ignored): an oversized subject is
+/// replaced by `{truncated, bytes, preview}` in the envelope (the resume
+/// state keeps all of it).
+fn fit_subject(req: &mut InputRequest, runner: &Runner, step_id: &str) -> Result<()> {
+    let limit = runner
+        .ctx
+        .env
+        .get("LOBSTER_MAX_TOOL_ENVELOPE_BYTES")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n >= 1024)
+        .unwrap_or(512_000);
+    let size = |r: &InputRequest| {
+        crate::value::to_js_json_pretty(&Envelope::needs_input(r.clone()).to_json()).len()
+    };
+    let Some(subject) = req.subject.clone() else {
+        return Ok(());
+    };
+    let text = crate::value::to_js_json(&subject);
+    if text.len() <= MAX_SUBJECT_BYTES && size(req) <= limit {
+        return Ok(());
+    }
+    let preview: String = text.chars().take(2000).collect();
+    req.subject =
+        Some(serde_json::json!({"truncated": true, "bytes": text.len(), "preview": preview}));
+    if size(req) <= limit {
+        return Ok(());
+    }
+    req.subject = Some(serde_json::json!({
+        "truncated": true,
+        "bytes": text.len(),
+        "preview": "[subject omitted: envelope size limit]"
+    }));
+    if size(req) <= limit {
+        return Ok(());
+    }
+    Err(Error::runtime(format!(
+        "Workflow input step {step_id} needs_input envelope exceeds {limit} bytes even after subject truncation"
+    )))
 }
 
 #[cfg(test)]
