@@ -1090,3 +1090,16 @@ fn gate_results_record_who_initiated_and_approved() {
     ]);
     assert_eq!(ok_output(&r), json!(["bot ann true\n"]));
 }
+
+#[test]
+fn plain_commands_and_missing_programs() {
+    let env = Env::new();
+    let f = env.wf(
+        "p.lobster",
+        "steps:\n  - id: a\n    run: printf hi\n  - id: b\n    run: wc -c\n    stdin: $a.stdout\n  - id: c\n    run: no-such-program-xyz --flag\n    on_error: continue\n  - id: d\n    run: no-such-program-xyz $b.json\n    on_error: continue\n  - id: e\n    run: echo \"$c.errorMessage|$d.error\"\n",
+    );
+    assert_eq!(
+        ok_output(&env.wf_tool(&f, None)),
+        json!(["workflow command failed (127): no-such-program-xyz: not found|true\n"])
+    );
+}

@@ -24,13 +24,26 @@ pub fn run(
     ctx: &Context,
 ) -> Result<Item> {
     let rendered = render(line, scope, Style::Shell, None);
+    let direct = if rendered.env.is_empty()
+        && !env.contains_key(crate::process::shell::SHELL_OVERRIDE_VAR)
+    {
+        simple_argv(&rendered.text)
+    } else {
+        None
+    };
     for (k, v) in rendered.env {
         env.insert(k, v);
     }
-    let mut inv = Invocation::shell(rendered.text.clone())
-        .env(env)
-        .cwd(cwd)
-        .not_found("workflow shell not found; check LOBSTER_SHELL");
+    let mut inv = match direct {
+        Some((program, args)) => {
+            let missing = format!("workflow command failed (127): {program}: not found");
+            Invocation::argv(program, args).not_found(missing)
+        }
+        None => Invocation::shell(rendered.text.clone())
+            .not_found("workflow shell not found; check LOBSTER_SHELL"),
+    }
+    .env(env)
+    .cwd(cwd);
     if let Some(bytes) = stdin_bytes(stdin.as_ref()) {
         inv = inv.stdin(bytes);
     }
@@ -46,6 +59,73 @@ pub fn run(
             done.code_text()
         )));
     }
-    let _ = id;
     Ok(stdout_result(id, done.stdout))
+}
+
+/// Words the shell itself interprets (dash builtins and keywords): lines
+/// starting with one always go through the shell.
+const SHELL_WORDS: &[&str] = &[
+    "alias", "bg", "break", "case", "cd", "chdir", "command", "continue", "do", "done", "echo",
+    "elif", "else", "esac", "eval", "exec", "exit", "export", "false", "fc", "fg", "fi", "for",
+    "getopts", "hash", "if", "in", "jobs", "kill", "local", "printf", "pwd", "read", "readonly",
+    "return", "set", "shift", "test", "then", "times", "trap", "true", "type", "ulimit", "umask",
+    "unalias", "unset", "until", "wait", "while",
+];
+
+/// A line the shell would run as one plain command (bare program name and
+/// literal words only: no quotes, variables, globs, redirections, operators
+/// or builtins) is spawned directly, saving the shell's start-up. `None`:
+/// the line needs the shell.
+pub fn simple_argv(line: &str) -> Option<(String, Vec<String>)> {
+    let plain = |w: &str| {
+        w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:=+,@%-".contains(c))
+    };
+    let mut words = line.split([' ', '\t']).filter(|w| !w.is_empty());
+    let program = words.next()?;
+    if !plain(program)
+        || program.contains(['/', '='])
+        || SHELL_WORDS.contains(&program)
+        || line.contains('\n')
+    {
+        return None;
+    }
+    let args: Vec<String> = words.map(String::from).collect();
+    if !args.iter().all(|w| plain(w) && !w.starts_with('~')) {
+        return None;
+    }
+    Some((program.to_string(), args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_commands_skip_the_shell() {
+        assert_eq!(simple_argv("cat"), Some(("cat".to_string(), Vec::new())));
+        assert_eq!(
+            simple_argv("  wc -c  --lines"),
+            Some((
+                "wc".to_string(),
+                vec!["-c".to_string(), "--lines".to_string()]
+            ))
+        );
+        for line in [
+            "echo hi",
+            "cat *.txt",
+            "cat a > b",
+            "ls; rm x",
+            "A=1 env",
+            "./run.sh",
+            "grep \"x\"",
+            "cat $HOME",
+            "tr a-z A-Z | cat",
+            "cat ~/x",
+            "exit 3",
+            "",
+        ] {
+            assert_eq!(simple_argv(line), None, "{line}");
+        }
+    }
 }
