@@ -116,9 +116,10 @@ pub fn run(
     }
     let mut merged = Map::new();
     let stdout;
+    let lost = || Error::runtime(format!("Parallel step {} lost a branch", step.id));
     if p.wait_any {
-        let winner = order[0];
-        let r = settled[winner].take().expect("the winner settled")?;
+        let winner = *order.first().ok_or_else(lost)?;
+        let r = settled[winner].take().ok_or_else(lost)??;
         if let Some(j) = r.get("json") {
             merged.insert(p.branches[winner].id.clone(), j.clone());
         }
@@ -136,7 +137,7 @@ pub fn run(
             return Err(Error::runtime(format!("Parallel branch failed: {e}")));
         }
         for (i, b) in p.branches.iter().enumerate() {
-            let r = settled[i].take().expect("every branch settled")?;
+            let r = settled[i].take().ok_or_else(lost)??;
             if let Some(j) = r.get("json") {
                 merged.insert(b.id.clone(), j.clone());
             }
