@@ -13,9 +13,9 @@ use serde_json::Map;
 use std::path::Path;
 
 /// The plan text for the workflow at `path`.
-pub fn plan(path: &Path, args_json: Option<&str>, _ctx: &Context) -> Result<String> {
+pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<String> {
     let given = super::args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, files) = super::load_plan(path)?;
+    let (wf, files) = super::load_plan(path, Some(&ctx.registry))?;
     let args = super::args::resolve(&wf, &given)?;
     let digest_of = |p: &Path| {
         let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());

@@ -72,7 +72,7 @@ pub fn graph_cli(argv: &[String]) -> Result<String> {
         .ok_or_else(|| Error::parse("graph requires a workflow file path (use --file <path>)"))?;
     let given = super::args::parse_args_json(args_json.as_deref(), "graph --args-json")?;
     let (source, doc) = super::load::load(std::path::Path::new(&file))?;
-    let wf = super::validate::validate(source, &doc)?;
+    let wf = super::validate::validate(source, &doc, None)?;
     let mut args = Map::new();
     for a in &wf.args {
         if let Some(d) = &a.default {

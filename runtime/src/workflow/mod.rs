@@ -24,6 +24,7 @@ pub mod steps;
 pub mod template;
 pub mod validate;
 
+use crate::commands::Registry;
 use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::resume::Paused;
@@ -33,23 +34,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Load and validate one workflow file (no sub-workflows).
-pub fn load_workflow(path: &Path) -> Result<Workflow> {
+pub fn load_workflow(path: &Path, registry: Option<&Registry>) -> Result<Workflow> {
     let (source, doc) = load::load(path)?;
-    validate::validate(source, &doc)
+    validate::validate(source, &doc, registry)
 }
 
 /// Load `path` and every sub-workflow named by a literal `workflow:` path
 /// (recursively), rejecting cycles. Returns the root and the digests of all
 /// files involved (root first), including `uses:` components that exist.
-pub fn load_plan(path: &Path) -> Result<(Arc<Workflow>, FileDigests)> {
-    let root = Arc::new(load_workflow(path)?);
+pub fn load_plan(path: &Path, registry: Option<&Registry>) -> Result<(Arc<Workflow>, FileDigests)> {
+    let root = Arc::new(load_workflow(path, registry)?);
     let mut files = vec![(root.source.path.clone(), root.source.digest.clone())];
     let mut stack = vec![root.source.path.clone()];
-    collect_static(&root, &mut stack, &mut files)?;
+    collect_static(&root, &mut stack, &mut files, registry)?;
     Ok((root, files))
 }
 
-fn collect_static(wf: &Workflow, stack: &mut Vec<PathBuf>, files: &mut FileDigests) -> Result<()> {
+fn collect_static(
+    wf: &Workflow,
+    stack: &mut Vec<PathBuf>,
+    files: &mut FileDigests,
+    registry: Option<&Registry>,
+) -> Result<()> {
     for step in &wf.steps {
         match &step.action {
             Action::Workflow { path, pos, .. } if !path.contains('$') => {
@@ -75,12 +81,12 @@ fn collect_static(wf: &Workflow, stack: &mut Vec<PathBuf>, files: &mut FileDiges
                         real.display()
                     )));
                 }
-                let child = load_workflow(&full)?;
+                let child = load_workflow(&full, registry)?;
                 if !files.iter().any(|(p, _)| p == &real) {
                     files.push((real.clone(), child.source.digest.clone()));
                 }
                 stack.push(real);
-                collect_static(&child, stack, files)?;
+                collect_static(&child, stack, files, registry)?;
                 stack.pop();
             }
             Action::Wasm { uses, .. } => {
@@ -101,7 +107,7 @@ fn collect_static(wf: &Workflow, stack: &mut Vec<PathBuf>, files: &mut FileDiges
 /// Run the workflow file at `path` with `--args-json` text.
 pub fn run_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
     let given = args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, files) = load_plan(path)?;
+    let (wf, files) = load_plan(path, Some(&ctx.registry))?;
     let resolved = args::resolve(&wf, &given)?;
     let mut runner = Runner::new(wf, resolved, ctx);
     runner.files = files;

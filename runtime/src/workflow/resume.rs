@@ -68,7 +68,7 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
         }
         _ => {}
     }
-    let (wf, files) = verify(&state)?;
+    let (wf, files) = verify(&state, ctx)?;
 
     // From here on the token is spent, whatever happens.
     let claimed = claim(store, state_key)?.ok_or_else(not_found)?;
@@ -113,6 +113,7 @@ fn cancelled() -> Paused {
 /// Reload the workflow and check that nothing it depends on changed.
 fn verify(
     state: &WorkflowState,
+    ctx: &Context,
 ) -> Result<(
     std::sync::Arc<super::model::Workflow>,
     super::run::FileDigests,
@@ -136,8 +137,8 @@ fn verify(
             return Err(refused(&f.path));
         }
     }
-    let (wf, _) =
-        super::load_plan(Path::new(&state.file_path)).map_err(|_| refused(&state.file_path))?;
+    let (wf, _) = super::load_plan(Path::new(&state.file_path), Some(&ctx.registry))
+        .map_err(|_| refused(&state.file_path))?;
     if wf.source.digest
         != state
             .files

@@ -7,6 +7,7 @@ use super::condition::Condition;
 use super::load::{seg, Doc, Pos, Source};
 use super::model::*;
 use super::template;
+use crate::commands::Registry;
 use crate::error::{Error, Result};
 use crate::value::Item;
 use serde_json::Map;
@@ -108,6 +109,8 @@ fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Opt
 
 struct V<'a> {
     doc: &'a Doc,
+    /// Where pipeline stage names are looked up (`None`: not checked).
+    registry: Option<&'a Registry>,
     shown: &'a str,
     errors: Vec<(Pos, String)>,
 }
@@ -185,10 +188,11 @@ impl V<'_> {
 }
 
 /// Validate a loaded document.
-pub fn validate(source: Source, doc: &Doc) -> Result<Workflow> {
+pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Result<Workflow> {
     let shown = source.shown.clone();
     let mut v = V {
         doc,
+        registry,
         shown: &shown,
         errors: Vec::new(),
     };
@@ -574,7 +578,9 @@ fn parse_step(
 
 /// Stage names must exist unless they come from a template.
 fn check_pipeline_text(v: &mut V, ptr: &str, id: &str, text: &str) {
-    let registry = crate::commands::Registry::builtin();
+    let Some(registry) = v.registry else {
+        return;
+    };
     match crate::dsl::parse(text) {
         Ok(p) => {
             for stage in &p.stages {
@@ -1212,7 +1218,7 @@ mod tests {
             path: PathBuf::from("/tmp/w.lobster"),
             digest: String::new(),
         };
-        validate(source, &doc)
+        validate(source, &doc, Some(&Registry::builtin()))
     }
 
     fn errors(text: &str) -> Vec<String> {

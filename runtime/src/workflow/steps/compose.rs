@@ -46,7 +46,7 @@ pub fn run(
             real.display()
         )));
     }
-    let child = Arc::new(crate::workflow::load_workflow(&full)?);
+    let child = Arc::new(crate::workflow::load_workflow(&full, Some(&ctx.registry))?);
     let mut given = Map::new();
     for (k, v) in args {
         given.insert(
