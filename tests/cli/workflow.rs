@@ -1103,3 +1103,23 @@ fn plain_commands_and_missing_programs() {
         json!(["workflow command failed (127): no-such-program-xyz: not found|true\n"])
     );
 }
+
+#[test]
+fn templated_sub_workflow_paths_are_pinned_at_the_pause() {
+    let env = Env::new();
+    env.wf("child.lobster", "steps:\n  - id: c\n    run: echo child\n");
+    let f = env.wf(
+        "parent.lobster",
+        "args:\n  which:\n    default: child\nsteps:\n  - id: gate\n    approval: go?\n  - id: sub\n    workflow: ${which}.lobster\n",
+    );
+    let t = token_of(&env.wf_tool(&f, None).json());
+    env.wf("child.lobster", "steps:\n  - id: c\n    run: echo evil\n");
+    let r = env.run(&["resume", "--token", &t, "--approve", "yes"]);
+    assert!(
+        error_message(&r).contains("child.lobster changed since the run paused"),
+        "{r:?}"
+    );
+    env.wf("child.lobster", "steps:\n  - id: c\n    run: echo child\n");
+    let r = env.run(&["resume", "--token", &t, "--approve", "yes"]);
+    assert_eq!(ok_output(&r), json!(["child\n"]));
+}

@@ -104,7 +104,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         HaltType::Input => None,
     };
     let mut files: Vec<FileDigest> = Vec::new();
-    for (p, d) in &runner.files {
+    for (p, d) in runner.files.iter().chain(&pin_templated(runner, index)) {
         let path = p.display().to_string();
         if !files.iter().any(|f| f.path == path) {
             files.push(FileDigest {
@@ -179,6 +179,29 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         envelope,
         rendered: None,
     })
+}
+
+/// Sub-workflows named by a templated path in the steps after the gate:
+/// render the path with what is known now and pin the file (and its literal
+/// sub-workflows) if it exists. Best effort: a path that depends on later
+/// results is resolved when it runs.
+fn pin_templated(runner: &Runner, gate: usize) -> super::run::FileDigests {
+    let mut out = Vec::new();
+    for step in runner.wf.steps.iter().skip(gate + 1) {
+        if let super::model::Action::Workflow { path, .. } = &step.action {
+            if !path.contains('$') {
+                continue;
+            }
+            let rendered =
+                super::template::render(path, &runner.scope(), super::template::Style::Raw, None)
+                    .text;
+            let full = super::steps::compose::resolve_path(&runner.wf.source.path, &rendered);
+            if let Ok((_, files)) = super::load_plan(&full, None) {
+                out.extend(files);
+            }
+        }
+    }
+    out
 }
 
 /// Largest subject kept whole in a `needs_input` envelope.
