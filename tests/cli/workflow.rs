@@ -1123,3 +1123,47 @@ fn templated_sub_workflow_paths_are_pinned_at_the_pause() {
     let r = env.run(&["resume", "--token", &t, "--approve", "yes"]);
     assert_eq!(ok_output(&r), json!(["child\n"]));
 }
+
+/// Run `lobster <args>` on a pseudo-terminal (util-linux `script`), typing
+/// `answers` one line at a time.
+fn on_tty(env: &Env, args: &str, answers: &[&str]) -> Option<Run> {
+    use std::io::Write;
+    if !Path::new("/usr/bin/script").exists() {
+        return None;
+    }
+    let mut child = std::process::Command::new("/usr/bin/script")
+        .args(["-qec", &format!("{} {args}", crate::common::bin()), "/dev/null"])
+        .current_dir(env.work.path())
+        .env("LOBSTER_STATE_DIR", env.state.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    for a in answers {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        stdin.write_all(format!("{a}\n").as_bytes()).ok()?;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    drop(stdin);
+    Some(crate::common::finish(child.wait_with_output().ok()?))
+}
+
+#[test]
+fn interactive_gates_prompt_on_a_terminal() {
+    let env = Env::new();
+    env.wf(
+        "i.lobster",
+        "steps:\n  - id: gate\n    approval: Proceed?\n  - id: ask\n    input:\n      prompt: Number please\n      responseSchema: {type: integer}\n  - id: done\n    run: echo \"got $ask.response\"\n",
+    );
+    let Some(r) = on_tty(&env, "run i.lobster", &["y", "7"]) else {
+        return;
+    };
+    assert!(r.stdout.contains("Proceed? [y/N] "), "{r:?}");
+    assert!(r.stdout.contains("Number please\r\nEnter JSON response: "), "{r:?}");
+    assert!(r.stdout.contains("got 7"), "{r:?}");
+    let r = on_tty(&env, "run i.lobster", &["n"]).unwrap();
+    assert!(r.stdout.contains("Error: Not approved"), "{r:?}");
+    assert_eq!(env.state_files(), Vec::<String>::new());
+}

@@ -54,6 +54,7 @@ pub fn approval_gate(runner: &Runner, step: &Step, cfg: &Approval) -> Result<App
     let prompt = cfg
         .prompt
         .as_ref()
+        .filter(|p| !p.trim().is_empty())
         .map(|p| render(p, &scope, Style::Raw, None).text)
         .unwrap_or_else(|| format!("Approve {}?", step.id));
     let json = result.and_then(|r| r.get("json"));
