@@ -1132,7 +1132,11 @@ fn on_tty(env: &Env, args: &str, answers: &[&str]) -> Option<Run> {
         return None;
     }
     let mut child = std::process::Command::new("/usr/bin/script")
-        .args(["-qec", &format!("{} {args}", crate::common::bin()), "/dev/null"])
+        .args([
+            "-qec",
+            &format!("{} {args}", crate::common::bin()),
+            "/dev/null",
+        ])
         .current_dir(env.work.path())
         .env("LOBSTER_STATE_DIR", env.state.path())
         .stdin(std::process::Stdio::piped())
@@ -1161,7 +1165,10 @@ fn interactive_gates_prompt_on_a_terminal() {
         return;
     };
     assert!(r.stdout.contains("Proceed? [y/N] "), "{r:?}");
-    assert!(r.stdout.contains("Number please\r\nEnter JSON response: "), "{r:?}");
+    assert!(
+        r.stdout.contains("Number please\r\nEnter JSON response: "),
+        "{r:?}"
+    );
     assert!(r.stdout.contains("got 7"), "{r:?}");
     let r = on_tty(&env, "run i.lobster", &["n"]).unwrap();
     assert!(r.stdout.contains("Error: Not approved"), "{r:?}");

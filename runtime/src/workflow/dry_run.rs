@@ -211,3 +211,35 @@ fn substitute(s: &str, args: &Map<String, Item>, placeholders: &Map<String, Item
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn substitutes_args_and_approvals_only() {
+        let args = json!({"n": 3}).as_object().unwrap().clone();
+        let gates = json!({"g": {"id": "g", "approved": true}})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            substitute(
+                "x ${n} ${m} $g.approved $g.stdout $h.approved $HOME",
+                &args,
+                &gates
+            ),
+            "x 3 ${m} true $g.stdout $h.approved $HOME"
+        );
+        let c = Condition::from_value(&json!("$g.approved && !$h.skipped")).unwrap();
+        assert!(evaluable(&c));
+        assert!(!eval(
+            &Condition::from_value(&json!("!$g.approved")).unwrap(),
+            &gates
+        ));
+        assert!(!evaluable(
+            &Condition::from_value(&json!("$g.json == 1")).unwrap()
+        ));
+    }
+}
