@@ -1174,3 +1174,36 @@ fn interactive_gates_prompt_on_a_terminal() {
     assert!(r.stdout.contains("Error: Not approved"), "{r:?}");
     assert_eq!(env.state_files(), Vec::<String>::new());
 }
+
+#[test]
+fn ask_inside_a_pipeline_step_pauses_the_workflow() {
+    let env = Env::new();
+    let f = env.wf(
+        "ask.lobster",
+        "steps:\n  - id: draft\n    pipeline: exec --json --shell \"echo [1,2]\" | ask --prompt \"How many?\" --subject-from-stdin --schema '{\"type\":\"integer\"}' | map --wrap n\n    approval: Use $draft.json.n?\n  - id: after\n    run: echo \"n=$draft.json.n approved=$draft.approved\"\n",
+    );
+    let v = env.wf_tool(&f, None).json();
+    assert_eq!(v["status"], "needs_input", "{v}");
+    assert_eq!(v["requiresInput"]["prompt"], "How many?");
+    assert_eq!(v["requiresInput"]["subject"], json!({"text": "1\n2"}));
+    let t = token_of(&v);
+    let r = env.run(&["resume", "--token", &t, "--response-json", "\"x\""]);
+    assert_eq!(r.code, 2);
+    // The pipeline continues after `ask`; then the step's own approval gate.
+    let v = env
+        .run(&["resume", "--token", &t, "--response-json", "5"])
+        .json();
+    assert_eq!(v["requiresApproval"]["prompt"], "Use 5?", "{v}");
+    let r = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
+    assert_eq!(ok_output(&r), json!(["n=5 approved=true\n"]));
+    assert_eq!(env.state_files(), Vec::<String>::new());
+    // Inside for_each it cannot pause.
+    let f = env.wf(
+        "loop.lobster",
+        "steps:\n  - id: l\n    run: echo '[1]'\n  - id: each\n    for_each: $l.json\n    steps:\n      - id: q\n        pipeline: ask --prompt p --schema '{}'\n",
+    );
+    assert_eq!(
+        error_message(&env.wf_tool(&f, None)),
+        "Workflow step q halted before completion at pipeline stage ask. Input requests are not supported in this pipeline context."
+    );
+}

@@ -7,8 +7,10 @@
 //! workflow file, sub-workflow or component edited since the pause refuses
 //! the resume (the reference silently ran the edited file, spec §4.2 item 15).
 
-use super::run::Runner;
+use super::gate::InputGate;
+use super::run::{Runner, Stop};
 use super::state::{finish, WorkflowState};
+use super::steps::pipeline::{Piped, PipelinePause};
 use crate::envelope::Envelope;
 use crate::error::{Error, Result};
 use crate::executor::Context;
@@ -89,15 +91,47 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     runner.files = files;
     runner.results = state.steps.clone();
     runner.last = state.last_step_id.clone();
-    match &request.decision {
-        Decision::Respond(response) => runner.record_input(
-            &state.step_id,
-            state.input_subject.clone(),
-            response.clone(),
-        ),
-        _ => runner.record_approval(&state.step_id, true, approver.as_deref()),
-    }
-    let stop = runner.run_from(state.resume_at_index)?;
+    let index = state.resume_at_index - 1;
+    let early = match (&request.decision, &state.pipeline) {
+        (Decision::Respond(response), Some(p)) => {
+            // An `ask` stage inside the step's pipeline: continue it.
+            let step = runner.wf.steps[index].clone();
+            let pause = PipelinePause {
+                text: p.text.clone(),
+                next_stage: p.next_stage,
+                gate: InputGate {
+                    prompt: state.prompt.clone(),
+                    schema: state
+                        .input_schema
+                        .clone()
+                        .unwrap_or(serde_json::Value::Bool(true)),
+                    defaults: None,
+                    subject: state.input_subject.clone(),
+                },
+            };
+            match runner.continue_pipeline(&step, &pause, response.clone()) {
+                Ok(Piped::Asked(next)) => Some(Stop::PipelineInput { index, pause: next }),
+                Ok(Piped::Done(r)) => runner.complete(index, &step, Ok(r))?,
+                Err(e) => runner.complete(index, &step, Err(e))?,
+            }
+        }
+        (Decision::Respond(response), None) => {
+            runner.record_input(
+                &state.step_id,
+                state.input_subject.clone(),
+                response.clone(),
+            );
+            None
+        }
+        _ => {
+            runner.record_approval(&state.step_id, true, approver.as_deref());
+            None
+        }
+    };
+    let stop = match early {
+        Some(stop) => stop,
+        None => runner.run_from(state.resume_at_index)?,
+    };
     let finished = finish(&runner, stop)?;
     drop(claimed);
     Ok(finished)

@@ -5,6 +5,7 @@ use super::condition::Condition;
 use super::gate::{self, ApprovalGate, InputGate};
 use super::model::*;
 use super::steps;
+use super::steps::pipeline::{Piped, PipelinePause};
 use super::template::{self, MapScope, Style};
 use crate::error::{Error, Result};
 use crate::executor::{Cancel, CancelReason, Context};
@@ -24,6 +25,8 @@ pub enum Stop {
     Approval { index: usize, gate: ApprovalGate },
     /// Step `index` waits for input.
     Input { index: usize, gate: InputGate },
+    /// Pipeline step `index` waits for input at one of its stages.
+    PipelineInput { index: usize, pause: PipelinePause },
 }
 
 /// Files a run has read (path and blake3 digest), for the resume check.
@@ -90,39 +93,99 @@ impl<'a> Runner<'a> {
                 self.record_input(&step.id, gate.subject.clone(), response);
                 continue;
             }
-            let result = match self.attempts(step) {
-                Ok(r) => r,
-                Err(e) if self.ctx.cancel.is_cancelled() || step.on_error == OnError::Stop => {
-                    return Err(e)
-                }
-                Err(e) => {
-                    self.results.insert(
-                        step.id.clone(),
-                        json!({"id": step.id, "error": true, "errorMessage": e.to_string()}),
-                    );
-                    if step.on_error == OnError::SkipRest {
-                        return Ok(Stop::Done);
-                    }
-                    continue;
-                }
+            let outcome = match self.attempts(step) {
+                Ok(Piped::Done(r)) => Ok(r),
+                Ok(Piped::Asked(pause)) => match self.answer_pipeline(step, pause)? {
+                    Ok(r) => r,
+                    Err(pause) => return Ok(Stop::PipelineInput { index, pause }),
+                },
+                Err(e) => Err(e),
             };
-            self.results.insert(step.id.clone(), result);
-            self.last = Some(step.id.clone());
-            if let Some(approval) = &step.approval {
-                let gate = gate::approval_gate(self, step, approval)?;
-                if let (Some(by), Some(Item::Object(r))) =
-                    (&gate.initiated_by, self.results.get_mut(&step.id))
-                {
-                    r.insert("initiatedBy".into(), json!(by));
-                }
-                if !self.ctx.interactive {
-                    return Ok(Stop::Approval { index, gate });
-                }
-                gate::ask_approval(&step.id, &gate, self.ctx)?;
-                self.record_approval(&step.id, true, None);
+            if let Some(stop) = self.complete(index, step, outcome)? {
+                return Ok(stop);
             }
         }
         Ok(Stop::Done)
+    }
+
+    /// After a step's action: apply `on_error` to a failure, or store the
+    /// result and run the step's approval gate. `Some(stop)` ends the run.
+    pub fn complete(
+        &mut self,
+        index: usize,
+        step: &Step,
+        outcome: Result<Item>,
+    ) -> Result<Option<Stop>> {
+        let result = match outcome {
+            Ok(r) => r,
+            Err(e) if self.ctx.cancel.is_cancelled() || step.on_error == OnError::Stop => {
+                return Err(e)
+            }
+            Err(e) => {
+                self.results.insert(
+                    step.id.clone(),
+                    json!({"id": step.id, "error": true, "errorMessage": e.to_string()}),
+                );
+                return Ok((step.on_error == OnError::SkipRest).then_some(Stop::Done));
+            }
+        };
+        self.results.insert(step.id.clone(), result);
+        self.last = Some(step.id.clone());
+        if let Some(approval) = &step.approval {
+            let gate = gate::approval_gate(self, step, approval)?;
+            if let (Some(by), Some(Item::Object(r))) =
+                (&gate.initiated_by, self.results.get_mut(&step.id))
+            {
+                r.insert("initiatedBy".into(), json!(by));
+            }
+            if !self.ctx.interactive {
+                return Ok(Some(Stop::Approval { index, gate }));
+            }
+            gate::ask_approval(&step.id, &gate, self.ctx)?;
+            self.record_approval(&step.id, true, None);
+        }
+        Ok(None)
+    }
+
+    /// A pipeline step paused at an `ask` stage: at a terminal, ask and
+    /// continue (as often as it asks); otherwise hand the pause back.
+    #[allow(clippy::type_complexity)]
+    fn answer_pipeline(
+        &mut self,
+        step: &Step,
+        mut pause: PipelinePause,
+    ) -> Result<Result<Result<Item>, PipelinePause>> {
+        if !self.ctx.interactive {
+            return Ok(Err(pause));
+        }
+        loop {
+            let response = gate::ask_input(&step.id, &pause.gate, self.ctx)?;
+            match self.continue_pipeline(step, &pause, response) {
+                Ok(Piped::Done(r)) => return Ok(Ok(Ok(r))),
+                Ok(Piped::Asked(next)) => pause = next,
+                Err(e) => return Ok(Ok(Err(e))),
+            }
+        }
+    }
+
+    /// Continue a paused pipeline step with the input `response`.
+    pub fn continue_pipeline(
+        &mut self,
+        step: &Step,
+        pause: &PipelinePause,
+        response: Item,
+    ) -> Result<Piped> {
+        let env = self.step_env(&step.env);
+        let cwd = self.step_cwd(step.cwd.as_deref());
+        steps::pipeline::continue_from(
+            &step.id,
+            &pause.text,
+            pause.next_stage,
+            vec![response],
+            env,
+            cwd,
+            self.ctx,
+        )
     }
 
     /// Store an input step's answer.
@@ -187,7 +250,7 @@ impl<'a> Runner<'a> {
     }
 
     /// Run a step's action with retries (each attempt under `timeout_ms`).
-    fn attempts(&mut self, step: &Step) -> Result<Item> {
+    fn attempts(&mut self, step: &Step) -> Result<Piped> {
         let max = step.retry.max.max(1);
         let mut attempt = 1;
         loop {
@@ -207,7 +270,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn attempt(&mut self, step: &Step) -> Result<Item> {
+    fn attempt(&mut self, step: &Step) -> Result<Piped> {
         let Some(ms) = step.timeout_ms else {
             let ctx = self.ctx;
             return self.execute(step, ctx);
@@ -229,18 +292,19 @@ impl<'a> Runner<'a> {
         result
     }
 
-    fn execute(&mut self, step: &Step, ctx: &Context) -> Result<Item> {
+    fn execute(&mut self, step: &Step, ctx: &Context) -> Result<Piped> {
         let env = self.step_env(&step.env);
         let cwd = self.step_cwd(step.cwd.as_deref());
         let stdin = resolve_stdin(step.stdin.as_ref(), &self.scope())?;
-        match &step.action {
+        if let Action::Pipeline(text) = &step.action {
+            return steps::pipeline::run_step(&step.id, text, stdin, env, cwd, &self.scope(), ctx);
+        }
+        let done = match &step.action {
             Action::None => Ok(steps::synthesize(&step.id, stdin)),
             Action::Shell(line) => {
                 steps::shell::run(&step.id, line, stdin, env, cwd, &self.scope(), ctx)
             }
-            Action::Pipeline(text) => {
-                steps::pipeline::run(&step.id, text, stdin, env, cwd, &self.scope(), ctx)
-            }
+            Action::Pipeline(_) => unreachable!("handled above"),
             Action::Wasm { .. } => Err(Error::runtime(format!(
                 "Workflow step {}: WebAssembly steps are not available in this build",
                 step.id
@@ -250,7 +314,8 @@ impl<'a> Runner<'a> {
             Action::Workflow { path, args, .. } => {
                 steps::compose::run(self, step, path, args, env, cwd, ctx)
             }
-        }
+        };
+        done.map(Piped::Done)
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::gate::Identity;
 use super::run::{Runner, Stop};
+use super::steps::pipeline::PipelinePause;
 use crate::envelope::{ApprovalRequest, Envelope, InputRequest};
 use crate::error::{Error, Result};
 use crate::resume::approval_id::{self, now_iso};
@@ -59,7 +60,19 @@ pub struct WorkflowState {
     pub input_subject: Option<Item>,
     #[serde(default)]
     pub approval_id: Option<String>,
+    /// For an input requested by a pipeline stage (`ask`): the rendered
+    /// pipeline and the stage that receives the response.
+    #[serde(default)]
+    pub pipeline: Option<PipelineResume>,
     pub created_at: String,
+}
+
+/// Where a paused pipeline step continues.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PipelineResume {
+    pub text: String,
+    pub next_stage: usize,
 }
 
 impl WorkflowState {
@@ -93,7 +106,9 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
             })
         }
         Stop::Approval { index, .. } => (*index, HaltType::Approval, &runner.wf.steps[*index].id),
-        Stop::Input { index, .. } => (*index, HaltType::Input, &runner.wf.steps[*index].id),
+        Stop::Input { index, .. } | Stop::PipelineInput { index, .. } => {
+            (*index, HaltType::Input, &runner.wf.steps[*index].id)
+        }
     };
     let store = &runner.ctx.state;
     store.ensure_dir()?;
@@ -133,8 +148,15 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         input_schema: None,
         input_subject: None,
         approval_id: approval_id.clone(),
+        pipeline: None,
         created_at: now_iso(),
     };
+    if let Stop::PipelineInput { pause, .. } = &stop {
+        state.pipeline = Some(PipelineResume {
+            text: pause.text.clone(),
+            next_stage: pause.next_stage,
+        });
+    }
     let envelope = match stop {
         Stop::Approval { gate, .. } => {
             state.prompt = gate.prompt.clone();
@@ -152,7 +174,11 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
                 approval_id,
             })
         }
-        Stop::Input { gate, .. } => {
+        Stop::Input { gate, .. }
+        | Stop::PipelineInput {
+            pause: PipelinePause { gate, .. },
+            ..
+        } => {
             state.prompt = gate.prompt.clone();
             state.input_schema = Some(gate.schema.clone());
             state.input_subject = gate.subject.clone();

@@ -67,7 +67,7 @@ pub fn run(
     let kind = match stop? {
         Stop::Done => None,
         Stop::Approval { .. } => Some("approval"),
-        Stop::Input { .. } => Some("input"),
+        Stop::Input { .. } | Stop::PipelineInput { .. } => Some("input"),
     };
     if let Some(kind) = kind {
         return Err(Error::runtime(format!(
