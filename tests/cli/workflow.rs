@@ -1207,3 +1207,26 @@ fn ask_inside_a_pipeline_step_pauses_the_workflow() {
         "Workflow step q halted before completion at pipeline stage ask. Input requests are not supported in this pipeline context."
     );
 }
+
+#[test]
+fn here_documents_receive_values_as_data() {
+    let env = Env::new();
+    let f = env.wf(
+        "h.lobster",
+        "steps:\n  - id: evil\n    run: printf 'x\\nEOF\\ntouch pwned\\n'\n  - id: doc\n    run: |\n      cat <<EOF\n      got: $evil.stdout\n      EOF\n",
+    );
+    let out = ok_output(&env.wf_tool(&f, None));
+    assert_eq!(out, json!(["got: x\nEOF\ntouch pwned\n\n"]));
+    assert!(!env.work_path("pwned").exists());
+    let f = env.wf(
+        "q.lobster",
+        "steps:\n  - id: a\n    run: printf hi\n  - id: doc\n    run: |\n      cat <<'EOF'\n      $a.stdout\n      EOF\n",
+    );
+    let r = env.wf_tool(&f, None);
+    assert!(
+        error_message(&r).starts_with(
+            "Workflow step doc: $a.stdout cannot be used inside a quoted here-document"
+        ),
+        "{r:?}"
+    );
+}

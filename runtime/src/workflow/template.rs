@@ -208,6 +208,9 @@ pub enum Style {
 pub struct Rendered {
     pub text: String,
     pub env: Vec<(String, String)>,
+    /// Set when a value cannot be placed safely (a reference inside a
+    /// quoted here-document, where the shell expands nothing).
+    pub problem: Option<String>,
 }
 
 /// Render `text` for `style`. `env` is only read by [`Style::Env`].
@@ -219,11 +222,12 @@ pub fn render(
 ) -> Rendered {
     let mut out = Rendered::default();
     let mut quote = Quote::None;
+    let mut sh = ShellScan::default();
     for piece in pieces(text) {
         let value: Option<String> = match &piece {
             Piece::Lit(s) => {
                 match style {
-                    Style::Shell => quote = track_quotes(s, quote),
+                    Style::Shell => sh.feed(s),
                     Style::Dsl => quote = track_dsl_quotes(s, quote),
                     _ => {}
                 }
@@ -243,7 +247,7 @@ pub fn render(
                 Piece::Lit(_) => unreachable!(),
             };
             match style {
-                Style::Shell => quote = track_quotes(&raw, quote),
+                Style::Shell => sh.feed(&raw),
                 Style::Env => {
                     out.text.push_str(&expand_vars(&raw, env));
                     continue;
@@ -257,11 +261,19 @@ pub fn render(
             Style::Raw | Style::Env => out.text.push_str(&value),
             Style::Shell => {
                 let name = format!("LOBSTER_REF_{}", out.env.len() + 1);
-                out.text.push_str(&match quote {
-                    Quote::None => format!("\"${{{name}}}\""),
-                    Quote::Double => format!("${{{name}}}"),
-                    Quote::Single => format!("'\"${{{name}}}\"'"),
-                });
+                let reference = match sh.context() {
+                    ShellContext::Bare => format!("\"${{{name}}}\""),
+                    ShellContext::Double | ShellContext::HereDoc => format!("${{{name}}}"),
+                    ShellContext::Single => format!("'\"${{{name}}}\"'"),
+                    ShellContext::QuotedHereDoc => {
+                        out.problem.get_or_insert_with(|| {
+                            format!("{} cannot be used inside a quoted here-document (<<'EOF'): the shell expands nothing there; use an unquoted delimiter or stdin", piece_raw(&piece))
+                        });
+                        format!("${{{name}}}")
+                    }
+                };
+                out.text.push_str(&reference);
+                sh.feed_opaque(&reference);
                 out.env.push((name, value));
             }
             Style::Dsl => {
@@ -277,29 +289,148 @@ pub fn render(
     out
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+fn piece_raw(p: &Piece) -> &str {
+    match p {
+        Piece::Lit(s) => s,
+        Piece::Arg { raw, .. } | Piece::Ref { raw, .. } => raw,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Quote {
+    #[default]
     None,
     Single,
     Double,
 }
 
-/// POSIX sh quoting state after `s`.
-fn track_quotes(s: &str, mut q: Quote) -> Quote {
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match (q, c) {
-            (Quote::None, '\\') | (Quote::Double, '\\') => {
-                chars.next();
-            }
-            (Quote::None, '\'') => q = Quote::Single,
-            (Quote::None, '"') => q = Quote::Double,
-            (Quote::Single, '\'') => q = Quote::None,
-            (Quote::Double, '"') => q = Quote::None,
-            _ => {}
+/// Where in shell text a substituted value lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShellContext {
+    Bare,
+    Single,
+    Double,
+    /// The body of `<<EOF` (variables expand, quotes are literal).
+    HereDoc,
+    /// The body of `<<'EOF'` (nothing expands).
+    QuotedHereDoc,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HereDoc {
+    delim: String,
+    quoted: bool,
+    strip_tabs: bool,
+}
+
+/// A POSIX sh scanner that knows the quoting context at every point:
+/// quotes, backslash escapes and here-document bodies.
+#[derive(Debug, Default)]
+struct ShellScan {
+    quote: Quote,
+    escaped: bool,
+    /// The current line so far.
+    line: String,
+    /// Byte offsets in `line` just after each unquoted `<<`.
+    ops: Vec<usize>,
+    /// Here-documents whose bodies start after the current line.
+    queued: std::collections::VecDeque<HereDoc>,
+    body: Option<HereDoc>,
+}
+
+impl ShellScan {
+    fn context(&self) -> ShellContext {
+        match (&self.body, self.quote) {
+            (Some(h), _) if h.quoted => ShellContext::QuotedHereDoc,
+            (Some(_), _) => ShellContext::HereDoc,
+            (None, Quote::None) => ShellContext::Bare,
+            (None, Quote::Single) => ShellContext::Single,
+            (None, Quote::Double) => ShellContext::Double,
         }
     }
-    q
+
+    /// Text that is part of the line but has no quoting effect.
+    fn feed_opaque(&mut self, s: &str) {
+        self.line.push_str(s);
+    }
+
+    fn feed(&mut self, s: &str) {
+        for c in s.chars() {
+            self.step(c);
+        }
+    }
+
+    fn step(&mut self, c: char) {
+        if self.body.is_some() {
+            if c == '\n' {
+                let done = self.body.as_ref().is_some_and(|h| {
+                    let line = if h.strip_tabs {
+                        self.line.trim_start_matches('\t')
+                    } else {
+                        self.line.as_str()
+                    };
+                    line == h.delim
+                });
+                if done {
+                    self.body = self.queued.pop_front();
+                }
+                self.line.clear();
+            } else {
+                self.line.push(c);
+            }
+            return;
+        }
+        if self.escaped {
+            self.escaped = false;
+            self.line.push(c);
+            return;
+        }
+        match (self.quote, c) {
+            (Quote::None | Quote::Double, '\\') => self.escaped = true,
+            (Quote::None, '\'') => self.quote = Quote::Single,
+            (Quote::None, '"') => self.quote = Quote::Double,
+            (Quote::Single, '\'') | (Quote::Double, '"') => self.quote = Quote::None,
+            (Quote::None, '<') if self.line.ends_with('<') && !self.line.ends_with("<<") => {
+                self.ops.push(self.line.len() + 1);
+            }
+            (Quote::None, '\n') => {
+                self.end_line();
+                return;
+            }
+            _ => {}
+        }
+        self.line.push(c);
+    }
+
+    /// A line ended outside quotes: queue its here-documents and start the
+    /// first body.
+    fn end_line(&mut self) {
+        for &at in &self.ops {
+            let rest = &self.line[at..];
+            if rest.starts_with('<') {
+                continue; // `<<<` is not a here-document
+            }
+            let strip_tabs = rest.starts_with('-');
+            let rest = rest.trim_start_matches('-').trim_start();
+            let word: String = rest
+                .chars()
+                .take_while(|c| !c.is_whitespace() && !";|&<>()".contains(*c))
+                .collect();
+            if word.is_empty() {
+                continue;
+            }
+            let quoted = word.contains(['\'', '"', '\\']);
+            let delim: String = word.chars().filter(|c| !"'\"\\".contains(*c)).collect();
+            self.queued.push_back(HereDoc {
+                delim,
+                quoted,
+                strip_tabs,
+            });
+        }
+        self.ops.clear();
+        self.line.clear();
+        self.body = self.queued.pop_front();
+    }
 }
 
 /// Lobster DSL quoting state after `s` (`\'` escapes inside single quotes).
@@ -425,6 +556,30 @@ mod tests {
         );
         assert_eq!(r.env[0], ("LOBSTER_REF_1".into(), "x; rm -rf /".into()));
         assert_eq!(r.env[1].1, "; touch pwned\n");
+        let r = render(
+            "cat <<EOF > out\nv=$a.stdout\nEOF\necho $a.stdout\ncat <<-'END'\n\t$a.stdout\n\tEND\n",
+            &s,
+            Style::Shell,
+            None,
+        );
+        assert_eq!(
+            r.text,
+            "cat <<EOF > out\nv=${LOBSTER_REF_1}\nEOF\necho \"${LOBSTER_REF_2}\"\ncat <<-'END'\n\t${LOBSTER_REF_3}\n\tEND\n"
+        );
+        assert!(r
+            .problem
+            .unwrap()
+            .starts_with("$a.stdout cannot be used inside a quoted here-document"));
+        let r = render(
+            "x=\"a\\\"b $a.stdout\" ; echo 'it''s' $a.stdout",
+            &s,
+            Style::Shell,
+            None,
+        );
+        assert_eq!(
+            r.text,
+            "x=\"a\\\"b ${LOBSTER_REF_1}\" ; echo 'it''s' \"${LOBSTER_REF_2}\""
+        );
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub fn run(
     ctx: &Context,
 ) -> Result<Item> {
     let rendered = render(line, scope, Style::Shell, None);
+    if let Some(problem) = rendered.problem {
+        return Err(Error::runtime(format!("Workflow step {id}: {problem}")));
+    }
     let direct = if rendered.env.is_empty()
         && !env.contains_key(crate::process::shell::SHELL_OVERRIDE_VAR)
     {
