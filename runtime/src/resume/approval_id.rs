@@ -20,6 +20,9 @@ fn index_path(store: &StateStore, id: &str) -> PathBuf {
 
 /// Publish a fresh id for `state_key`. `Ok(None)` when this filesystem cannot
 /// hold the alias (no hard links, read-only, full): the token still works.
+///
+/// The directory is not fsynced here: the caller writes the state file into
+/// the same directory next, and that write's directory fsync covers the link.
 pub fn publish(store: &StateStore, state_key: &str) -> Result<Option<String>> {
     store.ensure_dir()?;
     let mut body =
@@ -42,10 +45,7 @@ pub fn publish(store: &StateStore, state_key: &str) -> Result<Option<String>> {
         })();
         let _ = fs::remove_file(&tmp);
         match result {
-            Ok(()) => {
-                crate::state::sync_dir(store.dir())?;
-                return Ok(Some(id));
-            }
+            Ok(()) => return Ok(Some(id)),
             Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
             Err(_) => return Ok(None),
         }
@@ -75,11 +75,10 @@ pub fn lookup(store: &StateStore, raw: &str) -> Result<(String, String)> {
     Ok((id, key.to_string()))
 }
 
-/// Remove the alias (missing is fine).
+/// Remove the alias (missing is fine). Not fsynced: if the removal is lost in
+/// a crash, the alias points at a state that is gone and reads as expired.
 pub fn remove(store: &StateStore, id: &str) {
-    if fs::remove_file(index_path(store, id)).is_ok() {
-        let _ = crate::state::sync_dir(store.dir());
-    }
+    let _ = fs::remove_file(index_path(store, id));
 }
 
 /// Current UTC time as JavaScript's `toISOString()`.
