@@ -1230,3 +1230,29 @@ fn here_documents_receive_values_as_data() {
         "{r:?}"
     );
 }
+
+#[test]
+fn call_resumes_workflow_gates_with_an_approver() {
+    let env = Env::new();
+    let f = env.wf(
+        "g.lobster",
+        "steps:\n  - id: gate\n    approval:\n      required_approver: ann\n  - id: done\n    run: echo \"ok $gate.approvedBy\"\n",
+    );
+    let v = env
+        .run(&["call", &json!({"action":"run","pipeline": f}).to_string()])
+        .json();
+    let id = v["requiresApproval"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = env.run(&[
+        "call",
+        &json!({"action":"resume","approvalId": id,"approve": true,"approver":"bob"}).to_string(),
+    ]);
+    assert_eq!(r.code, 2);
+    let r = env.run(&[
+        "call",
+        &json!({"action":"resume","approvalId": id,"approve": true,"approver":"ann"}).to_string(),
+    ]);
+    assert_eq!(ok_output(&r), json!(["ok ann\n"]));
+}
