@@ -109,6 +109,7 @@ Request fields:
   approvalId      resume: the short approval id (instead of token)
   approve         resume: true or false (required for approval gates)
   response        resume: the JSON answer to an input gate
+  approver        resume: who approves (workflow gates with identity rules)
 ";
 
 /// `lobster help graph`.
