@@ -7,6 +7,7 @@
 //! - [`resume`]: pausing at gates and resuming from tokens.
 //! - [`executor`]: validates a whole pipeline, then runs it.
 //! - [`commands`]: the built-in commands.
+//! - [`sandbox`]: WebAssembly steps under wasmtime with limits and grants.
 //! - [`dsl`]: pipeline text → stages with spans.
 //! - [`state`]: atomic, durable files and tokens.
 //! - [`value`]: JSON items with JavaScript semantics.
@@ -20,6 +21,7 @@ pub mod error;
 pub mod executor;
 pub mod process;
 pub mod resume;
+pub mod sandbox;
 pub mod schema;
 pub mod state;
 pub mod value;

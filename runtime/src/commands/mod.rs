@@ -100,6 +100,19 @@ pub trait Command: Send + Sync {
         Ok(())
     }
 
+    /// Checks that need the run's [`Context`] (e.g. a wasm step's grants),
+    /// made for every stage before the first stage runs.
+    fn preflight(&self, _args: &Args, _ctx: &Context) -> Result<()> {
+        Ok(())
+    }
+
+    /// The blake3 digest (64 hex digits) of the component behind this
+    /// command, for wasm steps; `None` for built-ins. The resume layer
+    /// records it so an approval is bound to the exact code.
+    fn digest(&self) -> Option<&str> {
+        None
+    }
+
     /// Run the stage over `input`. Lazy commands return [`Output::Items`]
     /// wrapping the input iterator; nothing upstream runs until pulled.
     fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output>;

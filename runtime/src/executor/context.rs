@@ -3,6 +3,7 @@
 
 use super::Cancel;
 use crate::commands::Registry;
+use crate::sandbox::{ArtifactCache, Grants, SandboxConfig, StepPath, StepResolver};
 use crate::state::StateStore;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,20 +41,35 @@ pub struct Context {
     pub cancel: Cancel,
     pub limits: Limits,
     pub registry: Arc<Registry>,
+    /// Capabilities of wasm steps (directories, env, clock, seed). The
+    /// default grants nothing; the CLI fills it from `--allow-read DIR`,
+    /// `--allow-write DIR` and `--allow-env NAME`.
+    pub grants: Grants,
+    /// Limits, state scope and log sink of wasm steps.
+    pub sandbox: SandboxConfig,
 }
 
 impl Context {
-    /// A context over the current process: its cwd and environment.
+    /// A context over the current process: its cwd and environment. Wasm
+    /// steps resolve on `LOBSTER_STEP_PATH` then `./steps`, with compiled
+    /// artefacts cached under `<state dir>/cache/wasm`; nothing is granted.
     pub fn from_process(mode: Mode, state: StateStore) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let steps = StepResolver::new(
+            StepPath::from_env(&cwd, &[]),
+            ArtifactCache::in_state_dir(state.dir()),
+        );
         Context {
             mode,
             interactive: false,
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            cwd,
             env: Arc::new(std::env::vars().collect()),
             state,
             cancel: Cancel::default(),
             limits: Limits::default(),
-            registry: Arc::new(Registry::builtin()),
+            registry: Arc::new(Registry::builtin().with_steps(steps)),
+            grants: Grants::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Whole-pipeline validation before any stage runs: every command must exist
 //! and accept its arguments. (The reference ran stages 1–2 before noticing an
-//! unknown command in stage 3.)
+//! unknown command in stage 3.) Names that are not built-ins resolve to wasm
+//! steps on the registry's step path here, so components are loaded and
+//! hashed (see [`crate::commands::Command::digest`]) before anything runs.
 
 use crate::commands::{Command, Registry};
 use crate::dsl::Pipeline;
@@ -15,7 +17,10 @@ pub fn check_pipeline<'r>(
 ) -> Result<Vec<&'r dyn Command>> {
     let mut resolved = Vec::with_capacity(pipeline.stages.len().saturating_sub(from));
     for stage in pipeline.stages.iter().skip(from) {
-        let Some(cmd) = registry.get(&stage.name) else {
+        let found = registry
+            .resolve(&stage.name)
+            .map_err(|e| e.at(stage.name_span.clone()))?;
+        let Some(cmd) = found else {
             let err = Error::runtime(format!("Unknown command: {}", stage.name))
                 .at(stage.name_span.clone());
             return Err(match suggest(&stage.name, registry.names()) {

@@ -33,6 +33,16 @@ pub fn run_pipeline(
     ctx: &Context,
 ) -> Result<Outcome> {
     let commands = check_pipeline(pipeline, from, &ctx.registry)?;
+    for (offset, cmd) in commands.iter().enumerate() {
+        let stage = &pipeline.stages[from + offset];
+        cmd.preflight(&stage.args, ctx).map_err(|e| {
+            if e.span().is_some() {
+                e
+            } else {
+                e.at(stage.span.clone())
+            }
+        })?;
+    }
     let mut rendered: Option<String> = None;
     let mut stream: ItemStream = stream_of(input);
     for (offset, cmd) in commands.into_iter().enumerate() {

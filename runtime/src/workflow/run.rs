@@ -335,6 +335,8 @@ pub fn derive(
         cancel: cancel.unwrap_or_else(|| ctx.cancel.clone()),
         limits: ctx.limits.clone(),
         registry: ctx.registry.clone(),
+        grants: ctx.grants.clone(),
+        sandbox: ctx.sandbox.clone(),
     }
 }
 

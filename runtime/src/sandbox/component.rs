@@ -1,0 +1,220 @@
+//! A loaded component: its blake3 digest, its kind (a `lobster:step`
+//! world or a plain `wasi:cli/command`), a reusable `InstancePre`, and for
+//! steps the result of `describe`. Loaded once per digest per process.
+
+use super::bindings::StepPre;
+use super::cache::{ArtifactCache, CacheOutcome};
+use super::command_step;
+use super::component_step;
+use super::describe::StepMeta;
+use super::engine::{engine, SandboxEngine};
+use super::env::StepEnv;
+use super::error::SandboxError;
+use super::host::HostState;
+use super::limits::EffectiveLimits;
+use crate::value::Item;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::Component;
+use wasmtime_wasi::p2::bindings::sync::CommandPre;
+
+/// What interface a component implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComponentKind {
+    /// Exports `describe` and `run` of `lobster:step@0.1.0`.
+    Step,
+    /// A plain `wasi:cli/command` (JSON on stdin/stdout).
+    Command,
+}
+
+pub(crate) enum Pre {
+    Step(StepPre<HostState>),
+    Command(CommandPre<HostState>),
+}
+
+/// A compiled, linked component ready to instantiate.
+pub struct LoadedComponent {
+    digest: String,
+    kind: ComponentKind,
+    source: PathBuf,
+    pre: Pre,
+    meta: Option<StepMeta>,
+    cache: CacheOutcome,
+}
+
+/// Limits for `describe`: it must be cheap.
+const DESCRIBE_LIMITS: EffectiveLimits = EffectiveLimits {
+    fuel: 1_000_000_000,
+    memory_bytes: 64 << 20,
+    timeout: Some(Duration::from_secs(5)),
+    output_bytes: 64 * 1024,
+};
+
+fn loaded() -> &'static Mutex<HashMap<String, Arc<LoadedComponent>>> {
+    static LOADED: OnceLock<Mutex<HashMap<String, Arc<LoadedComponent>>>> = OnceLock::new();
+    LOADED.get_or_init(Default::default)
+}
+
+/// The blake3 digest (64 hex digits) of component bytes.
+pub fn digest_of(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// Read, hash and load the component at `path` (cached per digest).
+pub fn load_file(path: &Path, cache: &ArtifactCache) -> Result<Arc<LoadedComponent>, SandboxError> {
+    let bytes = std::fs::read(path).map_err(|source| SandboxError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_bytes(&bytes, path, cache)
+}
+
+/// Load component `bytes` read from `source` (cached per digest).
+pub fn load_bytes(
+    bytes: &[u8],
+    source: &Path,
+    cache: &ArtifactCache,
+) -> Result<Arc<LoadedComponent>, SandboxError> {
+    let digest = digest_of(bytes);
+    if let Some(hit) = loaded().lock().ok().and_then(|m| m.get(&digest).cloned()) {
+        return Ok(hit);
+    }
+    let engine = engine()?;
+    let (component, outcome) = cache.load(engine, bytes, &digest, source)?;
+    let loaded_component = Arc::new(LoadedComponent::link(
+        engine,
+        component,
+        digest.clone(),
+        source,
+        outcome,
+    )?);
+    if let Ok(mut m) = loaded().lock() {
+        m.insert(digest, loaded_component.clone());
+    }
+    Ok(loaded_component)
+}
+
+fn kind_of(engine: &SandboxEngine, component: &Component) -> Option<ComponentKind> {
+    let ty = component.component_type();
+    let mut describe = false;
+    let mut run = false;
+    let mut cli_run = false;
+    for (name, item) in ty.exports(engine.engine()) {
+        match (name, item.ty) {
+            ("describe", ComponentItem::ComponentFunc(_)) => describe = true,
+            ("run", ComponentItem::ComponentFunc(_)) => run = true,
+            (n, ComponentItem::ComponentInstance(_)) if n.starts_with("wasi:cli/run@0.2") => {
+                cli_run = true
+            }
+            _ => {}
+        }
+    }
+    if describe && run {
+        Some(ComponentKind::Step)
+    } else if cli_run {
+        Some(ComponentKind::Command)
+    } else {
+        None
+    }
+}
+
+impl LoadedComponent {
+    fn link(
+        engine: &SandboxEngine,
+        component: Component,
+        digest: String,
+        source: &Path,
+        cache: CacheOutcome,
+    ) -> Result<Self, SandboxError> {
+        let bad = |detail: String| SandboxError::BadComponent {
+            path: source.to_path_buf(),
+            detail,
+        };
+        let kind = kind_of(engine, &component).ok_or_else(|| {
+            bad("exports neither lobster:step (describe, run) nor wasi:cli/run".into())
+        })?;
+        let pre = engine.linker().instantiate_pre(&component).map_err(|e| {
+            bad(format!(
+                "cannot be linked (it imports something Lobster does not provide): {e:#}"
+            ))
+        })?;
+        let pre = match kind {
+            ComponentKind::Step => Pre::Step(StepPre::new(pre).map_err(|e| bad(format!("{e:#}")))?),
+            ComponentKind::Command => {
+                Pre::Command(CommandPre::new(pre).map_err(|e| bad(format!("{e:#}")))?)
+            }
+        };
+        let mut me = LoadedComponent {
+            digest,
+            kind,
+            source: source.to_path_buf(),
+            pre,
+            meta: None,
+            cache,
+        };
+        if kind == ComponentKind::Step {
+            let label = source
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("step")
+                .to_string();
+            let info = component_step::describe(engine, &me, &label, &DESCRIBE_LIMITS)
+                .map_err(|e| bad(format!("describe failed: {e}")))?;
+            if info.name.trim().is_empty() {
+                return Err(bad("describe returned an empty name".into()));
+            }
+            me.meta = Some(info);
+        }
+        Ok(me)
+    }
+
+    /// blake3 of the component bytes (64 hex digits).
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Step world or plain command.
+    pub fn kind(&self) -> ComponentKind {
+        self.kind
+    }
+
+    /// The file it was loaded from (first load wins for identical bytes).
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// `describe`'s answer (steps only).
+    pub fn meta(&self) -> Option<&StepMeta> {
+        self.meta.as_ref()
+    }
+
+    /// Whether the compiled code came from the cache.
+    pub fn cache_outcome(&self) -> &CacheOutcome {
+        &self.cache
+    }
+
+    pub(crate) fn pre(&self) -> &Pre {
+        &self.pre
+    }
+
+    /// Run the component as step `name`: instantiate a fresh instance in a
+    /// fresh store, pass `args` and `input`, return the output items.
+    pub fn run(
+        &self,
+        name: &str,
+        args: &[String],
+        input: &[Item],
+        env: &StepEnv,
+        limits: &EffectiveLimits,
+    ) -> Result<Vec<Item>, SandboxError> {
+        let engine = engine()?;
+        let _tick = engine.ticking();
+        match &self.pre {
+            Pre::Step(pre) => component_step::run(engine, pre, name, args, input, env, limits),
+            Pre::Command(pre) => command_step::run(engine, pre, name, args, input, env, limits),
+        }
+    }
+}

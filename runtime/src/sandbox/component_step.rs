@@ -1,0 +1,147 @@
+//! Running a `lobster:step` component: `describe`, and `run` with
+//! argv-style args and the input items as JSON.
+
+use super::bindings::{StepError, StepPre};
+use super::classify::classify;
+use super::component::{LoadedComponent, Pre};
+use super::describe::StepMeta;
+use super::engine::SandboxEngine;
+use super::env::StepEnv;
+use super::error::SandboxError;
+use super::host::HostState;
+use super::limits::EffectiveLimits;
+use super::store::{new_store, StepStore};
+use crate::value::Item;
+use std::sync::atomic::Ordering;
+
+/// Call `describe` in a store with nothing granted.
+pub(crate) fn describe(
+    engine: &SandboxEngine,
+    component: &LoadedComponent,
+    label: &str,
+    limits: &EffectiveLimits,
+) -> Result<StepMeta, SandboxError> {
+    let Pre::Step(pre) = component.pre() else {
+        return Err(SandboxError::Engine(
+            "describe on a command component".into(),
+        ));
+    };
+    let _tick = engine.ticking();
+    let mut s = new_store(
+        engine,
+        label,
+        limits,
+        &StepEnv::closed(),
+        &[label.to_string()],
+        Vec::new(),
+    )?;
+    let result = pre
+        .instantiate(&mut s.store)
+        .and_then(|step| step.call_describe(&mut s.store));
+    match result {
+        Ok(info) => Ok(info.into()),
+        Err(e) => Err(fail(e, label, &s, limits)),
+    }
+}
+
+fn fail(e: wasmtime::Error, step: &str, s: &StepStore, limits: &EffectiveLimits) -> SandboxError {
+    classify(
+        e,
+        step,
+        s.store.data(),
+        s.stop.load(Ordering::SeqCst),
+        limits,
+    )
+}
+
+/// Instantiate and call `run`.
+pub(crate) fn run(
+    engine: &SandboxEngine,
+    pre: &StepPre<HostState>,
+    name: &str,
+    args: &[String],
+    input: &[Item],
+    env: &StepEnv,
+    limits: &EffectiveLimits,
+) -> Result<Vec<Item>, SandboxError> {
+    let input_json =
+        serde_json::to_string(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
+    let argv = [name.to_string()];
+    let mut s = new_store(engine, name, limits, env, &argv, Vec::new())?;
+    let result = pre
+        .instantiate(&mut s.store)
+        .and_then(|step| step.call_run(&mut s.store, args, &input_json));
+    let outcome = match result {
+        Err(e) => Err(fail(e, name, &s, limits)),
+        Ok(Err(StepError::InvalidArgs(message))) => Err(SandboxError::InvalidArgs {
+            step: name.to_string(),
+            message,
+        }),
+        Ok(Err(StepError::Failed(message))) => Err(SandboxError::Failed {
+            step: name.to_string(),
+            message,
+        }),
+        Ok(Ok(text)) => Ok(text),
+    };
+    // A step's stdout is not its result (that is `run`'s return value):
+    // treat it as log text, like stderr.
+    forward(name, &s.store.data().stdout.take(), env);
+    forward_stderr(name, s.store.data(), env);
+    let text = outcome?;
+    if text.len() > limits.output_bytes {
+        return Err(SandboxError::ResultTooLarge {
+            step: name.to_string(),
+            limit: limits.output_bytes,
+        });
+    }
+    parse_items(name, &text)
+}
+
+/// Guest stderr, line by line, to the run's log sink (as `info`).
+pub(crate) fn forward_stderr(name: &str, state: &HostState, env: &StepEnv) {
+    forward(name, &state.stderr.take(), env);
+}
+
+/// At most this much of a step's stdout/stderr text reaches the log sink.
+const MAX_FORWARDED_BYTES: usize = 16 * 1024;
+
+/// Text a step wrote, line by line, to the run's log sink (as `info`);
+/// anything past [`MAX_FORWARDED_BYTES`] is summarised in one line.
+fn forward(name: &str, bytes: &[u8], env: &StepEnv) {
+    if bytes.is_empty() {
+        return;
+    }
+    let shown = &bytes[..bytes.len().min(MAX_FORWARDED_BYTES)];
+    let mut lines: Vec<String> = String::from_utf8_lossy(shown)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    if bytes.len() > shown.len() {
+        lines.push(format!(
+            "… {} more bytes not shown",
+            bytes.len() - shown.len()
+        ));
+    }
+    for line in lines {
+        (env.log)(&super::log::LogLine {
+            step: name.to_string(),
+            level: super::log::Level::Info,
+            message: line,
+        });
+    }
+}
+
+/// A JSON array is the items; any other JSON value is one item; nothing is no items.
+pub(crate) fn parse_items(name: &str, text: &str) -> Result<Vec<Item>, SandboxError> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    match serde_json::from_str::<Item>(text) {
+        Ok(Item::Array(items)) => Ok(items),
+        Ok(other) => Ok(vec![other]),
+        Err(e) => Err(SandboxError::BadOutput {
+            step: name.to_string(),
+            detail: e.to_string(),
+        }),
+    }
+}

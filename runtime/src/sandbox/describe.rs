@@ -1,0 +1,170 @@
+//! What a step component says about itself (`describe`), in host types.
+
+use super::bindings;
+use super::grants::{Access, Grants};
+use serde::Serialize;
+
+/// Type of a step flag's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagKind {
+    /// Bare switch.
+    Switch,
+    /// Text.
+    Text,
+    /// Number.
+    Number,
+}
+
+/// One flag a step accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepFlag {
+    /// Name without `--`.
+    pub name: String,
+    /// Value type.
+    pub kind: FlagKind,
+    /// Default as text.
+    pub default: Option<String>,
+    /// One line of help.
+    pub description: String,
+}
+
+/// A capability a step needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Requirement {
+    /// A directory at a guest path.
+    Dir {
+        /// Guest path, e.g. `/mail`.
+        path: String,
+        /// Needed access.
+        access: Access,
+    },
+    /// An environment variable.
+    Env {
+        /// Variable name.
+        name: String,
+    },
+}
+
+impl Requirement {
+    /// Human text (`read access to /mail`) and the flag that grants it.
+    pub fn describe(&self) -> (String, String) {
+        match self {
+            Requirement::Dir { path, access } => match access {
+                Access::Read => (
+                    format!("read access to {path}"),
+                    format!("--allow-read DIR:{path}"),
+                ),
+                Access::ReadWrite => (
+                    format!("write access to {path}"),
+                    format!("--allow-write DIR:{path}"),
+                ),
+            },
+            Requirement::Env { name } => (
+                format!("the environment variable {name}"),
+                format!("--allow-env {name}"),
+            ),
+        }
+    }
+
+    /// Whether `grants` satisfy this requirement.
+    pub fn granted_by(&self, grants: &Grants) -> bool {
+        match self {
+            Requirement::Dir { path, access } => {
+                grants.dir(path).is_some_and(|d| d.access >= *access)
+            }
+            Requirement::Env { name } => grants.allows_env(name),
+        }
+    }
+}
+
+/// The result of a step's `describe`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepMeta {
+    /// Pipeline name, e.g. `inbox.list`.
+    pub name: String,
+    /// The step's version.
+    pub version: String,
+    /// One line of help.
+    pub summary: String,
+    /// Accepted flags.
+    pub flags: Vec<StepFlag>,
+    /// Required capabilities.
+    pub requires: Vec<Requirement>,
+}
+
+impl From<bindings::StepInfo> for StepMeta {
+    fn from(i: bindings::StepInfo) -> Self {
+        StepMeta {
+            name: i.name,
+            version: i.version,
+            summary: i.summary,
+            flags: i
+                .flags
+                .into_iter()
+                .map(|f| StepFlag {
+                    name: f.name,
+                    kind: match f.kind {
+                        bindings::FlagKind::Switch => FlagKind::Switch,
+                        bindings::FlagKind::Text => FlagKind::Text,
+                        bindings::FlagKind::Number => FlagKind::Number,
+                    },
+                    default: f.default_value,
+                    description: f.description,
+                })
+                .collect(),
+            requires: i
+                .capabilities
+                .into_iter()
+                .map(|c| match c {
+                    bindings::Capability::Dir((path, access)) => Requirement::Dir {
+                        path,
+                        access: match access {
+                            bindings::Access::Read => Access::Read,
+                            bindings::Access::ReadWrite => Access::ReadWrite,
+                        },
+                    },
+                    bindings::Capability::Env(name) => Requirement::Env { name },
+                })
+                .collect(),
+        }
+    }
+}
+
+impl StepMeta {
+    /// The help text `lobster help <step>` prints.
+    pub fn help(&self, digest: &str) -> String {
+        let mut out = format!(
+            "{} — {} (wasm step, version {})\n\nUsage:\n  {}",
+            self.name, self.summary, self.version, self.name
+        );
+        for f in &self.flags {
+            match f.kind {
+                FlagKind::Switch => out.push_str(&format!(" [--{}]", f.name)),
+                _ => out.push_str(&format!(" [--{} <{}>]", f.name, f.name)),
+            }
+        }
+        out.push('\n');
+        if !self.flags.is_empty() {
+            out.push_str("\nFlags:\n");
+            for f in &self.flags {
+                let default = f
+                    .default
+                    .as_ref()
+                    .map(|d| format!(" (default {d})"))
+                    .unwrap_or_default();
+                out.push_str(&format!("  --{}  {}{default}\n", f.name, f.description));
+            }
+        }
+        if !self.requires.is_empty() {
+            out.push_str("\nNeeds:\n");
+            for r in &self.requires {
+                let (what, flag) = r.describe();
+                out.push_str(&format!("  {what} ({flag})\n"));
+            }
+        }
+        out.push_str(&format!("\nComponent: blake3 {digest}\n"));
+        out
+    }
+}

@@ -1,0 +1,37 @@
+//! The fixed wall clock and seeded random numbers a run's steps see, so a
+//! replay (same seed, same clock) is identical.
+
+use std::time::Duration;
+use wasmtime_wasi::{Deterministic, HostWallClock};
+
+/// A wall clock that always reads the same instant.
+pub(crate) struct FixedClock(pub Duration);
+
+impl HostWallClock for FixedClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_millis(1)
+    }
+
+    fn now(&self) -> Duration {
+        self.0
+    }
+}
+
+/// Bytes in one cycle of the seeded generators (the stream repeats after it).
+const CYCLE: usize = 4096;
+
+/// A deterministic generator for `wasi:random` derived from `seed` and a
+/// purpose label (so secure and insecure streams differ).
+pub(crate) fn seeded(seed: u64, purpose: &str) -> Deterministic {
+    let mut hasher = blake3::Hasher::new_derive_key(purpose);
+    hasher.update(&seed.to_le_bytes());
+    let mut bytes = vec![0u8; CYCLE];
+    hasher.finalize_xof().fill(&mut bytes);
+    Deterministic::new(bytes)
+}
+
+/// The `insecure-seed` value (HashMap seeds in Rust guests) for `seed`.
+pub(crate) fn insecure_seed(seed: u64) -> u128 {
+    let hash = blake3::derive_key("lobster 2026 wasi insecure-seed", &seed.to_le_bytes());
+    u128::from_le_bytes(hash[..16].try_into().unwrap_or([0; 16]))
+}

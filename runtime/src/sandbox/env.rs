@@ -1,0 +1,65 @@
+//! [`StepEnv`]: what a step may see, resolved from a run's [`Context`].
+
+use super::error::SandboxError;
+use super::grants::{Grants, ResolvedDir};
+use super::log::LogSink;
+use crate::executor::{Cancel, Context};
+use crate::state::StateStore;
+
+/// Everything a step execution needs from its run, with grants checked.
+#[derive(Clone)]
+pub struct StepEnv {
+    /// Preopened directories (checked to lie inside the working directory).
+    pub dirs: Vec<ResolvedDir>,
+    /// Environment variables the step sees (only granted names).
+    pub env: Vec<(String, String)>,
+    /// Fixed wall clock, ms since the Unix epoch.
+    pub wall_clock_ms: u64,
+    /// Seed of the step's random numbers.
+    pub random_seed: u64,
+    /// Cancellation of the run (checked every epoch tick).
+    pub cancel: Option<Cancel>,
+    /// State store and scope for `state-get`/`state-set`.
+    pub state: Option<(StateStore, String)>,
+    /// Where log lines go.
+    pub log: LogSink,
+}
+
+impl StepEnv {
+    /// Nothing granted, no state, logs dropped: the closed default.
+    pub fn closed() -> Self {
+        StepEnv {
+            dirs: Vec::new(),
+            env: Vec::new(),
+            wall_clock_ms: 0,
+            random_seed: 0,
+            cancel: None,
+            state: None,
+            log: super::log::discard(),
+        }
+    }
+
+    /// Resolve `grants` against the run's working directory and environment.
+    pub fn from_grants(grants: &Grants, ctx: &Context) -> Result<Self, SandboxError> {
+        let dirs = grants.resolve_dirs(&ctx.cwd)?;
+        let env = grants
+            .env
+            .iter()
+            .filter_map(|name| ctx.env.get(name).map(|v| (name.clone(), v.clone())))
+            .collect();
+        Ok(StepEnv {
+            dirs,
+            env,
+            wall_clock_ms: grants.wall_clock_ms,
+            random_seed: grants.random_seed,
+            cancel: Some(ctx.cancel.clone()),
+            state: Some((ctx.state.clone(), ctx.sandbox.state_scope.clone())),
+            log: ctx.sandbox.log.clone(),
+        })
+    }
+
+    /// The run's grants resolved against its context.
+    pub fn from_context(ctx: &Context) -> Result<Self, SandboxError> {
+        StepEnv::from_grants(&ctx.grants, ctx)
+    }
+}

@@ -1,0 +1,351 @@
+//! Capabilities a run grants to its wasm steps: preopened directories
+//! (read-only or read-write), an environment allow-list, and the fixed wall
+//! clock and random seed that make a run replayable. Nothing else: no
+//! network, no inherited environment, no other files.
+//!
+//! The CLI fills [`Grants`] from flags:
+//! - `--allow-read DIR[:/GUEST]`: `DIR` (relative to the working directory,
+//!   inside it) appears read-only at `/GUEST` (default: `/` + the last
+//!   component of `DIR`, so `--allow-read examples/mail` gives `/mail`).
+//! - `--allow-write DIR[:/GUEST]`: the same, read-write.
+//! - `--allow-env NAME`: the step sees `NAME` with its value from the run's
+//!   environment.
+//!
+//! The run's clock and seed (`Grants::wall_clock_ms`, `Grants::random_seed`)
+//! are chosen by the caller and recorded in the resume state so a replay sees
+//! the same values.
+
+use super::error::SandboxError;
+use serde::{Deserialize, Serialize};
+use std::path::{Component, Path, PathBuf};
+
+/// How a directory is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Read files and list directories.
+    Read,
+    /// Also create, write, rename and delete.
+    ReadWrite,
+}
+
+/// One preopened directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirGrant {
+    /// Host directory, relative to the run's working directory.
+    pub host: PathBuf,
+    /// Absolute guest path, e.g. `/mail`.
+    pub guest: String,
+    /// Read-only or read-write.
+    pub access: Access,
+}
+
+/// What wasm steps of a run may touch. The default grants nothing, and
+/// fixes the clock at the Unix epoch with random seed 0.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grants {
+    /// Preopened directories.
+    pub dirs: Vec<DirGrant>,
+    /// Environment variables the steps may read (values come from the run's env).
+    pub env: Vec<String>,
+    /// The wall clock every step sees, in milliseconds since the Unix epoch.
+    pub wall_clock_ms: u64,
+    /// Seed of the steps' random numbers (secure and insecure).
+    pub random_seed: u64,
+}
+
+/// A directory grant checked against the working directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedDir {
+    /// Canonical host path, inside the working directory.
+    pub host: PathBuf,
+    /// Guest path.
+    pub guest: String,
+    /// Access.
+    pub access: Access,
+}
+
+impl Grants {
+    /// Nothing granted (same as `Grants::default()`).
+    pub fn none() -> Self {
+        Grants::default()
+    }
+
+    /// Start building grants.
+    pub fn builder() -> GrantsBuilder {
+        GrantsBuilder::default()
+    }
+
+    /// The directory granted at `guest`, if any.
+    pub fn dir(&self, guest: &str) -> Option<&DirGrant> {
+        self.dirs.iter().find(|d| d.guest == guest)
+    }
+
+    /// Whether `name` is on the environment allow-list.
+    pub fn allows_env(&self, name: &str) -> bool {
+        self.env.iter().any(|e| e == name)
+    }
+
+    /// Check every directory grant against `cwd`: relative, no `..`, an
+    /// existing directory, and (after following symlinks) inside `cwd`.
+    pub fn resolve_dirs(&self, cwd: &Path) -> Result<Vec<ResolvedDir>, SandboxError> {
+        let root = cwd.canonicalize().map_err(|e| {
+            SandboxError::Grant(format!(
+                "cannot resolve the working directory {}: {e}",
+                cwd.display()
+            ))
+        })?;
+        let mut out: Vec<ResolvedDir> = Vec::with_capacity(self.dirs.len());
+        for grant in &self.dirs {
+            let host = resolve_inside(&root, &grant.host)?;
+            if out.iter().any(|d| d.guest == grant.guest) {
+                return Err(SandboxError::Grant(format!(
+                    "two directories are granted at {}",
+                    grant.guest
+                )));
+            }
+            out.push(ResolvedDir {
+                host,
+                guest: grant.guest.clone(),
+                access: grant.access,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn resolve_inside(root: &Path, path: &Path) -> Result<PathBuf, SandboxError> {
+    let shown = path.display();
+    if path.is_absolute() {
+        return Err(SandboxError::Grant(format!(
+            "cannot grant {shown}: give a directory relative to the working directory"
+        )));
+    }
+    if path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(SandboxError::Grant(format!(
+            "cannot grant {shown}: `..` is not allowed in granted directories"
+        )));
+    }
+    let full = root
+        .join(path)
+        .canonicalize()
+        .map_err(|e| SandboxError::Grant(format!("cannot grant {shown}: {e}")))?;
+    if !full.starts_with(root) {
+        return Err(SandboxError::Grant(format!(
+            "cannot grant {shown}: it leads outside the working directory (to {})",
+            full.display()
+        )));
+    }
+    if !full.is_dir() {
+        return Err(SandboxError::Grant(format!(
+            "cannot grant {shown}: not a directory"
+        )));
+    }
+    Ok(full)
+}
+
+/// Builds [`Grants`] from CLI-style specs; errors surface in [`GrantsBuilder::build`].
+#[derive(Debug, Default)]
+pub struct GrantsBuilder {
+    grants: Grants,
+    errors: Vec<String>,
+}
+
+impl GrantsBuilder {
+    /// `--allow-read DIR[:/GUEST]`.
+    pub fn allow_read(self, spec: &str) -> Self {
+        self.allow_dir(spec, Access::Read)
+    }
+
+    /// `--allow-write DIR[:/GUEST]` (read-write).
+    pub fn allow_write(self, spec: &str) -> Self {
+        self.allow_dir(spec, Access::ReadWrite)
+    }
+
+    /// A directory grant from `DIR[:/GUEST]` with `access`.
+    pub fn allow_dir(mut self, spec: &str, access: Access) -> Self {
+        match parse_dir_spec(spec, access) {
+            Ok(grant) => match self.grants.dirs.iter_mut().find(|d| d.guest == grant.guest) {
+                // The same directory granted twice keeps the wider access.
+                Some(d) if d.host == grant.host => d.access = d.access.max(grant.access),
+                Some(_) => self
+                    .errors
+                    .push(format!("two directories are granted at {}", grant.guest)),
+                None => self.grants.dirs.push(grant),
+            },
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// `--allow-env NAME`.
+    pub fn allow_env(mut self, name: &str) -> Self {
+        let valid = !name.is_empty() && !name.contains('=') && !name.contains('\0');
+        if !valid {
+            self.errors
+                .push(format!("--allow-env needs a variable name, got {name:?}"));
+        } else if !self.grants.allows_env(name) {
+            self.grants.env.push(name.to_string());
+        }
+        self
+    }
+
+    /// The wall clock steps see (milliseconds since the Unix epoch).
+    pub fn wall_clock_ms(mut self, ms: u64) -> Self {
+        self.grants.wall_clock_ms = ms;
+        self
+    }
+
+    /// The random seed of the run.
+    pub fn random_seed(mut self, seed: u64) -> Self {
+        self.grants.random_seed = seed;
+        self
+    }
+
+    /// Clock = now and a fresh random seed (record both to replay the run).
+    pub fn fresh_run(self) -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let mut seed = [0u8; 8];
+        let _ = getrandom::fill(&mut seed);
+        self.wall_clock_ms(now)
+            .random_seed(u64::from_le_bytes(seed))
+    }
+
+    /// The grants, or the first malformed spec.
+    pub fn build(self) -> Result<Grants, SandboxError> {
+        match self.errors.into_iter().next() {
+            Some(e) => Err(SandboxError::Grant(e)),
+            None => Ok(self.grants),
+        }
+    }
+}
+
+fn parse_dir_spec(spec: &str, access: Access) -> Result<DirGrant, String> {
+    let flag = match access {
+        Access::Read => "--allow-read",
+        Access::ReadWrite => "--allow-write",
+    };
+    let (host, guest) = match spec.rsplit_once(":/") {
+        Some((h, g)) => (h, Some(format!("/{g}"))),
+        None => (spec, None),
+    };
+    if host.is_empty() {
+        return Err(format!("{flag} needs a directory"));
+    }
+    let host = PathBuf::from(host);
+    let guest = match guest {
+        Some(g) => g,
+        None => match host.file_name().and_then(|n| n.to_str()) {
+            Some(name) => format!("/{name}"),
+            None => {
+                return Err(format!(
+                    "{flag} {spec}: say where the step sees it, e.g. {flag} {spec}:/data"
+                ))
+            }
+        },
+    };
+    let guest = guest.trim_end_matches('/').to_string();
+    let ok = guest.len() > 1
+        && !guest.contains('\0')
+        && guest
+            .split('/')
+            .skip(1)
+            .all(|part| !part.is_empty() && part != "." && part != "..");
+    if !ok {
+        return Err(format!(
+            "{flag} {spec}: the guest path must be absolute without `.` or `..` (e.g. /data)"
+        ));
+    }
+    Ok(DirGrant {
+        host,
+        guest,
+        access,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_grants_nothing() {
+        let g = Grants::default();
+        assert!(g.dirs.is_empty() && g.env.is_empty());
+        assert_eq!(g, Grants::none());
+    }
+
+    #[test]
+    fn specs_parse_with_default_and_explicit_guest_paths() {
+        let g = Grants::builder()
+            .allow_read("examples/mail")
+            .allow_write("out:/data/out")
+            .allow_env("HOME")
+            .allow_env("HOME")
+            .build()
+            .unwrap();
+        assert_eq!(g.dirs[0].guest, "/mail");
+        assert_eq!(g.dirs[0].access, Access::Read);
+        assert_eq!(g.dirs[1].guest, "/data/out");
+        assert_eq!(g.dirs[1].host, PathBuf::from("out"));
+        assert_eq!(g.env, ["HOME"]);
+        assert!(Grants::builder().allow_read(".").build().is_err());
+        assert!(Grants::builder().allow_read("x:/..").build().is_err());
+        assert!(Grants::builder().allow_env("A=B").build().is_err());
+        let g = Grants::builder()
+            .allow_read("m")
+            .allow_write("m")
+            .build()
+            .unwrap();
+        assert_eq!(g.dirs.len(), 1);
+        assert_eq!(g.dirs[0].access, Access::ReadWrite);
+    }
+
+    #[test]
+    fn grants_round_trip_through_json_for_resume_state() {
+        let g = Grants::builder()
+            .allow_read("mail")
+            .allow_env("TOKEN")
+            .wall_clock_ms(1_700_000_000_000)
+            .random_seed(42)
+            .build()
+            .unwrap();
+        let text = serde_json::to_string(&g).unwrap();
+        assert_eq!(
+            text,
+            r#"{"dirs":[{"host":"mail","guest":"/mail","access":"read"}],"env":["TOKEN"],"wall_clock_ms":1700000000000,"random_seed":42}"#
+        );
+        assert_eq!(serde_json::from_str::<Grants>(&text).unwrap(), g);
+        let fresh = Grants::builder().fresh_run().build().unwrap();
+        assert!(fresh.wall_clock_ms > 1_700_000_000_000);
+    }
+
+    #[test]
+    fn dirs_must_stay_inside_the_working_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("cwd");
+        std::fs::create_dir_all(cwd.join("inside")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("outside"), cwd.join("link")).unwrap();
+        let check = |spec: &str| {
+            Grants::builder()
+                .allow_read(spec)
+                .build()
+                .unwrap()
+                .resolve_dirs(&cwd)
+        };
+        assert!(check("inside").is_ok());
+        let msg = |spec: &str| check(spec).unwrap_err().to_string();
+        assert!(
+            msg("../outside:/o").contains("`..`"),
+            "{}",
+            msg("../outside:/o")
+        );
+        assert!(msg("link:/o").contains("outside the working directory"));
+        let abs = format!("{}:/o", tmp.path().join("outside").display());
+        assert!(msg(&abs).contains("relative"));
+        assert!(msg("missing").contains("cannot grant missing"));
+    }
+}

@@ -1,0 +1,133 @@
+//! The data of one guest's store and the `lobster:step/host` functions:
+//! `log` (tagged with the step name, counted against stderr) and
+//! `state-get`/`state-set` (JSON values scoped to the step and the run).
+
+use super::bindings::lobster::step::{host, types};
+use super::bindings::LogLevel;
+use super::limits::MemoryLimiter;
+use super::log::{Level, LogLine, LogSink};
+use super::output::{CappedPipe, OutputOverflow};
+use crate::state::StateStore;
+use std::sync::Arc;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Largest value a step may store with `state-set`.
+pub const MAX_STATE_VALUE_BYTES: usize = 1 << 20;
+/// Longest key a step may use.
+pub const MAX_STATE_KEY_BYTES: usize = 200;
+/// Bytes of state one step execution may write in total (all `state-set` calls).
+pub const MAX_STATE_WRITE_BYTES: usize = 16 << 20;
+
+/// The state store as one step of one run sees it.
+#[derive(Clone)]
+pub(crate) struct ScopedState {
+    pub(crate) store: StateStore,
+    /// `step.<scope>.<step name>.`
+    pub(crate) prefix: String,
+}
+
+/// Everything a guest's `Store` carries.
+pub(crate) struct HostState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) step: Arc<str>,
+    pub(crate) stdout: CappedPipe,
+    pub(crate) stderr: CappedPipe,
+    pub(crate) state: Option<ScopedState>,
+    pub(crate) log: LogSink,
+    pub(crate) output_cap: usize,
+    /// When the step must stop (bounds guest sleeps).
+    pub(crate) deadline: Option<std::time::Instant>,
+    /// The run's cancellation (bounds guest sleeps).
+    pub(crate) cancel: Option<crate::executor::Cancel>,
+    /// The guest's monotonic clock.
+    pub(crate) monotonic: super::sleep::StepMonotonic,
+    /// Bytes written with `state-set` so far.
+    pub(crate) state_written: usize,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+fn level(l: LogLevel) -> Level {
+    match l {
+        LogLevel::Trace => Level::Trace,
+        LogLevel::Debug => Level::Debug,
+        LogLevel::Info => Level::Info,
+        LogLevel::Warn => Level::Warn,
+        LogLevel::Error => Level::Error,
+    }
+}
+
+impl HostState {
+    fn state_key(&self, key: &str) -> Result<(StateStore, String), String> {
+        let Some(scoped) = &self.state else {
+            return Err("state is not available to this step".into());
+        };
+        if key.is_empty() || key.len() > MAX_STATE_KEY_BYTES {
+            return Err(format!(
+                "state key must be 1 to {MAX_STATE_KEY_BYTES} bytes"
+            ));
+        }
+        Ok((scoped.store.clone(), format!("{}{key}", scoped.prefix)))
+    }
+}
+
+impl host::Host for HostState {
+    fn log(&mut self, l: LogLevel, message: String) -> wasmtime::Result<()> {
+        let level = level(l);
+        if !self.stderr.account(message.len() + 1) {
+            return Err(wasmtime::Error::new(OutputOverflow(self.output_cap)));
+        }
+        (self.log)(&LogLine {
+            step: self.step.to_string(),
+            level,
+            message,
+        });
+        Ok(())
+    }
+
+    fn state_get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        let Ok((store, key)) = self.state_key(&key) else {
+            return Ok(None);
+        };
+        Ok(store
+            .get(&key)
+            .ok()
+            .flatten()
+            .map(|v| crate::value::to_js_json(&v)))
+    }
+
+    fn state_set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), String>> {
+        let (store, key) = match self.state_key(&key) {
+            Ok(k) => k,
+            Err(e) => return Ok(Err(e)),
+        };
+        if value.len() > MAX_STATE_VALUE_BYTES {
+            return Ok(Err(format!(
+                "state value is larger than {MAX_STATE_VALUE_BYTES} bytes"
+            )));
+        }
+        if self.state_written + value.len() > MAX_STATE_WRITE_BYTES {
+            return Ok(Err(format!(
+                "this step already wrote {MAX_STATE_WRITE_BYTES} bytes of state in this run"
+            )));
+        }
+        self.state_written += value.len();
+        let parsed: crate::value::Item = match serde_json::from_str(&value) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(format!("state value is not JSON: {e}"))),
+        };
+        Ok(store.set(&key, &parsed).map_err(|e| e.to_string()))
+    }
+}
+
+impl types::Host for HostState {}

@@ -1,0 +1,59 @@
+//! The WebAssembly step sandbox: pipeline stages that are WASI components
+//! (wasm32-wasip2), run under wasmtime with hard limits and only the
+//! capabilities a run grants.
+//!
+//! - [`engine`]: one lazily created engine per process (component model,
+//!   fuel, epoch interruption, pooling allocator) and its epoch ticker.
+//! - [`cache`]: compiled artefacts under `<state dir>/cache/wasm/`, keyed by
+//!   blake3 + engine fingerprint, validated before `deserialize`.
+//! - [`component`]: a loaded component (digest, kind, `InstancePre`,
+//!   `describe` answer); `lobster:step` worlds and plain `wasi:cli/command`s.
+//! - [`limits`], [`grants`], [`config`]: fuel, deadline, memory and output
+//!   caps; directories, env allow-list, clock and seed.
+//! - [`resolve`], [`wasm_step`]: stage name → component on the step path →
+//!   a [`crate::commands::Command`].
+//! - [`error`]: one typed error per way a step can fail.
+//!
+//! The interface is `wit/step.wit` (`lobster:step@0.1.0`); guests are built
+//! with the `lobster-guest` crate (`guest-sdk/`).
+
+#![deny(missing_docs)]
+
+mod bindings;
+pub mod cache;
+mod classify;
+mod command_step;
+pub mod component;
+mod component_step;
+pub mod config;
+pub mod describe;
+mod determinism;
+pub mod engine;
+pub mod env;
+pub mod error;
+pub mod grants;
+mod host;
+pub mod limits;
+pub mod log;
+mod output;
+pub mod resolve;
+mod sleep;
+mod store;
+pub mod wasm_step;
+
+pub use cache::{ArtifactCache, CacheOutcome};
+pub use component::{digest_of, load_bytes, load_file, ComponentKind, LoadedComponent};
+pub use config::SandboxConfig;
+pub use describe::{FlagKind, Requirement, StepFlag, StepMeta};
+pub use engine::{engine, engine_started, SandboxEngine};
+pub use env::StepEnv;
+pub use error::{SandboxError, Stream};
+pub use grants::{Access, DirGrant, Grants, GrantsBuilder, ResolvedDir};
+pub use host::{MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES, MAX_STATE_WRITE_BYTES};
+pub use limits::{
+    EffectiveLimits, StepLimits, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
+    MAX_MEMORY_BYTES,
+};
+pub use log::{Level, LogLine, LogSink};
+pub use resolve::{StepPath, StepResolver};
+pub use wasm_step::WasmStep;

@@ -1,0 +1,242 @@
+//! Finding the component behind a pipeline stage name.
+//!
+//! The step path is, in order: directories given with `--steps DIR` (wired
+//! by the CLI), then `LOBSTER_STEP_PATH` (colon-separated), then `./steps`.
+//! In each directory a stage `inbox.list` matches `inbox.list.wasm`,
+//! `inbox_list.wasm` or `inbox-list.wasm`; when no file name matches, every
+//! `.wasm` on the path is loaded (compiled artefacts are cached) and matched
+//! by the name its `describe` returns. Resolution (and blake3 hashing)
+//! happens when the pipeline is planned, before any stage runs.
+
+use super::cache::ArtifactCache;
+use super::component::load_file;
+use super::error::SandboxError;
+use super::wasm_step::WasmStep;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Directories searched for step components, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepPath {
+    dirs: Vec<PathBuf>,
+}
+
+impl StepPath {
+    /// Exactly these directories.
+    pub fn new(dirs: Vec<PathBuf>) -> Self {
+        StepPath { dirs }
+    }
+
+    /// `extra` (from `--steps`), then `LOBSTER_STEP_PATH`, then `cwd/steps`.
+    /// Relative entries are taken relative to `cwd`.
+    pub fn from_env(cwd: &Path, extra: &[PathBuf]) -> Self {
+        let var = std::env::var("LOBSTER_STEP_PATH").ok();
+        Self::from_parts(cwd, extra, var.as_deref())
+    }
+
+    /// As [`StepPath::from_env`] with an explicit `LOBSTER_STEP_PATH` value.
+    pub fn from_parts(cwd: &Path, extra: &[PathBuf], step_path_var: Option<&str>) -> Self {
+        let mut dirs: Vec<PathBuf> = extra.iter().map(|d| cwd.join(d)).collect();
+        if let Some(var) = step_path_var {
+            dirs.extend(
+                var.split(':')
+                    .filter(|s| !s.is_empty())
+                    .map(|s| cwd.join(s)),
+            );
+        }
+        dirs.push(cwd.join("steps"));
+        let mut unique: Vec<PathBuf> = Vec::with_capacity(dirs.len());
+        for d in dirs {
+            if !unique.contains(&d) {
+                unique.push(d);
+            }
+        }
+        StepPath { dirs: unique }
+    }
+
+    /// The directories.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+}
+
+/// Resolves stage names to [`WasmStep`]s. It remembers which file a name
+/// resolved to, but reads and hashes that file again on every resolution,
+/// so a changed component gets a new digest (and is recompiled).
+pub struct StepResolver {
+    path: StepPath,
+    cache: ArtifactCache,
+    resolved: Mutex<HashMap<String, (PathBuf, &'static WasmStep)>>,
+}
+
+impl std::fmt::Debug for StepResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepResolver")
+            .field("path", &self.path)
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `name` can name a step file (no path separators, no leading dot).
+fn plausible(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+impl StepResolver {
+    /// Search `path`, caching compiled artefacts in `cache`.
+    pub fn new(path: StepPath, cache: ArtifactCache) -> Self {
+        StepResolver {
+            path,
+            cache,
+            resolved: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The step path.
+    pub fn path(&self) -> &StepPath {
+        &self.path
+    }
+
+    /// The compiled-artefact cache.
+    pub fn cache(&self) -> &ArtifactCache {
+        &self.cache
+    }
+
+    /// File names tried for `name`, in order.
+    pub fn file_names(name: &str) -> Vec<String> {
+        let mut names = vec![format!("{name}.wasm")];
+        for alt in [name.replace('.', "_"), name.replace('.', "-")] {
+            let f = format!("{alt}.wasm");
+            if !names.contains(&f) {
+                names.push(f);
+            }
+        }
+        names
+    }
+
+    /// The step called `name`, or `None` when nothing on the path matches.
+    /// The wasm engine is only started when a candidate file exists.
+    pub fn resolve(&self, name: &str) -> Result<Option<&'static WasmStep>, SandboxError> {
+        if !plausible(name) {
+            return Ok(None);
+        }
+        let known = self
+            .resolved
+            .lock()
+            .ok()
+            .and_then(|m| m.get(name).map(|(p, _)| p.clone()))
+            .filter(|p| p.is_file());
+        let found = match known {
+            Some(path) => Some((path.clone(), load_file(&path, &self.cache)?)),
+            None => match self.by_file_name(name)? {
+                Some(found) => Some(found),
+                None => self.by_described_name(name),
+            },
+        };
+        let Some((path, component)) = found else {
+            return Ok(None);
+        };
+        let step = WasmStep::intern(name, path.clone(), component);
+        if let Ok(mut m) = self.resolved.lock() {
+            m.insert(name.to_string(), (path, step));
+        }
+        Ok(Some(step))
+    }
+
+    fn by_file_name(
+        &self,
+        name: &str,
+    ) -> Result<Option<(PathBuf, std::sync::Arc<super::LoadedComponent>)>, SandboxError> {
+        for dir in &self.path.dirs {
+            for file in Self::file_names(name) {
+                let path = dir.join(&file);
+                if path.is_file() {
+                    let component = load_file(&path, &self.cache)?;
+                    return Ok(Some((path, component)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn by_described_name(
+        &self,
+        name: &str,
+    ) -> Option<(PathBuf, std::sync::Arc<super::LoadedComponent>)> {
+        for dir in &self.path.dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+                .collect();
+            files.sort();
+            for path in files {
+                // Components that fail to load are not this step; they are
+                // reported when named directly.
+                let Ok(component) = load_file(&path, &self.cache) else {
+                    continue;
+                };
+                if component.meta().is_some_and(|m| m.name == name) {
+                    return Some((path, component));
+                }
+            }
+        }
+        None
+    }
+
+    /// Every step resolved so far, by stage name.
+    pub fn resolved(&self) -> Vec<(String, &'static WasmStep)> {
+        let mut v: Vec<(String, &'static WasmStep)> = self
+            .resolved
+            .lock()
+            .map(|m| m.iter().map(|(k, (_, step))| (k.clone(), *step)).collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_path_order_and_file_names() {
+        let cwd = Path::new("/w");
+        let p = StepPath::from_parts(cwd, &[PathBuf::from("mine")], Some("a:/abs/b::a"));
+        assert_eq!(
+            p.dirs(),
+            [
+                PathBuf::from("/w/mine"),
+                PathBuf::from("/w/a"),
+                PathBuf::from("/abs/b"),
+                PathBuf::from("/w/steps")
+            ]
+        );
+        assert_eq!(
+            StepResolver::file_names("inbox.list"),
+            ["inbox.list.wasm", "inbox_list.wasm", "inbox-list.wasm"]
+        );
+        assert!(!plausible("../x"));
+        assert!(!plausible("a/b"));
+        assert!(plausible("inbox.list"));
+    }
+
+    #[test]
+    fn missing_dirs_resolve_nothing_without_starting_the_engine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = StepResolver::new(
+            StepPath::new(vec![tmp.path().join("nope")]),
+            ArtifactCache::disabled(),
+        );
+        assert!(r.resolve("whatever").unwrap().is_none());
+    }
+}

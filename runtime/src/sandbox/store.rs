@@ -1,0 +1,116 @@
+//! A fresh `Store` per step execution: WASI context from the step's
+//! environment, memory limiter, fuel, and an epoch deadline that also
+//! watches the run's cancellation.
+
+use super::determinism::{insecure_seed, seeded, FixedClock};
+use super::engine::SandboxEngine;
+use super::env::StepEnv;
+use super::error::SandboxError;
+use super::grants::Access;
+use super::host::{HostState, ScopedState};
+use super::limits::{EffectiveLimits, MemoryLimiter};
+use super::output::CappedPipe;
+use super::sleep::StepMonotonic;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryInputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+/// Why the epoch callback stopped a guest.
+pub(crate) const STOP_NONE: u8 = 0;
+pub(crate) const STOP_DEADLINE: u8 = 1;
+pub(crate) const STOP_CANCELLED: u8 = 2;
+
+/// The error the epoch callback traps with.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub(crate) struct Interrupted;
+
+/// A store ready for one call, plus what classification needs afterwards.
+pub(crate) struct StepStore {
+    pub(crate) store: Store<HostState>,
+    pub(crate) stop: Arc<AtomicU8>,
+}
+
+/// Build the store for `step` with `argv` and `stdin`.
+pub(crate) fn new_store(
+    engine: &SandboxEngine,
+    step: &str,
+    limits: &EffectiveLimits,
+    env: &StepEnv,
+    argv: &[String],
+    stdin: Vec<u8>,
+) -> Result<StepStore, SandboxError> {
+    let deadline = limits.timeout.map(|t| Instant::now() + t);
+    let monotonic = StepMonotonic(Instant::now());
+    let stdout = CappedPipe::new(limits.output_bytes);
+    let stderr = CappedPipe::new(limits.output_bytes);
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.stdin(MemoryInputPipe::new(stdin))
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .args(argv)
+        .allow_blocking_current_thread(true)
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .wall_clock(FixedClock(Duration::from_millis(env.wall_clock_ms)))
+        .monotonic_clock(monotonic)
+        .secure_random(seeded(env.random_seed, "lobster 2026 wasi secure-random"))
+        .insecure_random(seeded(env.random_seed, "lobster 2026 wasi insecure-random"))
+        .insecure_random_seed(insecure_seed(env.random_seed));
+    for (k, v) in &env.env {
+        wasi.env(k, v);
+    }
+    for dir in &env.dirs {
+        let perms = match dir.access {
+            Access::Read => FsPerms::ReadOnly,
+            Access::ReadWrite => FsPerms::ReadWrite,
+        };
+        wasi.preopened_dir(&dir.host, &dir.guest, perms)
+            .map_err(|e| SandboxError::Grant(format!("cannot open {}: {e}", dir.host.display())))?;
+    }
+    let step_name: Arc<str> = Arc::from(step);
+    let state = env.state.as_ref().map(|(store, scope)| ScopedState {
+        store: store.clone(),
+        prefix: format!("step.{scope}.{step}."),
+    });
+    let data = HostState {
+        wasi: wasi.build(),
+        table: wasmtime::component::ResourceTable::new(),
+        limiter: MemoryLimiter::new(limits.memory_bytes),
+        step: step_name,
+        stdout,
+        stderr,
+        state,
+        log: env.log.clone(),
+        output_cap: limits.output_bytes,
+        deadline,
+        cancel: env.cancel.clone(),
+        monotonic,
+        state_written: 0,
+    };
+    let mut store = Store::new(engine.engine(), data);
+    store.limiter(|s| &mut s.limiter);
+    store
+        .set_fuel(limits.fuel)
+        .map_err(|e| SandboxError::Engine(e.to_string()))?;
+    let stop = Arc::new(AtomicU8::new(STOP_NONE));
+    let cancel = env.cancel.clone();
+    let flag = stop.clone();
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            flag.store(STOP_CANCELLED, Ordering::SeqCst);
+            return Err(wasmtime::Error::new(Interrupted));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            flag.store(STOP_DEADLINE, Ordering::SeqCst);
+            return Err(wasmtime::Error::new(Interrupted));
+        }
+        Ok(UpdateDeadline::Continue(1))
+    });
+    Ok(StepStore { store, stop })
+}

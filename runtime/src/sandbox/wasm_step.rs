@@ -1,0 +1,248 @@
+//! [`WasmStep`]: a component on the step path, as a pipeline [`Command`].
+//! `run` collects the input items, instantiates the component in a fresh
+//! store under the run's limits and grants, and calls it with the stage's
+//! arguments.
+
+use super::component::{ComponentKind, LoadedComponent};
+use super::describe::FlagKind;
+use super::env::StepEnv;
+use super::error::SandboxError;
+use super::grants::Grants;
+use crate::commands::{collect, stream_of, Command, FlagSpec, ItemStream, Output, Signature};
+use crate::dsl::{Args, FlagValue};
+use crate::error::{Error, Result};
+use crate::executor::{CancelReason, Context};
+use crate::value::string_to_number;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A resolved wasm step.
+pub struct WasmStep {
+    name: &'static str,
+    summary: &'static str,
+    help: &'static str,
+    flags: &'static [FlagSpec],
+    side_effects: &'static [&'static str],
+    path: PathBuf,
+    component: Arc<LoadedComponent>,
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+impl WasmStep {
+    /// The step `name` backed by `component` (loaded from `path`). Steps
+    /// live for the rest of the process ([`Command`]'s signature is
+    /// `'static`); one per stage name and digest is kept, so resolving the
+    /// same step again does not allocate.
+    pub fn intern(name: &str, path: PathBuf, component: Arc<LoadedComponent>) -> &'static WasmStep {
+        static STEPS: OnceLock<Mutex<HashMap<(String, String), &'static WasmStep>>> =
+            OnceLock::new();
+        let key = (name.to_string(), component.digest().to_string());
+        let steps = STEPS.get_or_init(Default::default);
+        if let Some(step) = steps.lock().ok().and_then(|m| m.get(&key).copied()) {
+            return step;
+        }
+        let step: &'static WasmStep = Box::leak(Box::new(WasmStep::new(name, path, component)));
+        if let Ok(mut m) = steps.lock() {
+            m.insert(key, step);
+        }
+        step
+    }
+
+    fn new(name: &str, path: PathBuf, component: Arc<LoadedComponent>) -> WasmStep {
+        let (summary, help, flags, writes) = match component.meta() {
+            Some(meta) => (
+                meta.summary.clone(),
+                meta.help(component.digest()),
+                meta.flags
+                    .iter()
+                    .map(|f| FlagSpec {
+                        name: leak(f.name.clone()),
+                        value: match f.kind {
+                            FlagKind::Switch => None,
+                            _ => Some(leak(f.name.clone())),
+                        },
+                        description: leak(f.description.clone()),
+                    })
+                    .collect(),
+                meta.requires.iter().any(|r| {
+                    matches!(r, super::describe::Requirement::Dir { access: super::Access::ReadWrite, .. })
+                }),
+            ),
+            None => (
+                format!("wasi:cli/command component {}", path.display()),
+                format!(
+                    "{name} — wasi:cli/command component (JSON items on stdin, JSON on stdout)\n\nComponent: {}\nblake3 {}\n",
+                    path.display(),
+                    component.digest()
+                ),
+                Vec::new(),
+                false,
+            ),
+        };
+        let side_effects: &'static [&'static str] = if writes {
+            &["wasm_step", "writes_files"]
+        } else {
+            &["wasm_step"]
+        };
+        WasmStep {
+            name: leak(name.to_string()),
+            summary: leak(summary),
+            help: leak(help),
+            flags: Box::leak(flags.into_boxed_slice()),
+            side_effects,
+            path,
+            component,
+        }
+    }
+
+    /// blake3 of the component (64 hex digits); record it to bind approvals.
+    pub fn digest(&self) -> &str {
+        self.component.digest()
+    }
+
+    /// The component file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The loaded component.
+    pub fn component(&self) -> &LoadedComponent {
+        &self.component
+    }
+
+    /// The stage's arguments as argv for the guest: positionals first, then
+    /// flags as `--name=value` (bare flags as `--name`), so the guest's
+    /// greedy parser gives back exactly these arguments.
+    pub fn argv(args: &Args) -> Vec<String> {
+        let mut argv: Vec<String> = args.positional.clone();
+        for (k, v) in &args.flags {
+            argv.push(match v {
+                FlagValue::Bool(true) => format!("--{k}"),
+                other => format!("--{k}={}", other.as_str()),
+            });
+        }
+        argv
+    }
+
+    /// Refuse to run when the step describes a capability `grants` lack.
+    pub fn check_grants(&self, grants: &Grants) -> std::result::Result<(), SandboxError> {
+        let Some(meta) = self.component.meta() else {
+            return Ok(());
+        };
+        match meta.requires.iter().find(|r| !r.granted_by(grants)) {
+            None => Ok(()),
+            Some(r) => {
+                let (what, flag) = r.describe();
+                Err(SandboxError::MissingCapability {
+                    step: self.name.to_string(),
+                    what,
+                    flag,
+                })
+            }
+        }
+    }
+}
+
+impl Command for WasmStep {
+    fn signature(&self) -> Signature {
+        Signature {
+            name: self.name,
+            description: self.summary,
+            flags: self.flags,
+            positional: None,
+            side_effects: self.side_effects,
+        }
+    }
+
+    fn help(&self) -> &'static str {
+        self.help
+    }
+
+    fn validate(&self, args: &Args) -> Result<()> {
+        let Some(meta) = self.component.meta() else {
+            return Ok(());
+        };
+        for flag in meta.flags.iter().filter(|f| f.kind == FlagKind::Number) {
+            if let Some(FlagValue::Str(s)) = args.flag(&flag.name) {
+                if string_to_number(s).is_nan() {
+                    return Err(Error::runtime(format!(
+                        "{} --{} must be a number, got {s:?}",
+                        self.name, flag.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn preflight(&self, _args: &Args, ctx: &Context) -> Result<()> {
+        ctx.grants.resolve_dirs(&ctx.cwd)?;
+        self.check_grants(&ctx.grants)?;
+        Ok(())
+    }
+
+    fn digest(&self) -> Option<&str> {
+        Some(self.component.digest())
+    }
+
+    fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
+        let items = collect(input)?;
+        self.check_grants(&ctx.grants)?;
+        let env = StepEnv::from_context(ctx)?;
+        let limits = ctx.sandbox.limits.effective(&ctx.limits);
+        let argv = Self::argv(args);
+        match self.component.run(self.name, &argv, &items, &env, &limits) {
+            Ok(out) => Ok(Output::Items(stream_of(out))),
+            Err(SandboxError::Cancelled { .. }) => Err(ctx
+                .cancel
+                .reason()
+                .map_or_else(|| Error::runtime("cancelled"), CancelReason::to_error)),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl std::fmt::Debug for WasmStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmStep")
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .field("digest", &self.component.digest())
+            .field(
+                "kind",
+                &match self.component.kind() {
+                    ComponentKind::Step => "step",
+                    ComponentKind::Command => "command",
+                },
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::parse;
+
+    #[test]
+    fn argv_round_trips_through_greedy_parsing() {
+        let p = parse("x pos1 --apply --n 5 --s=--weird pos2 --last").unwrap();
+        let argv = WasmStep::argv(&p.stages[0].args);
+        assert_eq!(
+            argv,
+            ["pos1", "pos2", "--apply", "--n=5", "--s=--weird", "--last"]
+        );
+        let tokens: Vec<crate::dsl::Token> = argv
+            .iter()
+            .map(|t| crate::dsl::Token {
+                text: t.clone(),
+                span: 0..0,
+            })
+            .collect();
+        assert_eq!(crate::dsl::parse_args(&tokens), p.stages[0].args);
+    }
+}
