@@ -71,6 +71,7 @@ pub(super) fn call(argv: &[String]) -> i32 {
                 limits: limits.clone(),
                 cwd: cwd.clone(),
                 help: false,
+                sandbox: Default::default(),
                 rest: vec![pipeline.clone()],
             };
             if let Some(file) = super::workflow_file::workflow_target(&run_args) {
@@ -85,13 +86,13 @@ pub(super) fn call(argv: &[String]) -> i32 {
             printer.finish(run_text(&pipeline, &ctx))
         }
         Call::Resume { request, limits } => {
-            let ctx = match build_context(Mode::Tool, &limits, None) {
+            let mut ctx = match build_context(Mode::Tool, &limits, None) {
                 Ok(c) => c,
                 Err(e) => return printer.error(&e),
             };
             printer.max_bytes = ctx.limits.max_output_bytes;
             supervise(&ctx, &printer);
-            printer.finish(crate::resume::resume(&request, &ctx))
+            printer.finish(crate::resume::resume(&request, &mut ctx))
         }
     }
 }

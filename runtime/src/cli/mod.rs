@@ -17,9 +17,12 @@ use crate::commands::Registry;
 use crate::error::{Error, Result};
 use crate::executor::{check_pipeline, run_pipeline, Context, Mode};
 use crate::resume::{finish_run, Paused};
+use crate::sandbox::{ArtifactCache, Grants, StepPath, StepResolver};
 use crate::state::StateStore;
 use limits::LimitArgs;
 use output::{human_error, write_once, Printer};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
@@ -89,10 +92,43 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
     ctx.limits = limits.resolve(mode)?;
     if let Some(requested) = cwd {
         ctx.cwd = limits::resolve_cwd(&ctx.cwd, requested)?;
+        let path = StepPath::from_env(&ctx.cwd, &[]);
+        use_step_path(&mut ctx, path);
     }
     // SAFETY: isatty only inspects file descriptor 0.
     ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
     Ok(ctx)
+}
+
+/// Apply `--steps`, `--allow-read`, `--allow-write` and `--allow-env`: the
+/// grants get a fresh clock and random seed, recorded with any pause.
+pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs) -> Result<()> {
+    let mut builder = Grants::builder();
+    for spec in &args.allow_read {
+        builder = builder.allow_read(spec);
+    }
+    for spec in &args.allow_write {
+        builder = builder.allow_write(spec);
+    }
+    for name in &args.allow_env {
+        builder = builder.allow_env(name);
+    }
+    ctx.grants = builder
+        .fresh_run()
+        .build()
+        .map_err(|e| Error::parse(e.to_string()))?;
+    if !args.steps.is_empty() {
+        let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
+        let path = StepPath::from_env(&ctx.cwd, &extra);
+        use_step_path(ctx, path);
+    }
+    Ok(())
+}
+
+/// Resolve wasm steps through `path` (compiled artefacts cached in the state dir).
+pub(crate) fn use_step_path(ctx: &mut Context, path: StepPath) {
+    let resolver = StepResolver::new(path, ArtifactCache::in_state_dir(ctx.state.dir()));
+    ctx.registry = Arc::new(Registry::builtin().with_steps(resolver));
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not
@@ -132,7 +168,11 @@ fn run(argv: &[String]) -> i32 {
     if let Some(file) = workflow_file::workflow_target(&args) {
         return workflow_file::run_workflow(&file, &args, &mut printer);
     }
-    let ctx = match build_context(mode, &args.limits, args.cwd.as_deref()) {
+    let ctx = build_context(mode, &args.limits, args.cwd.as_deref()).and_then(|mut ctx| {
+        apply_sandbox_args(&mut ctx, &args.sandbox)?;
+        Ok(ctx)
+    });
+    let ctx = match ctx {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
     };
@@ -204,13 +244,13 @@ fn resume(argv: &[String]) -> i32 {
         Ok(a) => a,
         Err(e) => return printer.error(&e),
     };
-    let ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref()) {
+    let mut ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref()) {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
     };
     printer.max_bytes = ctx.limits.max_output_bytes;
     supervise(&ctx, &printer);
-    printer.finish(crate::resume::resume(&args.request, &ctx))
+    printer.finish(crate::resume::resume(&args.request, &mut ctx))
 }
 
 /// Human-readable error text, for callers outside this module.

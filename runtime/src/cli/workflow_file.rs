@@ -45,7 +45,11 @@ pub fn run_workflow(file: &str, args: &RunArgs, printer: &mut Printer) -> i32 {
             "run --file takes no pipeline text (got extra arguments)",
         ));
     }
-    let ctx = match build_context(args.mode, &args.limits, args.cwd.as_deref()) {
+    let ctx = build_context(args.mode, &args.limits, args.cwd.as_deref()).and_then(|mut ctx| {
+        super::apply_sandbox_args(&mut ctx, &args.sandbox)?;
+        Ok(ctx)
+    });
+    let ctx = match ctx {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
     };

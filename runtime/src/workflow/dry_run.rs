@@ -15,7 +15,9 @@ use std::path::Path;
 /// The plan text for the workflow at `path`.
 pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<String> {
     let given = super::args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, files) = super::load_plan(path, Some(&ctx.registry))?;
+    let (wf, mut files) = super::load_plan(path, Some(&ctx.registry))?;
+    super::steps::wasm::prepare(&wf, ctx)?;
+    super::add_components(&mut files, ctx);
     let args = super::args::resolve(&wf, &given)?;
     let digest_of = |p: &Path| {
         let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());

@@ -104,10 +104,26 @@ fn collect_static(
     Ok(())
 }
 
+/// Add the files of every WebAssembly step the run's registry resolved
+/// (pipeline stages named in the workflow) with their digests.
+pub fn add_components(files: &mut FileDigests, ctx: &Context) {
+    let Some(steps) = ctx.registry.steps() else {
+        return;
+    };
+    for (_, step) in steps.resolved() {
+        let path = std::fs::canonicalize(step.path()).unwrap_or_else(|_| step.path().to_path_buf());
+        if !files.iter().any(|(p, _)| *p == path) {
+            files.push((path, step.digest().to_string()));
+        }
+    }
+}
+
 /// Run the workflow file at `path` with `--args-json` text.
 pub fn run_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
     let given = args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, files) = load_plan(path, Some(&ctx.registry))?;
+    let (wf, mut files) = load_plan(path, Some(&ctx.registry))?;
+    steps::wasm::prepare(&wf, ctx)?;
+    add_components(&mut files, ctx);
     let resolved = args::resolve(&wf, &given)?;
     let mut runner = Runner::new(wf, resolved, ctx);
     runner.files = files;

@@ -41,6 +41,8 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
         return Ok(cancelled());
     }
     let state = WorkflowState::from_json(store.get(state_key)?.ok_or_else(not_found)?)?;
+    let restored = restore(ctx, &state);
+    let ctx = &restored;
     let approver = request
         .approver
         .clone()
@@ -86,7 +88,6 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if request.decision == Decision::Approve(false) {
         return Ok(cancelled());
     }
-    let ctx = &super::run::derive(ctx, None, state.cwd.as_ref().map(PathBuf::from), None);
     let mut runner = Runner::new(wf, state.args.clone(), ctx);
     runner.files = files;
     runner.results = state.steps.clone();
@@ -137,6 +138,24 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     Ok(finished)
 }
 
+/// Run where and as the paused run did: its working directory, its grants
+/// (clock and seed included) and its step path.
+fn restore(ctx: &Context, state: &WorkflowState) -> Context {
+    let cwd = state.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir());
+    let mut out = super::run::derive(ctx, None, cwd, None);
+    out.grants = state.grants.clone();
+    if !state.step_dirs.is_empty() {
+        let dirs = state.step_dirs.iter().map(PathBuf::from).collect();
+        let resolver = crate::sandbox::StepResolver::new(
+            crate::sandbox::StepPath::new(dirs),
+            crate::sandbox::ArtifactCache::in_state_dir(ctx.state.dir()),
+        );
+        out.registry =
+            std::sync::Arc::new(crate::commands::Registry::builtin().with_steps(resolver));
+    }
+    out
+}
+
 fn cancelled() -> Paused {
     Paused {
         envelope: Envelope::cancelled(),
@@ -182,6 +201,7 @@ fn verify(
     {
         return Err(refused(&state.file_path));
     }
+    super::steps::wasm::prepare(&wf, ctx)?;
     let idx = state.resume_at_index;
     if idx == 0 || idx > wf.steps.len() || wf.steps[idx - 1].id != state.step_id {
         return Err(Error::runtime("Invalid workflow resume state"));

@@ -305,10 +305,15 @@ impl<'a> Runner<'a> {
                 steps::shell::run(&step.id, line, stdin, env, cwd, &self.scope(), ctx)
             }
             Action::Pipeline(_) => unreachable!("handled above"),
-            Action::Wasm { .. } => Err(Error::runtime(format!(
-                "Workflow step {}: WebAssembly steps are not available in this build",
-                step.id
-            ))),
+            Action::Wasm { uses, with, .. } => steps::wasm::run(
+                &self.wf.source.path,
+                &step.id,
+                uses,
+                with,
+                stdin,
+                &self.scope(),
+                &derive(ctx, Some(env), Some(cwd), None),
+            ),
             Action::Parallel(p) => steps::parallel::run(self, step, p, env, cwd, ctx),
             Action::ForEach(f) => steps::for_each::run(self, step, f, env, cwd, ctx),
             Action::Workflow { path, args, .. } => {

@@ -41,6 +41,12 @@ pub struct WorkflowState {
     /// The run's working directory (the resumed steps run there too).
     #[serde(default)]
     pub cwd: Option<String>,
+    /// What WebAssembly steps were granted (with the run's clock and seed).
+    #[serde(default)]
+    pub grants: crate::sandbox::Grants,
+    /// Where WebAssembly pipeline stages were found.
+    #[serde(default)]
+    pub step_dirs: Vec<String>,
     pub resume_at_index: usize,
     pub steps: Map<String, Item>,
     #[serde(default)]
@@ -119,7 +125,10 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         HaltType::Input => None,
     };
     let mut files: Vec<FileDigest> = Vec::new();
-    for (p, d) in runner.files.iter().chain(&pin_templated(runner, index)) {
+    let mut pinned = runner.files.clone();
+    pinned.extend(pin_templated(runner, index));
+    super::add_components(&mut pinned, runner.ctx);
+    for (p, d) in &pinned {
         let path = p.display().to_string();
         if !files.iter().any(|f| f.path == path) {
             files.push(FileDigest {
@@ -136,6 +145,19 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         args: runner.args.clone(),
         args_digest: super::args::digest(&runner.args),
         cwd: Some(runner.ctx.cwd.display().to_string()),
+        grants: runner.ctx.grants.clone(),
+        step_dirs: runner
+            .ctx
+            .registry
+            .steps()
+            .map(|s| {
+                s.path()
+                    .dirs()
+                    .iter()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default(),
         resume_at_index: index + 1,
         steps: runner.results.clone(),
         last_step_id: runner.last.clone(),

@@ -14,7 +14,7 @@ use serde_json::Map;
 use std::collections::HashSet;
 
 /// Whether this build can run `uses:` (WebAssembly) steps.
-pub const WASM_AVAILABLE: bool = false;
+pub const WASM_AVAILABLE: bool = true;
 
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -587,7 +587,17 @@ fn check_pipeline_text(v: &mut V, ptr: &str, id: &str, text: &str) {
                 if stage.name.contains('$') {
                     continue;
                 }
-                if registry.get(&stage.name).is_none() {
+                let found = match registry.resolve(&stage.name) {
+                    Ok(found) => found.is_some(),
+                    Err(e) => {
+                        v.val(
+                            ptr,
+                            format!("Workflow step {id} pipeline stage {}: {e}", stage.name),
+                        );
+                        continue;
+                    }
+                };
+                if !found {
                     let hint = suggest(&stage.name, registry.names())
                         .map(|s| format!(" (did you mean `{s}`?)"))
                         .unwrap_or_default();

@@ -5,6 +5,7 @@ pub mod for_each;
 pub mod parallel;
 pub mod pipeline;
 pub mod shell;
+pub mod wasm;
 
 use crate::value::{to_js_json, Item};
 use serde_json::{json, Map};
