@@ -1378,3 +1378,38 @@ fn call_resumes_workflow_gates_with_an_approver() {
     ]);
     assert_eq!(ok_output(&r), json!(["ok ann\n"]));
 }
+
+#[test]
+fn example_mail_workflow_runs_wasm_steps() {
+    let env = Env::new();
+    if wasm_setup(&env).is_none() {
+        return;
+    }
+    let wf = examples().join("mail.lobster").display().to_string();
+    let steps = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/steps/target/wasm32-wasip2/release")
+        .display()
+        .to_string();
+    let v = env
+        .run(&[
+            "run",
+            "--mode",
+            "tool",
+            "--steps",
+            &steps,
+            "--allow-write",
+            "mail",
+            &wf,
+        ])
+        .json();
+    assert_eq!(
+        v["requiresApproval"]["prompt"], "Apply the proposed labels and moves?",
+        "{v}"
+    );
+    let r = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
+    assert!(ok_output(&r)
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o["applied"] == true));
+}
