@@ -13,9 +13,6 @@ use crate::value::Item;
 use serde_json::Map;
 use std::collections::HashSet;
 
-/// Whether this build can run `uses:` (WebAssembly) steps.
-pub const WASM_AVAILABLE: bool = true;
-
 const TOP_KEYS: &[&str] = &[
     "name",
     "description",
@@ -641,12 +638,6 @@ fn parse_uses(v: &mut V, ptr: &str, obj: &Map<String, Item>, id: &str) -> Action
             Item::Null
         }
     };
-    if !WASM_AVAILABLE {
-        v.key(
-            &p,
-            format!("Workflow step {id}: WebAssembly steps are not available in this build"),
-        );
-    }
     Action::Wasm {
         uses,
         with,
