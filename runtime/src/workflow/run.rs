@@ -312,7 +312,8 @@ impl<'a> Runner<'a> {
                 with,
                 stdin,
                 &self.scope(),
-                &derive(ctx, Some(env), Some(cwd), None),
+                // Grants are relative to the run's directory, not the step's.
+                &derive(ctx, Some(env), None, None),
             ),
             Action::Parallel(p) => steps::parallel::run(self, step, p, env, cwd, ctx),
             Action::ForEach(f) => steps::for_each::run(self, step, f, env, cwd, ctx),
