@@ -9,8 +9,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 echo "==> building lobster and the example steps (first time: a few minutes)" >&2
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
-cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml"
-cargo build --quiet -p lobster --manifest-path "$root/Cargo.toml"
+cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml" \
+  --target-dir "$root/examples/steps/target"
+cargo build --quiet -p lobster --manifest-path "$root/Cargo.toml" --target-dir "$root/target"
 lobster="$root/target/debug/lobster"
 
 work=$(mktemp -d)
