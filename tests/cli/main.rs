@@ -12,3 +12,4 @@ mod gates;
 mod limits;
 mod resume;
 mod wasm;
+mod workflow;
