@@ -215,7 +215,7 @@ bench() {
     result[$id|$impl]=$line
 }
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '0 0 0')
 baseline=$(python3 "$script_dir/timeit.py" --runs "$runs" -- /bin/true)
 for id in "${case_ids[@]}"; do
     log "case $id"
@@ -273,10 +273,14 @@ printf -- '- %s runs per case after 1 warm-up; medians; peak RSS (median of up t
     "$(field "$baseline" 6 | sed 's/gnu-time/GNU time/;s/wait4/wait4 (upper bound)/')"
 printf -- '- launcher overhead (spawning /bin/true from timeit.py): %s wall, included in every figure\n' \
     "$(fmt_ms "$(field "$baseline" 2)")"
-# /bin/true takes ~0.7 ms on an idle 2-core machine; much more means the cores
-# are shared with other work right now, and wall times are inflated.
-if awk -v ms="$(field "$baseline" 2)" 'BEGIN { exit !(ms > 1.5) }'; then
-    printf -- '- **the machine was busy** (/bin/true took over 1.5 ms): wall times are inflated; cpu and ratios are steadier\n'
+# /bin/true takes ~0.7 ms on an idle 2-core machine; much more, or a load
+# average above the core count, means the cores are shared with other work
+# right now, and wall times are inflated.
+load_after=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+if awk -v ms="$(field "$baseline" 2)" -v l1="${load_before%% *}" -v l2="$load_after" -v n="$(nproc)" \
+    'BEGIN { exit !(ms > 1.5 || l1 > n || l2 > n) }'; then
+    printf -- '- **the machine was busy** (load average %s after the run, /bin/true %s): wall times are inflated; cpu and ratios are steadier\n' \
+        "$load_after" "$(fmt_ms "$(field "$baseline" 2)")"
 fi
 printf '\n'
 
