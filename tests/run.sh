@@ -11,3 +11,5 @@ if [ -f tests/build-guests.sh ]; then
 fi
 # The sandbox tests fail (instead of skipping) when a guest is missing.
 LOBSTER_REQUIRE_GUESTS=1 cargo test --workspace
+# The guest SDK is its own workspace (it builds for wasm32-wasip2 too).
+cargo test --manifest-path guest-sdk/Cargo.toml

@@ -43,8 +43,13 @@ fn wasm(dir: &Path, file: &str) -> Option<PathBuf> {
     let path = dir.join(file);
     if path.is_file() {
         Some(path)
-    } else if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
-        panic!("{} is missing; tests/build-guests.sh must run first", path.display());
+    } else if std::env::var_os("CI").is_some()
+        || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some()
+    {
+        panic!(
+            "{} is missing; tests/build-guests.sh must run first",
+            path.display()
+        );
     } else {
         eprintln!(
             "\n!!!!!!!!!! SKIPPED: {} is missing; run tests/build-guests.sh first !!!!!!!!!!\n",

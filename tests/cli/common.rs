@@ -138,10 +138,7 @@ pub fn token_of(envelope: &Value) -> String {
 pub fn alive(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
     match stat {
-        Ok(s) => !s
-            .split_whitespace()
-            .nth(2)
-            .is_some_and(|state| state == "Z"),
+        Ok(s) => s.split_whitespace().nth(2).is_none_or(|state| state != "Z"),
         Err(_) => false,
     }
 }

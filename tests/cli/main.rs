@@ -5,8 +5,11 @@ mod common;
 
 mod call;
 mod cancellation;
+mod data;
 mod envelope;
 mod errors;
 mod gates;
 mod limits;
 mod resume;
+mod wasm;
+mod workflow;

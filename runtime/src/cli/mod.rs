@@ -17,9 +17,12 @@ use crate::commands::Registry;
 use crate::error::{Error, Result};
 use crate::executor::{check_pipeline, run_pipeline, Context, Mode};
 use crate::resume::{finish_run, Paused};
+use crate::sandbox::{ArtifactCache, Grants, StepPath, StepResolver};
 use crate::state::StateStore;
 use limits::LimitArgs;
 use output::{human_error, write_once, Printer};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
@@ -68,11 +71,18 @@ fn graph(argv: &[String]) -> i32 {
         write_once(help::GRAPH_HELP, "");
         return 0;
     }
-    write_once(
-        "",
-        "Error: lobster graph needs workflow file support, which this build does not have yet\n",
-    );
-    1
+    let printer = Printer {
+        mode: Mode::Human,
+        max_bytes: None,
+        text: None,
+    };
+    match crate::workflow::graph::graph_cli(argv) {
+        Ok(text) => {
+            write_once(&text, "");
+            0
+        }
+        Err(e) => printer.error(&e),
+    }
 }
 
 /// The context of one CLI run: state store from the environment, limits,
@@ -82,10 +92,43 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
     ctx.limits = limits.resolve(mode)?;
     if let Some(requested) = cwd {
         ctx.cwd = limits::resolve_cwd(&ctx.cwd, requested)?;
+        let path = StepPath::from_env(&ctx.cwd, &[]);
+        use_step_path(&mut ctx, path);
     }
     // SAFETY: isatty only inspects file descriptor 0.
     ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
     Ok(ctx)
+}
+
+/// Apply `--steps`, `--allow-read`, `--allow-write` and `--allow-env`: the
+/// grants get a fresh clock and random seed, recorded with any pause.
+pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs) -> Result<()> {
+    let mut builder = Grants::builder();
+    for spec in &args.allow_read {
+        builder = builder.allow_read(spec);
+    }
+    for spec in &args.allow_write {
+        builder = builder.allow_write(spec);
+    }
+    for name in &args.allow_env {
+        builder = builder.allow_env(name);
+    }
+    ctx.grants = builder
+        .fresh_run()
+        .build()
+        .map_err(|e| Error::parse(e.to_string()))?;
+    if !args.steps.is_empty() {
+        let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
+        let path = StepPath::from_env(&ctx.cwd, &extra);
+        use_step_path(ctx, path);
+    }
+    Ok(())
+}
+
+/// Resolve wasm steps through `path` (compiled artefacts cached in the state dir).
+pub(crate) fn use_step_path(ctx: &mut Context, path: StepPath) {
+    let resolver = StepResolver::new(path, ArtifactCache::in_state_dir(ctx.state.dir()));
+    ctx.registry = Arc::new(Registry::builtin().with_steps(resolver));
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not
@@ -122,10 +165,14 @@ fn run(argv: &[String]) -> i32 {
         write_once(help::RUN_HELP, "");
         return 0;
     }
-    if let Some(code) = refuse_workflow_file(&args, &printer) {
-        return code;
+    if let Some(file) = workflow_file::workflow_target(&args) {
+        return workflow_file::run_workflow(&file, &args, &mut printer);
     }
-    let ctx = match build_context(mode, &args.limits, args.cwd.as_deref()) {
+    let ctx = build_context(mode, &args.limits, args.cwd.as_deref()).and_then(|mut ctx| {
+        apply_sandbox_args(&mut ctx, &args.sandbox)?;
+        Ok(ctx)
+    });
+    let ctx = match ctx {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
     };
@@ -182,30 +229,6 @@ fn dry_run(text: &str, ctx: &Context) -> Result<String> {
     Ok(lines.join("\n"))
 }
 
-/// Workflow files arrive with the workflow layer; until then say so clearly.
-fn refuse_workflow_file(args: &run_args::RunArgs, printer: &Printer) -> Option<i32> {
-    let candidate = match (&args.file, args.rest.as_slice()) {
-        (Some(f), _) => f.clone(),
-        (None, [one]) if !one.contains('|') && workflow_file::looks_like_workflow(one) => {
-            one.clone()
-        }
-        _ => return None,
-    };
-    let path = std::path::Path::new(&candidate);
-    let err = if !workflow_file::has_workflow_extension(path) {
-        Error::parse(format!(
-            "Workflow file must end in .lobster, .yaml, .yml or .json: {candidate}"
-        ))
-    } else if !path.is_file() {
-        Error::parse(format!("Workflow file not found: {candidate}"))
-    } else {
-        Error::runtime(format!(
-            "Workflow files are not supported by this build yet: {candidate}"
-        ))
-    };
-    Some(printer.error(&err))
-}
-
 fn resume(argv: &[String]) -> i32 {
     if argv.iter().any(|a| a == "--help" || a == "-h") {
         write_once(help::RESUME_HELP, "");
@@ -221,13 +244,13 @@ fn resume(argv: &[String]) -> i32 {
         Ok(a) => a,
         Err(e) => return printer.error(&e),
     };
-    let ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref()) {
+    let mut ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref()) {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
     };
     printer.max_bytes = ctx.limits.max_output_bytes;
     supervise(&ctx, &printer);
-    printer.finish(crate::resume::resume(&args.request, &ctx))
+    printer.finish(crate::resume::resume(&args.request, &mut ctx))
 }
 
 /// Human-readable error text, for callers outside this module.

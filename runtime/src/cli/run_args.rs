@@ -9,6 +9,19 @@ use super::limits::{parse_count, LimitArgs};
 use crate::error::{Error, Result};
 use crate::executor::Mode;
 
+/// Flags that say where WebAssembly steps come from and what they may touch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SandboxArgs {
+    /// `--steps DIR` (repeatable): searched before `LOBSTER_STEP_PATH` and `./steps`.
+    pub steps: Vec<String>,
+    /// `--allow-read DIR[:/GUEST]` (repeatable).
+    pub allow_read: Vec<String>,
+    /// `--allow-write DIR[:/GUEST]` (repeatable).
+    pub allow_write: Vec<String>,
+    /// `--allow-env NAME` (repeatable).
+    pub allow_env: Vec<String>,
+}
+
 /// Everything `run` was asked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunArgs {
@@ -20,6 +33,8 @@ pub struct RunArgs {
     pub cwd: Option<String>,
     /// `--help`/`-h` before the pipeline text.
     pub help: bool,
+    /// Step path and grants for WebAssembly steps.
+    pub sandbox: SandboxArgs,
     /// Pipeline words, joined with spaces by [`RunArgs::pipeline_text`].
     pub rest: Vec<String>,
 }
@@ -43,6 +58,7 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
         limits: LimitArgs::default(),
         cwd: None,
         help: false,
+        sandbox: SandboxArgs::default(),
         rest: Vec::new(),
     };
     let mut error: Option<Error> = None;
@@ -55,7 +71,16 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
         };
         let known = matches!(
             name,
-            "--mode" | "--file" | "--args-json" | "--timeout-ms" | "--max-stdout-bytes" | "--cwd"
+            "--mode"
+                | "--file"
+                | "--args-json"
+                | "--timeout-ms"
+                | "--max-stdout-bytes"
+                | "--cwd"
+                | "--steps"
+                | "--allow-read"
+                | "--allow-write"
+                | "--allow-env"
         );
         if result.rest.is_empty() && inline.is_none() && matches!(tok, "--dry-run") {
             result.dry_run = true;
@@ -89,6 +114,10 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
             "--file" => result.file = Some(value),
             "--args-json" => result.args_json = Some(value),
             "--cwd" => result.cwd = Some(value),
+            "--steps" => result.sandbox.steps.push(value),
+            "--allow-read" => result.sandbox.allow_read.push(value),
+            "--allow-write" => result.sandbox.allow_write.push(value),
+            "--allow-env" => result.sandbox.allow_env.push(value),
             "--timeout-ms" => match parse_count("--timeout-ms", &value) {
                 Ok(n) => result.limits.timeout_ms = Some(n),
                 Err(e) => {
@@ -167,6 +196,25 @@ mod tests {
             "run --mode requires a value"
         );
         assert!(parse(&["--timeout-ms", "abc", "head"]).is_err());
+    }
+
+    #[test]
+    fn sandbox_flags_repeat() {
+        let a = parse(&[
+            "--allow-read",
+            "mail",
+            "--allow-write=out:/o",
+            "--steps",
+            "s1",
+            "--steps",
+            "s2",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(a.sandbox.allow_read, ["mail"]);
+        assert_eq!(a.sandbox.allow_write, ["out:/o"]);
+        assert_eq!(a.sandbox.steps, ["s1", "s2"]);
+        assert_eq!(a.pipeline_text(), "x");
     }
 
     #[test]

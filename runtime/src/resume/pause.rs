@@ -2,7 +2,7 @@
 //! resume state plus a token (and an approval id for approvals).
 
 use super::approval_id::{self, now_iso};
-use super::saved::{HaltType, PipelineResumeState, PIPELINE_KIND};
+use super::saved::{HaltType, PipelineResumeState, StepDigest, PIPELINE_KIND};
 use super::token::{self, TokenKind};
 use crate::commands::Halt;
 use crate::envelope::{ApprovalRequest, Envelope, InputRequest};
@@ -70,6 +70,20 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
         input_schema,
         approval_id: approval_id.clone(),
         created_at: now_iso(),
+        cwd: Some(ctx.cwd.to_string_lossy().into_owned()),
+        grants: ctx.grants.clone(),
+        step_dirs: ctx
+            .registry
+            .steps()
+            .map(|s| {
+                s.path()
+                    .dirs()
+                    .iter()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        step_digests: step_digests(pipeline_text, ctx)?,
     };
     if let Err(e) = store.set(&state_key, &state.to_json()) {
         if let Some(id) = &approval_id {
@@ -105,6 +119,24 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
             resume_token,
         }),
     })
+}
+
+/// The digest of every wasm step of the pipeline, as resolved for this run.
+pub fn step_digests(pipeline_text: &str, ctx: &Context) -> Result<Vec<StepDigest>> {
+    let pipeline = crate::dsl::parse(pipeline_text)?;
+    let commands = crate::executor::check_pipeline(&pipeline, 0, &ctx.registry)?;
+    Ok(commands
+        .into_iter()
+        .zip(&pipeline.stages)
+        .enumerate()
+        .filter_map(|(stage, (cmd, s))| {
+            cmd.digest().map(|d| StepDigest {
+                stage,
+                name: s.name.clone(),
+                digest: d.to_string(),
+            })
+        })
+        .collect())
 }
 
 /// A random RFC 4122 version-4 UUID.

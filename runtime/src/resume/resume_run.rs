@@ -12,22 +12,25 @@ use crate::error::{Error, Result};
 use crate::executor::{run_pipeline, Context};
 
 /// Resume a paused run. Everything that can be rejected (token, id, decision,
-/// response schema, pipeline validity) is checked before the state is claimed,
-/// so a rejected resume leaves the token usable.
-pub fn resume(request: &ResumeRequest, ctx: &Context) -> Result<Paused> {
-    let store = &ctx.state;
+/// response schema, pipeline validity, changed components) is checked before
+/// the state is claimed, so a rejected resume leaves the token usable.
+///
+/// The run continues in the paused run's working directory, with its grants
+/// (clock and seed included) and its step path.
+pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
+    let store = &ctx.state.clone();
     let state_key = match &request.target {
         ResumeTarget::Token(t) => {
             let r = token::decode(store, t)?;
             if r.kind == TokenKind::Workflow {
-                return Err(Error::runtime("Workflow resume state not found"));
+                return crate::workflow::resume::resume(&r.state_key, request, ctx);
             }
             r.state_key
         }
         ResumeTarget::ApprovalId(raw) => {
             let (_, key) = approval_id::lookup(store, raw)?;
             if TokenKind::of_state_key(&key) == TokenKind::Workflow {
-                return Err(Error::runtime("Workflow resume state not found"));
+                return crate::workflow::resume::resume(&key, request, ctx);
             }
             key
         }
@@ -77,7 +80,9 @@ pub fn resume(request: &ResumeRequest, ctx: &Context) -> Result<Paused> {
     let pipeline = crate::dsl::parse(&state.pipeline)
         .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
     if input.is_some() {
+        restore_run_settings(ctx, &state);
         crate::executor::check_pipeline(&pipeline, state.resume_at_index, &ctx.registry)?;
+        verify_steps_unchanged(&state, ctx)?;
     }
 
     // From here on the token is spent, whatever happens.
@@ -95,6 +100,63 @@ pub fn resume(request: &ResumeRequest, ctx: &Context) -> Result<Paused> {
     let finished = finish_run(&state.pipeline, outcome, ctx)?;
     drop(claimed);
     Ok(finished)
+}
+
+/// Run where and as the paused run did.
+fn restore_run_settings(ctx: &mut Context, state: &PipelineResumeState) {
+    if let Some(cwd) = state
+        .cwd
+        .as_ref()
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_dir())
+    {
+        ctx.cwd = cwd;
+    }
+    ctx.grants = state.grants.clone();
+    if !state.step_dirs.is_empty() {
+        let dirs = state
+            .step_dirs
+            .iter()
+            .map(std::path::PathBuf::from)
+            .collect();
+        let resolver = crate::sandbox::StepResolver::new(
+            crate::sandbox::StepPath::new(dirs),
+            crate::sandbox::ArtifactCache::in_state_dir(ctx.state.dir()),
+        );
+        ctx.registry =
+            std::sync::Arc::new(crate::commands::Registry::builtin().with_steps(resolver));
+    }
+}
+
+/// Refuse when a wasm step of the pipeline is not the component that was
+/// there at the pause: an approval covers exactly the code it was shown.
+fn verify_steps_unchanged(state: &PipelineResumeState, ctx: &Context) -> Result<()> {
+    let now = super::pause::step_digests(&state.pipeline, ctx)?;
+    for was in &state.step_digests {
+        let current = now
+            .iter()
+            .find(|d| d.stage == was.stage)
+            .map(|d| d.digest.as_str());
+        if current != Some(was.digest.as_str()) {
+            return Err(Error::runtime(format!(
+                "step {} changed since the run paused (digest {} at the pause, {} now); refusing to resume",
+                was.name,
+                &was.digest[..12.min(was.digest.len())],
+                current.map_or("missing".to_string(), |d| d[..12.min(d.len())].to_string()),
+            ))
+            .with_hint("start the run again to approve the new component"));
+        }
+    }
+    if let Some(extra) = now
+        .iter()
+        .find(|d| !state.step_digests.iter().any(|w| w.stage == d.stage))
+    {
+        return Err(Error::runtime(format!(
+            "step {} was not a WebAssembly step when the run paused; refusing to resume",
+            extra.name
+        )));
+    }
+    Ok(())
 }
 
 fn forget_alias(ctx: &Context, state: &PipelineResumeState) {

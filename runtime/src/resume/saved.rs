@@ -1,6 +1,7 @@
 //! The resume state of a paused pipeline, as stored on disk.
 
 use crate::error::{Error, Result};
+use crate::sandbox::Grants;
 use crate::value::Item;
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,28 @@ pub struct PipelineResumeState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
     pub created_at: String,
+    /// The working directory of the paused run; the resume runs there too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// What the run's WebAssembly steps were granted, with its clock and
+    /// random seed, so the rest of the run sees the same capabilities.
+    #[serde(default)]
+    pub grants: Grants,
+    /// Where wasm steps were found.
+    #[serde(default)]
+    pub step_dirs: Vec<String>,
+    /// The blake3 digest of every wasm step in the pipeline: resume refuses
+    /// to run a component that changed since the pause.
+    #[serde(default)]
+    pub step_digests: Vec<StepDigest>,
+}
+
+/// The component behind one stage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepDigest {
+    pub stage: usize,
+    pub name: String,
+    pub digest: String,
 }
 
 /// The `kind` of pipeline resume states.

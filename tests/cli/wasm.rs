@@ -1,0 +1,173 @@
+//! WebAssembly steps through the CLI: grants, the gated example pipeline, and
+//! resume refusing a component that changed since the pause.
+
+use crate::common::{token_of, Env};
+use std::path::{Path, PathBuf};
+
+/// The example steps (built by tests/build-guests.sh). Missing guests fail
+/// under CI / tests/run.sh and skip loudly elsewhere.
+fn steps_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/steps/target/wasm32-wasip2/release");
+    if dir.join("inbox_list.wasm").is_file() {
+        return Some(dir);
+    }
+    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
+        panic!(
+            "{} has no example steps; run tests/build-guests.sh",
+            dir.display()
+        );
+    }
+    eprintln!("SKIPPED: example steps are not built (tests/build-guests.sh)");
+    None
+}
+
+/// A private copy of the steps and of the sample mail.
+fn setup(env: &Env) -> Option<PathBuf> {
+    let src = steps_dir()?;
+    let steps = env.work_path("steps-copy");
+    std::fs::create_dir(&steps).unwrap();
+    for name in [
+        "inbox_list",
+        "inbox_categorize",
+        "inbox_apply",
+        "email_triage",
+    ] {
+        std::fs::copy(
+            src.join(format!("{name}.wasm")),
+            steps.join(format!("{name}.wasm")),
+        )
+        .unwrap();
+    }
+    let mail = env.work_path("mail");
+    std::fs::create_dir(&mail).unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mail");
+    for entry in std::fs::read_dir(sample).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), mail.join(entry.file_name())).unwrap();
+    }
+    Some(steps)
+}
+
+const GATED: &str = "inbox.list | inbox.categorize | approve --preview-from-stdin --limit 2 --prompt 'Apply labels?' | inbox.apply --apply";
+
+fn mail_snapshot(env: &Env) -> Vec<(String, String)> {
+    let mut files: Vec<_> = walk(&env.work_path("mail"));
+    files.sort();
+    files
+}
+
+fn walk(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push((
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn gated_example_pipeline_applies_only_after_approval() {
+    let env = Env::new();
+    let Some(steps) = setup(&env) else { return };
+    let steps = steps.to_str().unwrap();
+    let before = mail_snapshot(&env);
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--steps",
+        steps,
+        "--allow-write",
+        "mail",
+        GATED,
+    ]);
+    let v = r.json();
+    assert_eq!(v["status"], "needs_approval", "{r:?}");
+    assert_eq!(
+        v["requiresApproval"]["items"].as_array().map(Vec::len),
+        Some(10)
+    );
+    assert!(v["requiresApproval"]["preview"]
+        .as_str()
+        .unwrap()
+        .contains("\"category\""));
+    assert_eq!(
+        mail_snapshot(&env),
+        before,
+        "nothing is written before the approval"
+    );
+
+    let done = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
+    assert_eq!(done.json()["status"], "ok", "{done:?}");
+    assert_ne!(
+        mail_snapshot(&env),
+        before,
+        "the approved changes were applied"
+    );
+    assert!(
+        env.state_files().iter().all(|f| f == "cache"),
+        "{:?}",
+        env.state_files()
+    );
+}
+
+#[test]
+fn without_a_grant_nothing_runs() {
+    let env = Env::new();
+    let Some(steps) = setup(&env) else { return };
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--steps",
+        steps.to_str().unwrap(),
+        GATED,
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("needs read access to /mail"), "{msg}");
+}
+
+#[test]
+fn resume_refuses_a_swapped_component_and_keeps_the_token() {
+    let env = Env::new();
+    let Some(steps) = setup(&env) else { return };
+    let steps_s = steps.to_str().unwrap();
+    let before = mail_snapshot(&env);
+    let v = env
+        .run(&[
+            "run",
+            "--mode",
+            "tool",
+            "--steps",
+            steps_s,
+            "--allow-write",
+            "mail",
+            GATED,
+        ])
+        .json();
+    let token = token_of(&v);
+
+    // Swap inbox.apply for other code while the run waits for approval.
+    let apply = steps.join("inbox_apply.wasm");
+    let original = std::fs::read(&apply).unwrap();
+    std::fs::copy(steps.join("email_triage.wasm"), &apply).unwrap();
+    let r = env.run(&["resume", "--token", &token, "--approve", "yes"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("changed since the run paused"), "{msg}");
+    assert_eq!(mail_snapshot(&env), before, "nothing ran");
+
+    // The honest component back: the same token still works.
+    std::fs::write(&apply, original).unwrap();
+    let r = env.run(&["resume", "--token", &token, "--approve", "yes"]);
+    assert_eq!(r.json()["status"], "ok", "{r:?}");
+}
