@@ -8,8 +8,8 @@
 #   BENCH_RUNS=5               timed runs per case (after one warm-up)
 #   BENCH_WITH_REFERENCE=      unset: run the reference if it is installed;
 #                              1: install it first if missing (npm); 0: never
-#   BENCH_WASM_WORKFLOW=PATH   a workflow file of 10 wasm steps to time (workflow
-#                              files are not supported yet, so none is generated)
+#   BENCH_WASM_WORKFLOW=PATH   a workflow of 10 wasm steps to time instead of the
+#                              generated one (10 `uses:` steps of the noop guest)
 #   CARGO_TARGET_DIR           as for cargo (default: <repo>/target)
 #
 # Data files (target/bench-data/) are generated once and reused; the reference
@@ -122,6 +122,19 @@ gen_items 1000000 big1m.json
     done
 } >"$data_dir/wf10-shell.lobster"
 
+# 10 wasm steps (the noop guest), each fed the previous step's json.
+if [[ -z $wasm_workflow && -z $wasm_note ]]; then
+    wasm_workflow=$data_dir/wf10-wasm.lobster
+    {
+        printf 'name: bench-10-wasm-steps\nsteps:\n'
+        printf '  - id: s1\n    uses: %s\n    stdin: [1, 2, 3]\n' "$guest_out/noop.wasm"
+        for i in 2 3 4 5 6 7 8 9 10; do
+            # shellcheck disable=SC2016 # $sN.json is a workflow step reference
+            printf '  - id: s%d\n    uses: %s\n    stdin: $s%d.json\n' "$i" "$guest_out/noop.wasm" $((i - 1))
+        done
+    } >"$wasm_workflow"
+fi
+
 # ---------------------------------------------------------------- reference
 if [[ $with_ref == 1 && ! -x $ref_bin ]]; then
     command -v npm >/dev/null || die "BENCH_WITH_REFERENCE=1 needs node and npm"
@@ -176,7 +189,7 @@ bench() {
                 return 0
             fi
             if [[ -z $wasm_workflow || ! -f $wasm_workflow ]]; then
-                result[$id|$impl]=$'skip\tno wasm-step workflow to run (set BENCH_WASM_WORKFLOW once wasm steps exist)'
+                result[$id|$impl]=$'skip\t'"${wasm_note:-no wasm-step workflow}"
                 return 0
             fi
             cmd=("$bin" run "$wasm_workflow")
