@@ -13,3 +13,4 @@ mod limits;
 mod resume;
 mod streaming;
 mod wasm;
+mod workflow;
