@@ -105,18 +105,22 @@ fn literal(raw: &str) -> Literal {
 fn where_path<'a>(item: &'a Item, path: &str) -> Option<Cow<'a, Value>> {
     let mut cur: Cow<'a, Value> = Cow::Borrowed(item);
     for seg in path.split('.') {
-        let next = match cur.as_ref() {
-            Value::Object(map) => map.get(seg).cloned(),
+        // Borrowed all the way down; only an array's `length` is computed,
+        // and a number has no further segments.
+        let Cow::Borrowed(value) = cur else {
+            return None;
+        };
+        cur = match value {
+            Value::Object(map) => Cow::Borrowed(map.get(seg)?),
             Value::Array(items) => {
                 if seg == "length" {
-                    Some(Value::from(items.len() as u64))
+                    Cow::Owned(Value::from(items.len() as u64))
                 } else {
-                    array_index(seg).and_then(|i| items.get(i)).cloned()
+                    Cow::Borrowed(items.get(array_index(seg)?)?)
                 }
             }
             _ => return None,
         };
-        cur = Cow::Owned(next?);
     }
     Some(cur)
 }
