@@ -36,41 +36,91 @@ pub enum Stop {
 /// Decode one JSON value from `input`; an array yields its elements one by
 /// one, anything else yields itself, and empty (all-whitespace) input yields
 /// `null`.
-pub fn decode_json<R: BufRead>(
-    mut input: R,
-    emit: &mut dyn FnMut(Item) -> bool,
-) -> Result<(), Stop> {
+pub fn decode_json<R: BufRead>(input: R, emit: &mut dyn FnMut(Item) -> bool) -> Result<(), Stop> {
+    let mut sink = Parsing {
+        emit,
+        width: std::cell::Cell::new(0),
+    };
+    decode_json_to(input, &mut sink)
+}
+
+/// Where [`decode_json_to`] puts what it finds.
+pub trait Sink {
+    /// A whole item (a non-array value, or `null` for empty input); `false`
+    /// stops decoding.
+    fn item(&mut self, item: Item) -> bool;
+
+    /// The bytes of one element of a top-level array (not yet parsed: see
+    /// [`parse_element`]), which starts `offset` bytes after the `[`.
+    /// `false` stops decoding.
+    fn element(&mut self, bytes: &[u8], offset: usize) -> Result<bool, Stop>;
+}
+
+/// [`decode_json`]'s sink: parse each element here and emit it.
+struct Parsing<'a> {
+    emit: &'a mut dyn FnMut(Item) -> bool,
+    width: std::cell::Cell<usize>,
+}
+
+impl Sink for Parsing<'_> {
+    fn item(&mut self, item: Item) -> bool {
+        (self.emit)(item)
+    }
+
+    fn element(&mut self, bytes: &[u8], offset: usize) -> Result<bool, Stop> {
+        let item = parse_element(bytes, offset, &self.width).map_err(Stop::Parse)?;
+        Ok((self.emit)(item))
+    }
+}
+
+/// Parse one array element found by the splitter. `width` carries the
+/// previous element's field count between calls (maps are sized from it).
+/// The error is serde_json's message at the byte offset in the array.
+pub fn parse_element(
+    bytes: &[u8],
+    offset: usize,
+    width: &std::cell::Cell<usize>,
+) -> Result<Item, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    Element { width }
+        .deserialize(&mut de)
+        .and_then(|item| de.end().map(|()| item))
+        .map_err(|e| match element_error(&e, bytes, offset) {
+            Stop::Parse(message) => message,
+            other => format!("{other:?}"),
+        })
+}
+
+/// [`decode_json`] with the elements of a top-level array handed to `sink`
+/// as bytes, so that another thread can parse them.
+pub fn decode_json_to<R: BufRead>(mut input: R, sink: &mut dyn Sink) -> Result<(), Stop> {
     match skip_leading_space(&mut input)? {
         None => {
-            if emit(Item::Null) {
+            if sink.item(Item::Null) {
                 Ok(())
             } else {
                 Err(Stop::Consumer)
             }
         }
-        Some((first, taken)) if taken.is_empty() => parse_value(input, first, emit),
+        Some((first, taken)) if taken.is_empty() => parse_value(input, first, sink),
         // Bytes read while looking for a split space character: put them back.
         Some((first, taken)) => parse_value(
             &mut std::io::BufReader::new(std::io::Cursor::new(taken).chain(input)),
             first,
-            emit,
+            sink,
         ),
     }
 }
 
-fn parse_value<R: BufRead>(
-    mut input: R,
-    first: u8,
-    emit: &mut dyn FnMut(Item) -> bool,
-) -> Result<(), Stop> {
+fn parse_value<R: BufRead>(mut input: R, first: u8, sink: &mut dyn Sink) -> Result<(), Stop> {
     if first == b'[' {
-        return split_array(&mut input, emit);
+        return split_array(&mut input, sink);
     }
     // Anything else is one item: let serde_json read it whole.
     let mut de = serde_json::Deserializer::from_reader(input);
     let value: Item = serde::Deserialize::deserialize(&mut de).map_err(serde_stop)?;
     de.end().map_err(serde_stop)?;
-    if emit(value) {
+    if sink.item(value) {
         Ok(())
     } else {
         Err(Stop::Consumer)
@@ -87,14 +137,13 @@ fn is_json_space(b: u8) -> bool {
 /// then serde_json parses just that element from a slice (much cheaper than
 /// its byte-at-a-time reader). Positions in messages are byte offsets from
 /// the start of the array, like JavaScript's `at position N`.
-fn split_array<R: BufRead>(input: &mut R, emit: &mut dyn FnMut(Item) -> bool) -> Result<(), Stop> {
+fn split_array<R: BufRead>(input: &mut R, sink: &mut dyn Sink) -> Result<(), Stop> {
     input.consume(1); // the `[`
     let mut offset = 1usize; // bytes consumed since the `[`
     let mut element: Vec<u8> = Vec::with_capacity(256);
     let mut element_start = offset;
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     let mut count = 0usize;
-    let width = std::cell::Cell::new(0);
     loop {
         let buf = fill(input)?;
         if buf.is_empty() {
@@ -148,13 +197,8 @@ fn split_array<R: BufRead>(input: &mut R, emit: &mut dyn FnMut(Item) -> bool) ->
             };
             return Err(parse_error(message, at));
         }
-        let mut de = serde_json::Deserializer::from_slice(&element);
-        let item = Element { width: &width }
-            .deserialize(&mut de)
-            .and_then(|item| de.end().map(|()| item))
-            .map_err(|e| element_error(&e, &element, element_start))?;
         count += 1;
-        if !emit(item) {
+        if !sink.element(&element, element_start)? {
             return Err(Stop::Consumer);
         }
         element.clear();

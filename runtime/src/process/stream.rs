@@ -12,13 +12,13 @@
 //! `head` stops an upstream `exec` early.
 
 use super::capture::{spawn_reader, spawn_writer, Captured, Stream};
-use super::decode::{decode_json, decode_lines, Stop};
+use super::decode::{decode_json_to, decode_lines, parse_element, Sink, Stop};
 use super::signals::kill_group;
 use super::spawn::{stop_after_cancel, Finished, Invocation, Started};
 use crate::error::{Error, Result};
 use crate::executor::{Cancel, Context, GroupGuard};
 use crate::value::Item;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{BufReader, ErrorKind, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
@@ -69,11 +69,20 @@ pub struct Ended {
 
 enum Msg {
     Items(Vec<Item>),
+    /// Array elements, not yet parsed.
+    Raw(RawBatch),
     End {
         problem: Option<Problem>,
         kept: Vec<u8>,
         truncated: bool,
     },
+}
+
+/// The bytes of several array elements: `(start, end, offset in the array)`
+/// of each within `bytes`.
+struct RawBatch {
+    bytes: Vec<u8>,
+    spans: Vec<(usize, usize, usize)>,
 }
 
 enum Problem {
@@ -88,6 +97,11 @@ pub struct OutputStream {
     stderr: Receiver<(Stream, Captured)>,
     stderr_done: Option<Captured>,
     batch: std::vec::IntoIter<Item>,
+    raw: Option<RawBatch>,
+    raw_at: usize,
+    /// Field count of the previous element (see [`parse_element`]).
+    width: Cell<usize>,
+    parse_error: Option<String>,
     child: Option<Child>,
     pgid: i32,
     cancel: Cancel,
@@ -112,6 +126,10 @@ impl Invocation {
             stderr: mpsc::channel().1,
             stderr_done: None,
             batch: Vec::new().into_iter(),
+            raw: None,
+            raw_at: 0,
+            width: Cell::new(0),
+            parse_error: None,
             child: None,
             pgid,
             cancel: ctx.cancel.clone(),
@@ -159,11 +177,36 @@ impl OutputStream {
         if let Some(item) = self.batch.next() {
             return Ok(Next::Item(item));
         }
+        if let Some(item) = self.next_element() {
+            return Ok(Next::Item(item));
+        }
         let result = self.refill();
         if result.is_err() {
             self.abort();
         }
         result
+    }
+
+    /// Parse the next raw array element, here on the consuming thread (so
+    /// the item is allocated where it will be freed). A bad element is
+    /// remembered; the rest of the output is then skipped up to the end,
+    /// where the exit status decides which error wins.
+    fn next_element(&mut self) -> Option<Item> {
+        let raw = self.raw.as_ref()?;
+        let Some(&(start, end, offset)) = raw.spans.get(self.raw_at) else {
+            self.raw = None;
+            return None;
+        };
+        self.raw_at += 1;
+        let bytes = raw.bytes.get(start..end).unwrap_or_default();
+        match parse_element(bytes, offset, &self.width) {
+            Ok(item) => Some(item),
+            Err(message) => {
+                self.parse_error.get_or_insert(message);
+                self.raw = None;
+                None
+            }
+        }
     }
 
     fn refill(&mut self) -> Result<Next> {
@@ -174,9 +217,18 @@ impl OutputStream {
             self.poll_stderr()?;
             self.cancel.check()?;
             match self.items.recv_timeout(CANCEL_POLL) {
+                // After a bad element nothing more is yielded.
+                Ok(Msg::Items(_) | Msg::Raw(_)) if self.parse_error.is_some() => {}
                 Ok(Msg::Items(items)) => {
                     self.batch = items.into_iter();
                     if let Some(item) = self.batch.next() {
+                        return Ok(Next::Item(item));
+                    }
+                }
+                Ok(Msg::Raw(raw)) => {
+                    self.raw = Some(raw);
+                    self.raw_at = 0;
+                    if let Some(item) = self.next_element() {
                         return Ok(Next::Item(item));
                     }
                 }
@@ -184,7 +236,17 @@ impl OutputStream {
                     problem,
                     kept,
                     truncated,
-                }) => return self.end(problem, kept, truncated),
+                }) => {
+                    // An element that failed here came before whatever the
+                    // reader found later; cap and pipe failures still win.
+                    let problem = match (problem, self.parse_error.take()) {
+                        (None | Some(Problem::Parse(_)), Some(first)) => {
+                            Some(Problem::Parse(first))
+                        }
+                        (problem, _) => problem,
+                    };
+                    return self.end(problem, kept, truncated);
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(Error::runtime("reading child stdout failed"))
@@ -283,6 +345,7 @@ impl Drop for OutputStream {
 /// child that pauses never holds back items it already wrote).
 struct Batcher {
     batch: Vec<Item>,
+    raw: RawBatch,
     tx: SyncSender<Msg>,
     /// The consumer hung up.
     gone: bool,
@@ -299,7 +362,43 @@ impl Batcher {
             let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
             self.gone = self.tx.send(Msg::Items(full)).is_err();
         }
+        if !self.raw.spans.is_empty() && !self.gone {
+            let full = std::mem::replace(&mut self.raw, RawBatch::new());
+            self.gone = self.tx.send(Msg::Raw(full)).is_err();
+        }
         !self.gone
+    }
+
+    fn is_empty(&self) -> bool {
+        self.batch.is_empty() && self.raw.spans.is_empty()
+    }
+}
+
+impl RawBatch {
+    fn new() -> Self {
+        RawBatch {
+            bytes: Vec::with_capacity(64 * 1024),
+            spans: Vec::with_capacity(BATCH),
+        }
+    }
+}
+
+/// The reader thread's sink: lines and single values as items, array
+/// elements as raw bytes for the consumer to parse.
+struct BatchSink<'a>(&'a RefCell<Batcher>);
+
+impl Sink for BatchSink<'_> {
+    fn item(&mut self, item: Item) -> bool {
+        self.0.borrow_mut().push(item)
+    }
+
+    fn element(&mut self, bytes: &[u8], offset: usize) -> Result<bool, Stop> {
+        let mut batcher = self.0.borrow_mut();
+        let start = batcher.raw.bytes.len();
+        batcher.raw.bytes.extend_from_slice(bytes);
+        let end = batcher.raw.bytes.len();
+        batcher.raw.spans.push((start, end, offset));
+        Ok(batcher.raw.spans.len() < BATCH || batcher.flush())
     }
 }
 
@@ -308,6 +407,7 @@ impl Batcher {
 fn pump(pipe: impl Read + AsRawFd, cap: Option<usize>, decoder: Decoder, tx: SyncSender<Msg>) {
     let batcher = Rc::new(RefCell::new(Batcher {
         batch: Vec::with_capacity(BATCH),
+        raw: RawBatch::new(),
         tx: tx.clone(),
         gone: false,
     }));
@@ -323,7 +423,7 @@ fn pump(pipe: impl Read + AsRawFd, cap: Option<usize>, decoder: Decoder, tx: Syn
         let mut emit = |item: Item| batcher.borrow_mut().push(item);
         let reader = BufReader::with_capacity(64 * 1024, &mut tap);
         match decoder {
-            Decoder::Json => decode_json(reader, &mut emit),
+            Decoder::Json => decode_json_to(reader, &mut BatchSink(&batcher)),
             Decoder::Lines => decode_lines(reader, &mut emit),
         }
     };
@@ -381,7 +481,7 @@ impl<R: Read + AsRawFd> Read for Tap<R> {
             // Hand over what is decoded before waiting for the child; when
             // bytes are already there, keep filling the batch instead (fewer
             // wake-ups of the consumer).
-            let waiting = !batcher.borrow().batch.is_empty() && !readable(&self.pipe);
+            let waiting = !batcher.borrow().is_empty() && !readable(&self.pipe);
             if waiting && !batcher.borrow_mut().flush() {
                 return Err(std::io::Error::other("the consumer went away"));
             }
