@@ -1,13 +1,17 @@
 //! Turning a child's stdout into items as the bytes arrive.
 //!
 //! - [`decode_json`]: `JSON.parse(stdout.trim() || "null")` with a top-level
-//!   array spread into items, parsed element by element (serde_json's
-//!   streaming `SeqAccess` over a `BufRead`), so a 60 MB array never sits in
-//!   memory whole.
+//!   array spread into items: a byte scanner finds where each element ends
+//!   and serde_json parses it from a slice, so a 60 MB array never sits in
+//!   memory whole. [`decode_json_to`] hands the elements' bytes to a
+//!   [`Sink`] instead, to be parsed elsewhere with [`parse_element`].
 //! - [`decode_lines`]: `stdout.split(/\r?\n/).filter(Boolean)`, line by line.
 //!
 //! Both hand every item to `emit`, which returns `false` when nobody wants
 //! more (the consumer went away); decoding then stops with [`Stop::Consumer`].
+//!
+//! Parse errors read `<serde_json message> at position N`, N a byte offset
+//! from the array's `[` (inside an element) or from the start of the value.
 //!
 //! Differences from decoding the whole text at once: leading whitespace is
 //! skipped by the JavaScript `trim()` rules for ASCII, U+00A0 and U+FEFF only

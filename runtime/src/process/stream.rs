@@ -5,6 +5,9 @@
 //! stdout on a reader thread ([`super::decode`]) and hands items over in
 //! batches through a bounded channel: memory stays bounded however much the
 //! child writes, and a slow consumer makes the child block on its pipe.
+//! Array elements cross as raw bytes and are parsed by the consumer in
+//! [`OutputStream::pull`], so each item is allocated and freed on the same
+//! thread (glibc's arena lock made cross-thread frees the bottleneck).
 //!
 //! The consumer pulls with [`OutputStream::pull`]; the exit status is known
 //! only after stdout ends ([`Next::End`]). Dropping the stream before that
