@@ -33,9 +33,9 @@ use std::time::Duration;
 /// How stdout becomes items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoder {
-    /// One JSON value; an array's elements are items (see [`decode_json`]).
+    /// One JSON value; an array's elements are items (see [`super::decode::decode_json`]).
     Json,
-    /// Each non-empty line is a string item (see [`decode_lines`]).
+    /// Each non-empty line is a string item (see [`super::decode::decode_lines`]).
     Lines,
 }
 
