@@ -60,6 +60,11 @@ Flags:
   --max-stdout-bytes N    Cap each child's captured output and what Lobster prints (clamped to >= 1024;
                           tool mode default 512000; also LOBSTER_MAX_OUTPUT_BYTES)
   --cwd DIR               Relative working directory that must stay inside the current directory
+  --steps DIR             Also look for WebAssembly steps in DIR (repeatable)
+  --allow-read DIR[:/G]   Let wasm steps read DIR (at /G); --allow-write the same read-write
+  --allow-env NAME        Let wasm steps see the environment variable NAME
+  --policy FILE           Operator policy (TOML/YAML; also LOBSTER_POLICY): trust, allowed roots,
+                          env names and maximum limits, enforced before anything runs
 
 Several arguments are joined with single spaces and parsed as one pipeline.
 Exit codes: 0 ok (also needs_approval, needs_input, cancelled), 1 runtime error, 2 parse error,

@@ -64,6 +64,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
                 | "--timeout-ms"
                 | "--max-stdout-bytes"
                 | "--cwd"
+                | "--policy"
         );
         if !takes_value {
             i += 1;
@@ -87,6 +88,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
             "--max-stdout-bytes" => {
                 limits.max_stdout_bytes = Some(parse_count("--max-stdout-bytes", &value)?)
             }
+            "--policy" => limits.policy = Some(value),
             _ => cwd = Some(value),
         }
     }

@@ -97,7 +97,7 @@ pub fn load_bytes(
     Ok(loaded_component)
 }
 
-fn kind_of(engine: &SandboxEngine, component: &Component) -> Option<ComponentKind> {
+pub(crate) fn kind_of(engine: &SandboxEngine, component: &Component) -> Option<ComponentKind> {
     let ty = component.component_type();
     let mut describe = false;
     let mut run = false;
