@@ -10,4 +10,5 @@ mod errors;
 mod gates;
 mod limits;
 mod resume;
+mod trust;
 mod wasm;
