@@ -5,6 +5,7 @@ mod common;
 
 mod call;
 mod cancellation;
+mod data;
 mod envelope;
 mod errors;
 mod gates;
