@@ -210,6 +210,19 @@ fn check_rejects_a_component_importing_sockets() {
         net.display()
     );
     assert!(r.stdout.lines().any(|l| l == line), "{}", r.stdout);
+    // Under the untrusted policy such a step is refused at plan time.
+    let steps = env.work_path("steps");
+    std::fs::create_dir(&steps).unwrap();
+    std::fs::copy(&net, steps.join("net.wasm")).unwrap();
+    write(&env, "p.toml", "trust = \"untrusted\"\n");
+    let r = env.run(&["run", "--mode", "tool", "--policy", "p.toml", "net"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = err_message(&r);
+    assert!(
+        msg.starts_with("policy refuses this run: stage 1 (net) imports wasi:sockets/"),
+        "{msg}"
+    );
+    assert!(msg.contains("wasi:sockets/tcp@0.2.6"), "{msg}");
     let r = env.run(&["check", "--format", "json", net.to_str().unwrap()]);
     let doc = r.json();
     assert_eq!(doc["ok"], Value::Bool(false));

@@ -99,6 +99,9 @@ pub fn policy_excesses(
                     index + 1
                 ));
             }
+            if let Some(refused) = refused_imports(pipeline, from + offset, *cmd, ctx) {
+                out.push(refused);
+            }
         }
     }
     if let Some(roots) = policy.allowed_roots() {
@@ -126,6 +129,33 @@ pub fn policy_excesses(
     }
     out.extend(limit_excesses(policy, ctx));
     out
+}
+
+/// A wasm stage importing interfaces Lobster refuses (sockets, http,
+/// unknown): named under the untrusted policy.
+fn refused_imports(
+    pipeline: &Pipeline,
+    index: usize,
+    cmd: &dyn Command,
+    ctx: &Context,
+) -> Option<String> {
+    cmd.digest()?;
+    let name = &pipeline.stages.get(index)?.name;
+    let step = ctx.registry.steps()?.resolve(name).ok()??;
+    let refused: Vec<&str> = step
+        .component()
+        .imports()
+        .iter()
+        .filter(|i| crate::sandbox::inspect::import_problem(i).is_some())
+        .map(String::as_str)
+        .collect();
+    (!refused.is_empty()).then(|| {
+        format!(
+            "stage {} ({name}) imports {}, which the untrusted policy refuses",
+            index + 1,
+            refused.join(", ")
+        )
+    })
 }
 
 fn limit_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
@@ -234,6 +264,40 @@ mod tests {
         assert!(!inside_root(cwd, Path::new("database"), "data"));
         assert!(!inside_root(cwd, Path::new("secrets"), "data"));
         assert!(inside_root(cwd, Path::new("anything"), "."));
+    }
+
+    #[test]
+    fn defaults_are_lowered_requests_refused() {
+        use crate::executor::Mode;
+        let tmp = tempfile::tempdir().unwrap();
+        let policy = Policy::parse(
+            "[max]\nfuel = 7\nmemory_bytes = 1024\ntimeout_ms = 1000\noutput_bytes = 2000\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(tmp.path()));
+        ctx.limits.timeout = Some(Duration::from_millis(20_000));
+        ctx.limits.max_output_bytes = Some(512_000);
+        clamp_defaults(&policy, &mut ctx, Requested::default());
+        assert_eq!(ctx.limits.timeout, Some(Duration::from_millis(1000)));
+        assert_eq!(ctx.limits.max_output_bytes, Some(2000));
+        assert_eq!(ctx.sandbox.limits.fuel, 7);
+        assert_eq!(ctx.sandbox.limits.memory_bytes, 1024);
+        assert!(limit_excesses(&policy, &ctx).is_empty());
+
+        ctx.limits.timeout = Some(Duration::from_millis(5000));
+        clamp_defaults(
+            &policy,
+            &mut ctx,
+            Requested {
+                timeout: true,
+                output: false,
+            },
+        );
+        assert_eq!(
+            limit_excesses(&policy, &ctx),
+            ["--timeout-ms 5000 is above the maximum 1000"]
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub fn plan_summary(
         let requires = requirements(&stage.name, ctx);
         let label = format!("stage {} ({})", index + 1, stage.name);
         for effect in sig.side_effects.iter().filter_map(|e| effect_text(e)) {
-            if !(effect == "writes files" && !requires.is_empty()) {
+            if effect != "writes files" || requires.is_empty() {
                 lines.push(format!("{label}: {effect}"));
             }
         }
