@@ -356,6 +356,21 @@ fn pins_refuse_a_changed_step_at_plan_time_and_in_check() {
         "{}",
         r.stdout
     );
+
+    // Locking a pipeline pins only the steps it uses (built-ins are not pinned).
+    let r = env.run(&["lock", "head --n 1 | noop"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(env.run(&["check", "lobster.lock"]).code, 0);
+    let lock = std::fs::read_to_string(env.work_path("lobster.lock")).unwrap();
+    assert_eq!(lock.matches(" = \"").count(), 1, "{lock}");
+    std::fs::write(
+        env.work_path("lobster.lock"),
+        lock.replace("noop\" = \"", "noop\" = \"x"),
+    )
+    .unwrap();
+    let r = env.run(&["check", "lobster.lock"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("must be a blake3 digest"), "{}", r.stdout);
 }
 
 #[test]

@@ -95,3 +95,38 @@ pub fn plan_summary(
         capabilities: lines,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::Mode;
+    use serde_json::json;
+
+    #[test]
+    fn digest_binds_stages_items_and_grants() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(tmp.path()));
+        let text = "approve --prompt x | exec --shell 'echo hi' | head --n 1";
+        let a = plan_summary(text, 1, &[json!(1)], &ctx).unwrap();
+        assert_eq!(a, plan_summary(text, 1, &[json!(1)], &ctx).unwrap());
+        assert_eq!(a.digest.len(), 64);
+        assert_eq!(a.capabilities, ["stage 2 (exec): runs host processes"]);
+        assert_ne!(
+            a.digest,
+            plan_summary(text, 1, &[json!(2)], &ctx).unwrap().digest
+        );
+        let other = "approve --prompt x | exec --shell 'echo bye' | head --n 1";
+        assert_ne!(
+            a.digest,
+            plan_summary(other, 1, &[json!(1)], &ctx).unwrap().digest
+        );
+        ctx.grants = crate::sandbox::Grants::builder()
+            .allow_env("X")
+            .build()
+            .unwrap();
+        assert_ne!(
+            a.digest,
+            plan_summary(text, 1, &[json!(1)], &ctx).unwrap().digest
+        );
+    }
+}
