@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job on a bundled example: triage a folder of sample mail with
-# sandboxed WebAssembly steps, stop at an approval gate with a preview, then
-# resume with --approve yes to apply the labels and moves.
+# The main job on a bundled example: examples/workflows/inbox-triage.lobster
+# triages a folder of sample mail with sandboxed WebAssembly steps, stops at
+# an approval gate with a preview of the plan, then `resume --approve yes`
+# applies the labels and moves.
 #
 # Everything happens in a scratch copy; examples/mail is never modified.
 set -euo pipefail
@@ -9,8 +10,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 echo "==> building lobster and the example steps (first time: a few minutes)" >&2
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
-cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml"
-cargo build --quiet -p lobster --manifest-path "$root/Cargo.toml"
+cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml" \
+  --target-dir "$root/examples/steps/target"
+cargo build --quiet -p lobster --manifest-path "$root/Cargo.toml" --target-dir "$root/target"
 lobster="$root/target/debug/lobster"
 
 work=$(mktemp -d)
@@ -19,11 +21,11 @@ export LOBSTER_STATE_DIR="$work/state"
 export LOBSTER_STEP_PATH="$root/examples/steps/target/wasm32-wasip2/release"
 cd "$work"
 
-pipeline="inbox.list | inbox.categorize | email.triage | approve --preview-from-stdin --limit 3 --prompt 'Label and file these 10 messages?' | inbox.apply --apply --label-from category,triage --move-by category"
+workflow="$root/examples/workflows/inbox-triage.lobster"
 
 echo "==> 1. run (tool mode): the steps may only write to ./mail; the run stops at the gate" >&2
-echo "    lobster run --mode tool --allow-write mail \"$pipeline\"" >&2
-"$lobster" run --mode tool --allow-write mail "$pipeline" | tee "$work/paused.json"
+echo "    lobster run --mode tool --allow-write mail examples/workflows/inbox-triage.lobster" >&2
+"$lobster" run --mode tool --allow-write mail "$workflow" | tee "$work/paused.json"
 token=$(sed -n 's/.*"resumeToken": "\([^"]*\)".*/\1/p' "$work/paused.json")
 [ -n "$token" ] || { echo "demo: the run did not stop at the gate" >&2; exit 1; }
 

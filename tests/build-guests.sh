@@ -6,5 +6,9 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 rustup target add wasm32-wasip2
-cargo build --release --target wasm32-wasip2 --manifest-path "$root/tests/guests/Cargo.toml"
-cargo build --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml"
+# Explicit target dirs: the tests look for the .wasm files there, whatever
+# CARGO_TARGET_DIR says.
+cargo build --release --target wasm32-wasip2 --manifest-path "$root/tests/guests/Cargo.toml" \
+  --target-dir "$root/tests/guests/target"
+cargo build --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml" \
+  --target-dir "$root/examples/steps/target"

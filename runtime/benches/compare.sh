@@ -8,8 +8,8 @@
 #   BENCH_RUNS=5               timed runs per case (after one warm-up)
 #   BENCH_WITH_REFERENCE=      unset: run the reference if it is installed;
 #                              1: install it first if missing (npm); 0: never
-#   BENCH_WASM_WORKFLOW=PATH   a workflow file of 10 wasm steps to time (there is
-#                              no wasm step support to generate one for yet)
+#   BENCH_WASM_WORKFLOW=PATH   a workflow file of 10 wasm steps to time (default:
+#                              generated from tests/guests' noop step when built)
 #   CARGO_TARGET_DIR           as for cargo (default: <repo>/target)
 #
 # Data files (target/bench-data/) are generated once and reused; the reference
@@ -103,6 +103,21 @@ gen_items 1000000 big1m.json
         printf '  - id: s%d\n    run: cat\n    stdin: $s%d.stdout\n' "$i" $((i - 1))
     done
 } >"$data_dir/wf10-shell.lobster"
+
+# 10 wasm steps, each the `noop` test guest over the previous step's JSON
+# (tests/build-guests.sh builds it). BENCH_WASM_WORKFLOW overrides.
+noop_wasm="$repo_root/tests/guests/target/wasm32-wasip2/release/noop.wasm"
+if [[ -z $wasm_workflow && -f $noop_wasm ]]; then
+    {
+        printf 'name: bench-10-wasm-steps\nsteps:\n'
+        printf '  - id: s1\n    uses: %s\n    stdin: [1, 2, 3]\n' "$noop_wasm"
+        for i in 2 3 4 5 6 7 8 9 10; do
+            # shellcheck disable=SC2016 # $sN.json is a workflow step reference
+            printf '  - id: s%d\n    uses: %s\n    stdin: $s%d.json\n' "$i" "$noop_wasm" $((i - 1))
+        done
+    } >"$data_dir/wf10-wasm.lobster"
+    wasm_workflow="$data_dir/wf10-wasm.lobster"
+fi
 
 # ---------------------------------------------------------------- reference
 if [[ $with_ref == 1 && ! -x $ref_bin ]]; then

@@ -12,6 +12,7 @@
 //! - [`dsl`]: pipeline text → stages with spans.
 //! - [`state`]: atomic, durable files and tokens.
 //! - [`value`]: JSON items with JavaScript semantics.
+//! - [`workflow`]: workflow files (steps, gates, durable resume).
 
 pub mod cli;
 pub mod commands;
@@ -26,6 +27,7 @@ pub mod sandbox;
 pub mod schema;
 pub mod state;
 pub mod value;
+pub mod workflow;
 
 pub use error::{Error, Result};
 

@@ -13,3 +13,4 @@ mod limits;
 mod resume;
 mod trust;
 mod wasm;
+mod workflow;

@@ -459,3 +459,47 @@ fn approvals_carry_a_plan_digest_that_resume_verifies() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(env.work_path("applied").exists());
 }
+
+#[test]
+fn untrusted_policy_refuses_workflow_host_steps_before_anything_runs() {
+    let env = Env::new();
+    write(&env, "policy.toml", "trust = \"untrusted\"\n");
+    write(
+        &env,
+        "sub.lobster",
+        "steps:\n  - id: inner\n    run: touch inner\n",
+    );
+    write(
+        &env,
+        "wf.lobster",
+        "name: wf\nsteps:\n  - id: pure\n    pipeline: commands.list | head --n 1\n  - id: shell\n    run: touch ran\n  - id: piped\n    pipeline: exec --shell 'touch piped'\n  - id: nested\n    workflow: sub.lobster\n",
+    );
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--policy",
+        "policy.toml",
+        "--file",
+        "wf.lobster",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = err_message(&r);
+    assert!(msg.starts_with("policy refuses this run: "), "{msg}");
+    assert!(msg.contains("wf.lobster:5:5: step shell runs a host shell command, which the untrusted policy forbids"), "{msg}");
+    assert!(
+        msg.contains("step piped stage 1 (exec) runs host processes"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("step inner runs a host shell command"),
+        "{msg}"
+    );
+    for f in ["ran", "piped", "inner"] {
+        assert!(!env.work_path(f).exists(), "{f} ran");
+    }
+    // Trusted (no policy): the same workflow runs.
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(env.work_path("ran").exists() && env.work_path("inner").exists());
+}

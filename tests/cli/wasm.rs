@@ -171,3 +171,37 @@ fn resume_refuses_a_swapped_component_and_keeps_the_token() {
     let r = env.run(&["resume", "--token", &token, "--approve", "yes"]);
     assert_eq!(r.json()["status"], "ok", "{r:?}");
 }
+
+#[test]
+fn inbox_triage_workflow_pauses_with_the_plan_then_applies() {
+    let env = Env::new();
+    let Some(_) = setup(&env) else { return };
+    let workflow =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/workflows/inbox-triage.lobster");
+    let before = mail_snapshot(&env);
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--allow-write",
+        "mail",
+        workflow.to_str().unwrap(),
+    ]);
+    let v = r.json();
+    assert_eq!(v["status"], "needs_approval", "{r:?}");
+    assert_eq!(
+        v["requiresApproval"]["prompt"],
+        "Label and file these messages?"
+    );
+    let plan = v["requiresApproval"]["items"].as_array().unwrap();
+    assert_eq!(plan.len(), 10);
+    assert!(plan.iter().all(|p| p["applied"] == false), "{plan:?}");
+    assert_eq!(mail_snapshot(&env), before, "the plan step writes nothing");
+
+    let done = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
+    assert_eq!(done.json()["status"], "ok", "{done:?}");
+    assert!(
+        env.work_path("mail/finance/003-invoice.eml").is_file(),
+        "messages were filed"
+    );
+}

@@ -23,6 +23,7 @@ enum Call {
         pipeline: String,
         cwd: Option<String>,
         limits: LimitArgs,
+        args_json: Option<String>,
     },
     Resume {
         request: ResumeRequest,
@@ -60,9 +61,21 @@ pub(super) fn call(argv: &[String]) -> i32 {
             pipeline,
             cwd,
             limits,
+            args_json,
         } => {
-            if let Some(code) = refuse_workflow(&pipeline, &printer) {
-                return code;
+            let run_args = super::run_args::RunArgs {
+                mode: Mode::Tool,
+                file: None,
+                args_json,
+                dry_run: false,
+                limits: limits.clone(),
+                cwd: cwd.clone(),
+                help: false,
+                sandbox: Default::default(),
+                rest: vec![pipeline.clone()],
+            };
+            if let Some(file) = super::workflow_file::workflow_target(&run_args) {
+                return super::workflow_file::run_workflow(&file, &run_args, &mut printer);
             }
             let ctx = match build_context(Mode::Tool, &limits, cwd.as_deref()) {
                 Ok(c) => c,
@@ -82,21 +95,6 @@ pub(super) fn call(argv: &[String]) -> i32 {
             printer.finish(crate::resume::resume(&request, &mut ctx))
         }
     }
-}
-
-fn refuse_workflow(pipeline: &str, printer: &Printer) -> Option<i32> {
-    let args = super::run_args::RunArgs {
-        mode: Mode::Tool,
-        file: None,
-        args_json: None,
-        dry_run: false,
-        limits: LimitArgs::default(),
-        cwd: None,
-        help: false,
-        sandbox: Default::default(),
-        rest: vec![pipeline.to_string()],
-    };
-    super::refuse_workflow_file(&args, printer)
 }
 
 fn parse_call(text: &str) -> Result<Call> {
@@ -135,6 +133,10 @@ fn parse_call(text: &str) -> Result<Call> {
                 pipeline: pipeline.to_string(),
                 cwd,
                 limits,
+                args_json: req
+                    .get("argsJson")
+                    .and_then(Value::as_str)
+                    .map(String::from),
             })
         }
         Some("resume") => {
@@ -160,7 +162,14 @@ fn parse_call(text: &str) -> Result<Call> {
                 }
             };
             Ok(Call::Resume {
-                request: ResumeRequest { target, decision },
+                request: ResumeRequest {
+                    target,
+                    decision,
+                    approver: req
+                        .get("approver")
+                        .and_then(Value::as_str)
+                        .map(String::from),
+                },
                 limits,
             })
         }
@@ -229,7 +238,8 @@ mod tests {
                     timeout_ms: Some(30000),
                     max_stdout_bytes: None,
                     policy: None,
-                }
+                },
+                args_json: None,
             }
         );
         let c =

@@ -51,6 +51,8 @@ pub const RUN_HELP: &str = "lobster run — run a pipeline (or a workflow file)
 
 Usage:
   lobster run [--mode human|tool] [--dry-run] [--timeout-ms N] [--max-stdout-bytes N] [--cwd DIR] '<pipeline>'
+  lobster run [--mode human|tool] [--dry-run] --file <workflow.lobster> [--args-json '{...}']
+  lobster run <workflow.lobster|.yaml|.yml|.json> [--args-json '{...}'] [--dry-run]
   lobster '<pipeline>'
 
 Flags:
@@ -60,6 +62,8 @@ Flags:
   --max-stdout-bytes N    Cap each child's captured output and what Lobster prints (clamped to >= 1024;
                           tool mode default 512000; also LOBSTER_MAX_OUTPUT_BYTES)
   --cwd DIR               Relative working directory that must stay inside the current directory
+  --file PATH             Run a workflow file (docs/WORKFLOWS.md)
+  --args-json J           Workflow args: a JSON object
   --steps DIR             Also look for WebAssembly steps in DIR (repeatable)
   --allow-read DIR[:/G]   Let wasm steps read DIR (at /G); --allow-write the same read-write
   --allow-env NAME        Let wasm steps see the environment variable NAME
@@ -86,6 +90,7 @@ Flags:
   --approve yes|no     Answer an approval gate (alias --decision); no cancels the run
   --response-json J    Answer an input gate with JSON matching its schema
   --cancel             Drop the paused run
+  --approver NAME      Who approves (workflow gates with identity rules; else LOBSTER_APPROVAL_APPROVED_BY)
   --timeout-ms N, --max-stdout-bytes N, --cwd DIR   As for run
 
 A token resumes exactly once. The output is always a tool envelope.
@@ -109,6 +114,7 @@ Request fields:
   approvalId      resume: the short approval id (instead of token)
   approve         resume: true or false (required for approval gates)
   response        resume: the JSON answer to an input gate
+  approver        resume: who approves (workflow gates with identity rules)
 ";
 
 /// `lobster help graph`.

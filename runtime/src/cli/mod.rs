@@ -81,11 +81,18 @@ fn graph(argv: &[String]) -> i32 {
         write_once(help::GRAPH_HELP, "");
         return 0;
     }
-    write_once(
-        "",
-        "Error: lobster graph needs workflow file support, which this build does not have yet\n",
-    );
-    1
+    let printer = Printer {
+        mode: Mode::Human,
+        max_bytes: None,
+        text: None,
+    };
+    match crate::workflow::graph::graph_cli(argv) {
+        Ok(text) => {
+            write_once(&text, "");
+            0
+        }
+        Err(e) => printer.error(&e),
+    }
 }
 
 /// The context of one CLI run: state store from the environment, limits,
@@ -187,8 +194,8 @@ fn run(argv: &[String]) -> i32 {
         write_once(help::RUN_HELP, "");
         return 0;
     }
-    if let Some(code) = refuse_workflow_file(&args, &printer) {
-        return code;
+    if let Some(file) = workflow_file::workflow_target(&args) {
+        return workflow_file::run_workflow(&file, &args, &mut printer);
     }
     let ctx = build_context(mode, &args.limits, args.cwd.as_deref()).and_then(|mut ctx| {
         apply_sandbox_args(&mut ctx, &args.sandbox)?;
@@ -249,30 +256,6 @@ fn dry_run(text: &str, ctx: &Context) -> Result<String> {
     }
     lines.push(String::new());
     Ok(lines.join("\n"))
-}
-
-/// Workflow files arrive with the workflow layer; until then say so clearly.
-fn refuse_workflow_file(args: &run_args::RunArgs, printer: &Printer) -> Option<i32> {
-    let candidate = match (&args.file, args.rest.as_slice()) {
-        (Some(f), _) => f.clone(),
-        (None, [one]) if !one.contains('|') && workflow_file::looks_like_workflow(one) => {
-            one.clone()
-        }
-        _ => return None,
-    };
-    let path = std::path::Path::new(&candidate);
-    let err = if !workflow_file::has_workflow_extension(path) {
-        Error::parse(format!(
-            "Workflow file must end in .lobster, .yaml, .yml or .json: {candidate}"
-        ))
-    } else if !path.is_file() {
-        Error::parse(format!("Workflow file not found: {candidate}"))
-    } else {
-        Error::runtime(format!(
-            "Workflow files are not supported by this build yet: {candidate}"
-        ))
-    };
-    Some(printer.error(&err))
 }
 
 fn resume(argv: &[String]) -> i32 {

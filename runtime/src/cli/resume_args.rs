@@ -29,6 +29,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
     let mut cancel = false;
     let mut limits = LimitArgs::default();
     let mut cwd = None;
+    let mut approver: Option<String> = None;
     let mut i = 0;
     while i < argv.len() {
         let tok = argv[i].as_str();
@@ -65,6 +66,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
                 | "--max-stdout-bytes"
                 | "--cwd"
                 | "--policy"
+                | "--approver"
         );
         if !takes_value {
             i += 1;
@@ -84,6 +86,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
             "--id" => id = Some(value),
             "--approve" | "--decision" => decision = Some(value),
             "--response-json" => response = Some(value),
+            "--approver" => approver = Some(value),
             "--timeout-ms" => limits.timeout_ms = Some(parse_count("--timeout-ms", &value)?),
             "--max-stdout-bytes" => {
                 limits.max_stdout_bytes = Some(parse_count("--max-stdout-bytes", &value)?)
@@ -128,7 +131,11 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
         }
     };
     Ok(ResumeArgs {
-        request: ResumeRequest { target, decision },
+        request: ResumeRequest {
+            target,
+            decision,
+            approver: approver.filter(|a| !a.trim().is_empty()),
+        },
         limits,
         cwd,
     })

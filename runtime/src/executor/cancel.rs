@@ -4,7 +4,7 @@
 use crate::error::Error;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
 /// Why a run was cancelled.
@@ -36,6 +36,7 @@ struct Inner {
     reason: Mutex<Option<CancelReason>>,
     fired_cv: Condvar,
     groups: Mutex<BTreeSet<i32>>,
+    children: Mutex<Vec<Weak<Inner>>>,
 }
 
 impl Cancel {
@@ -71,6 +72,10 @@ impl Cancel {
             self.0.fired.store(true, Ordering::SeqCst);
             self.0.fired_cv.notify_all();
         }
+        let children: Vec<_> = self.0.children.lock().unwrap().drain(..).collect();
+        for child in children.iter().filter_map(Weak::upgrade) {
+            Cancel(child).trigger(reason);
+        }
         match reason {
             CancelReason::Timeout => self.kill_groups(libc::SIGKILL),
             CancelReason::Signal { .. } => {
@@ -82,6 +87,22 @@ impl Cancel {
                 });
             }
         }
+    }
+
+    /// A handle that is cancelled with this one, and can also be cancelled
+    /// on its own (a workflow step's `timeout_ms`, a losing parallel branch)
+    /// without cancelling this one.
+    pub fn child(&self) -> Cancel {
+        let child = Cancel::default();
+        {
+            let mut children = self.0.children.lock().unwrap();
+            children.retain(|w| w.strong_count() > 0);
+            children.push(Arc::downgrade(&child.0));
+        }
+        if let Some(reason) = self.reason() {
+            child.trigger(reason);
+        }
+        child
     }
 
     /// Block until the run is cancelled; returns the reason.

@@ -104,6 +104,14 @@ pub fn policy_excesses(
             }
         }
     }
+    out.extend(run_excesses(policy, ctx));
+    out
+}
+
+/// Run-wide excesses: grants outside the allowed roots and env names, and
+/// limits above the maxima.
+pub fn run_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
+    let mut out = Vec::new();
     if let Some(roots) = policy.allowed_roots() {
         for d in &ctx.grants.dirs {
             if !roots.iter().any(|r| inside_root(&ctx.cwd, &d.host, r)) {

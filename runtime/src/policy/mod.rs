@@ -9,6 +9,7 @@
 //! - [`lock`]: `lobster.lock` (step name → blake3 digest) and pin checks.
 //! - [`bundle`]: step bundles (component + manifest) and their verification.
 //! - [`plan_digest`]: the digest an approval is bound to.
+//! - [`workflow`]: the same policy over workflow files (host `run:` steps).
 
 #![deny(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod file;
 pub mod finding;
 pub mod lock;
 pub mod plan_digest;
+pub mod workflow;
 
 pub use enforce::{check_plan, clamp_defaults};
 pub use file::{Maxima, Policy, Trust};

@@ -27,4 +27,7 @@ pub enum Decision {
 pub struct ResumeRequest {
     pub target: ResumeTarget,
     pub decision: Decision,
+    /// Who approves (`--approver NAME`); workflow gates with identity rules
+    /// check it (else `LOBSTER_APPROVAL_APPROVED_BY`).
+    pub approver: Option<String>,
 }

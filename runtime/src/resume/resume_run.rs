@@ -23,14 +23,14 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
         ResumeTarget::Token(t) => {
             let r = token::decode(store, t)?;
             if r.kind == TokenKind::Workflow {
-                return Err(Error::runtime("Workflow resume state not found"));
+                return crate::workflow::resume::resume(&r.state_key, request, ctx);
             }
             r.state_key
         }
         ResumeTarget::ApprovalId(raw) => {
             let (_, key) = approval_id::lookup(store, raw)?;
             if TokenKind::of_state_key(&key) == TokenKind::Workflow {
-                return Err(Error::runtime("Workflow resume state not found"));
+                return crate::workflow::resume::resume(&key, request, ctx);
             }
             key
         }

@@ -1,0 +1,251 @@
+//! Reading a workflow file: YAML (`.lobster`, `.yaml`, `.yml`) or JSON
+//! (`.json`) into a JSON value, plus the line and column of every node and
+//! every mapping key, so validation can say `<file>:<line>:<col>: <message>`.
+
+use crate::error::{Error, Result};
+use saphyr::{LoadableYamlNode, MarkedYamlOwned, ScalarOwned, YamlDataOwned};
+use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A 1-based line and column in the source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: usize,
+    pub col: usize,
+}
+
+/// One workflow file as read from disk.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The path as given (for messages).
+    pub shown: String,
+    /// The canonical absolute path.
+    pub path: PathBuf,
+    /// blake3 of the file's bytes, hex.
+    pub digest: String,
+}
+
+/// The parsed document with positions keyed by JSON pointer
+/// (`/steps/0/run`): `values` for nodes, `keys` for the key that names them.
+#[derive(Debug, Clone, Default)]
+pub struct Doc {
+    pub value: Value,
+    pub values: HashMap<String, Pos>,
+    pub keys: HashMap<String, Pos>,
+}
+
+impl Doc {
+    /// Where the key of `pointer` is written, else its value, else the
+    /// nearest enclosing node.
+    pub fn key_pos(&self, pointer: &str) -> Pos {
+        self.keys
+            .get(pointer)
+            .copied()
+            .unwrap_or_else(|| self.value_pos(pointer))
+    }
+
+    /// Where the node at `pointer` (or its nearest ancestor) starts.
+    pub fn value_pos(&self, pointer: &str) -> Pos {
+        let mut p = pointer.to_string();
+        loop {
+            if let Some(pos) = self.values.get(&p) {
+                return *pos;
+            }
+            match p.rfind('/') {
+                Some(i) => p.truncate(i),
+                None => return Pos { line: 1, col: 1 },
+            }
+        }
+    }
+}
+
+/// Escape one JSON pointer segment.
+pub fn seg(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// Read, hash and parse `path` (`shown` is how messages name it).
+pub fn load(path: &Path) -> Result<(Source, Doc)> {
+    let shown = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok())
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    if !crate::cli::workflow_file::has_workflow_extension(path) {
+        return Err(Error::parse(format!(
+            "Workflow file must end in .lobster, .yaml, .yml or .json: {shown}"
+        )));
+    }
+    if !path.is_file() {
+        return Err(Error::parse(format!("Workflow file not found: {shown}")));
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::runtime(format!("cannot read workflow file {shown}: {e}")))?;
+    let digest = blake3::hash(&bytes).to_hex().to_string();
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::parse(format!("{shown}: workflow file is not valid UTF-8")))?;
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let is_json = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let doc = parse_text(&text, is_json, &shown)?;
+    Ok((
+        Source {
+            shown,
+            path: canonical,
+            digest,
+        },
+        doc,
+    ))
+}
+
+/// Parse file text (JSON strictly when `is_json`, else YAML 1.2).
+pub fn parse_text(text: &str, is_json: bool, shown: &str) -> Result<Doc> {
+    let mut doc = Doc::default();
+    if is_json {
+        doc.value = serde_json::from_str(text).map_err(|e| {
+            Error::parse(format!(
+                "{shown}:{}:{}: invalid JSON: {e}",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        // Positions are best effort for JSON (it is YAML too).
+        if let Ok(nodes) = MarkedYamlOwned::load_from_str(text) {
+            if let Some(root) = nodes.first() {
+                let mut scratch = Doc::default();
+                if convert(root, "", &mut scratch, shown).is_ok() {
+                    doc.values = scratch.values;
+                    doc.keys = scratch.keys;
+                }
+            }
+        }
+    } else {
+        let nodes = MarkedYamlOwned::load_from_str(text).map_err(|e| {
+            let m = e.marker();
+            Error::parse(format!(
+                "{shown}:{}:{}: invalid YAML: {}",
+                m.line(),
+                m.col() + 1,
+                e.info()
+            ))
+        })?;
+        match nodes.first() {
+            Some(root) => doc.value = convert(root, "", &mut doc, shown)?,
+            None => doc.value = Value::Null,
+        }
+    }
+    if !doc.value.is_object() {
+        return Err(Error::parse(format!(
+            "{shown}:1:1: Workflow file must be a JSON/YAML object"
+        )));
+    }
+    Ok(doc)
+}
+
+fn pos_of(node: &MarkedYamlOwned) -> Pos {
+    Pos {
+        line: node.span.start.line(),
+        col: node.span.start.col() + 1,
+    }
+}
+
+fn convert(node: &MarkedYamlOwned, pointer: &str, doc: &mut Doc, shown: &str) -> Result<Value> {
+    doc.values.insert(pointer.to_string(), pos_of(node));
+    let at = |msg: &str| {
+        let p = pos_of(node);
+        Error::parse(format!("{shown}:{}:{}: {msg}", p.line, p.col))
+    };
+    Ok(match &node.data {
+        YamlDataOwned::Value(s) => scalar(s).ok_or_else(|| at("numbers must be finite"))?,
+        YamlDataOwned::Representation(text, _, _) => Value::String(text.clone()),
+        YamlDataOwned::Sequence(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, n)| convert(n, &format!("{pointer}/{i}"), doc, shown))
+                .collect::<Result<_>>()?,
+        ),
+        YamlDataOwned::Mapping(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                let key = match &k.data {
+                    YamlDataOwned::Value(ScalarOwned::String(s)) => s.clone(),
+                    YamlDataOwned::Value(s) => match scalar(s) {
+                        Some(Value::String(s)) => s,
+                        Some(Value::Null) => "null".into(),
+                        Some(other) => crate::value::js_to_string(Some(&other)),
+                        None => return Err(at("mapping keys must be scalars")),
+                    },
+                    _ => {
+                        let p = pos_of(k);
+                        return Err(Error::parse(format!(
+                            "{shown}:{}:{}: mapping keys must be scalars",
+                            p.line, p.col
+                        )));
+                    }
+                };
+                let child = format!("{pointer}/{}", seg(&key));
+                doc.keys.insert(child.clone(), pos_of(k));
+                let value = convert(v, &child, doc, shown)?;
+                out.insert(key, value);
+            }
+            Value::Object(out)
+        }
+        YamlDataOwned::Tagged(_, inner) => convert(inner, pointer, doc, shown)?,
+        YamlDataOwned::Alias(_) => return Err(at("YAML aliases are not supported here")),
+        YamlDataOwned::BadValue => return Err(at("invalid YAML value")),
+    })
+}
+
+fn scalar(s: &ScalarOwned) -> Option<Value> {
+    Some(match s {
+        ScalarOwned::Null => Value::Null,
+        ScalarOwned::Boolean(b) => Value::Bool(*b),
+        ScalarOwned::Integer(i) => Value::Number((*i).into()),
+        ScalarOwned::FloatingPoint(f) => Value::Number(Number::from_f64(f.into_inner())?),
+        ScalarOwned::String(s) => Value::String(s.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn yaml_values_and_positions() {
+        let text = "name: demo\nsteps:\n  - id: a\n    run: echo hi\n    timeout_ms: 5\n";
+        let doc = parse_text(text, false, "wf.lobster").unwrap();
+        assert_eq!(
+            doc.value,
+            json!({"name":"demo","steps":[{"id":"a","run":"echo hi","timeout_ms":5}]})
+        );
+        assert_eq!(doc.key_pos("/steps/0/run"), Pos { line: 4, col: 5 });
+        assert_eq!(doc.value_pos("/steps/0/run"), Pos { line: 4, col: 10 });
+        assert_eq!(doc.value_pos("/steps/0/nothing"), Pos { line: 3, col: 5 });
+    }
+
+    #[test]
+    fn json_positions_and_errors() {
+        let doc = parse_text(
+            "{\n  \"steps\": [\n    {\"id\": \"a\"}\n  ]\n}",
+            true,
+            "w.json",
+        )
+        .unwrap();
+        assert_eq!(doc.key_pos("/steps/0/id").line, 3);
+        let e = parse_text("{\"steps\": [}", true, "w.json").unwrap_err();
+        assert!(e.to_string().starts_with("w.json:1:"), "{e}");
+        let e = parse_text("- a\n- b\n", false, "w.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "w.yaml:1:1: Workflow file must be a JSON/YAML object"
+        );
+        let e = parse_text("a: [1,\n", false, "w.yaml").unwrap_err();
+        assert!(e.to_string().starts_with("w.yaml:"), "{e}");
+    }
+}

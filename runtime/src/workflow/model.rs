@@ -1,0 +1,229 @@
+//! The typed form of a workflow file, produced by [`super::validate`].
+
+use super::condition::Condition;
+use super::load::{Pos, Source};
+use crate::value::Item;
+use serde_json::Map;
+
+/// A validated workflow file.
+#[derive(Debug, Clone)]
+pub struct Workflow {
+    pub source: Source,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub args: Vec<ArgDef>,
+    /// Workflow-wide environment (values are templates).
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+/// The declared type of an arg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgType {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Object,
+    Array,
+}
+
+impl ArgType {
+    /// Parse a `type:` value.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "string" => ArgType::String,
+            "number" => ArgType::Number,
+            "integer" => ArgType::Integer,
+            "boolean" => ArgType::Boolean,
+            "object" => ArgType::Object,
+            "array" => ArgType::Array,
+            _ => return None,
+        })
+    }
+
+    /// The name as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArgType::String => "string",
+            ArgType::Number => "number",
+            ArgType::Integer => "integer",
+            ArgType::Boolean => "boolean",
+            ArgType::Object => "object",
+            ArgType::Array => "array",
+        }
+    }
+
+    /// Whether `v` has this type.
+    pub fn accepts(self, v: &Item) -> bool {
+        match self {
+            ArgType::String => v.is_string(),
+            ArgType::Number => v.is_number(),
+            ArgType::Integer => v
+                .as_f64()
+                .is_some_and(|f| f.fract() == 0.0 && f.is_finite()),
+            ArgType::Boolean => v.is_boolean(),
+            ArgType::Object => v.is_object(),
+            ArgType::Array => v.is_array(),
+        }
+    }
+}
+
+/// One declared arg.
+#[derive(Debug, Clone)]
+pub struct ArgDef {
+    pub name: String,
+    pub default: Option<Item>,
+    pub ty: Option<ArgType>,
+    pub required: bool,
+    pub description: Option<String>,
+}
+
+/// What a step does when it runs.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// Only a gate (approval or input).
+    None,
+    /// `run`/`command`: a host shell line.
+    Shell(String),
+    /// `pipeline`: Lobster DSL, run in-process.
+    Pipeline(String),
+    /// `uses`/`with`: a WebAssembly component.
+    Wasm {
+        uses: String,
+        with: Item,
+        pos: Pos,
+    },
+    /// `workflow`/`workflow_args`: a sub-workflow.
+    Workflow {
+        path: String,
+        args: Map<String, Item>,
+        pos: Pos,
+    },
+    Parallel(Parallel),
+    ForEach(ForEach),
+}
+
+impl Action {
+    /// The dry-run/graph label: shell, pipeline, workflow, …
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::None => "no-op",
+            Action::Shell(_) => "shell",
+            Action::Pipeline(_) => "pipeline",
+            Action::Wasm { .. } => "wasm",
+            Action::Workflow { .. } => "workflow",
+            Action::Parallel(_) => "parallel",
+            Action::ForEach(_) => "for_each",
+        }
+    }
+}
+
+/// `on_error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    Stop,
+    Continue,
+    SkipRest,
+}
+
+impl OnError {
+    /// The name as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnError::Stop => "stop",
+            OnError::Continue => "continue",
+            OnError::SkipRest => "skip_rest",
+        }
+    }
+}
+
+/// `retry`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retry {
+    /// Total attempts (≥ 1).
+    pub max: u32,
+    pub exponential: bool,
+    pub delay_ms: u64,
+    pub max_delay_ms: u64,
+    pub jitter: bool,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            max: 1,
+            exponential: false,
+            delay_ms: 1000,
+            max_delay_ms: 30000,
+            jitter: false,
+        }
+    }
+}
+
+/// `approval`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Approval {
+    pub prompt: Option<String>,
+    pub items: Option<Vec<Item>>,
+    pub preview: Option<String>,
+    pub initiated_by: Option<String>,
+    pub required_approver: Option<String>,
+    pub require_different_approver: Option<bool>,
+}
+
+/// `input`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputSpec {
+    pub prompt: String,
+    pub schema: Item,
+    pub defaults: Option<Item>,
+}
+
+/// `parallel`.
+#[derive(Debug, Clone)]
+pub struct Parallel {
+    pub wait_any: bool,
+    pub timeout_ms: Option<u64>,
+    pub branches: Vec<Branch>,
+}
+
+/// One parallel branch (or one `for_each` sub-step).
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub id: String,
+    pub action: Action,
+    pub when: Option<Condition>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    pub stdin: Option<Item>,
+}
+
+/// `for_each`.
+#[derive(Debug, Clone)]
+pub struct ForEach {
+    pub expr: String,
+    pub item_var: String,
+    pub index_var: String,
+    pub batch_size: u64,
+    pub pause_ms: u64,
+    pub steps: Vec<Branch>,
+}
+
+/// One top-level step.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub id: String,
+    pub pos: Pos,
+    pub action: Action,
+    pub stdin: Option<Item>,
+    pub approval: Option<Approval>,
+    pub input: Option<InputSpec>,
+    pub when: Option<Condition>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    pub retry: Retry,
+    pub timeout_ms: Option<u64>,
+    pub on_error: OnError,
+}

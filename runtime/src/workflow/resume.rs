@@ -1,0 +1,216 @@
+//! Resuming a paused workflow.
+//!
+//! Everything that can reject a resume is checked before the state is
+//! claimed (so a rejected resume leaves the token usable): the decision
+//! kind, the approver's identity, the input response's schema, the args
+//! digest, and the blake3 digest of every file the run depends on — a
+//! workflow file, sub-workflow or component edited since the pause refuses
+//! the resume (the reference silently ran the edited file, spec §4.2 item 15).
+
+use super::gate::InputGate;
+use super::run::{Runner, Stop};
+use super::state::{finish, WorkflowState};
+use super::steps::pipeline::{Piped, PipelinePause};
+use crate::envelope::Envelope;
+use crate::error::{Error, Result};
+use crate::executor::Context;
+use crate::resume::approval_id;
+use crate::resume::claim::claim;
+use crate::resume::saved::HaltType;
+use crate::resume::{Decision, Paused, ResumeRequest};
+use std::path::{Path, PathBuf};
+
+fn not_found() -> Error {
+    Error::runtime("Workflow resume state not found")
+        .with_hint("the run was already resumed or cancelled, or its state was removed")
+}
+
+/// Resume the workflow paused under `state_key`.
+pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result<Paused> {
+    let store = &ctx.state;
+    if request.decision == Decision::Cancel {
+        let claimed = claim(store, state_key)?.ok_or_else(|| {
+            Error::runtime("Resume state not found")
+                .with_hint("the run was already resumed or cancelled, or its state was removed")
+        })?;
+        if let Ok(state) = WorkflowState::from_json(claimed.state.clone()) {
+            if let Some(id) = &state.approval_id {
+                approval_id::remove(store, id);
+            }
+        }
+        return Ok(cancelled());
+    }
+    let state = WorkflowState::from_json(store.get(state_key)?.ok_or_else(not_found)?)?;
+    let restored = restore(ctx, &state);
+    let ctx = &restored;
+    let approver = request
+        .approver
+        .clone()
+        .or_else(|| ctx.env.get("LOBSTER_APPROVAL_APPROVED_BY").cloned())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    match (&state.halt_type, &request.decision) {
+        (HaltType::Approval, Decision::Respond(_)) => {
+            return Err(Error::parse(
+                "Workflow resume requires --approve yes|no for approval requests",
+            ))
+        }
+        (HaltType::Input, Decision::Approve(_)) => {
+            return Err(Error::parse(
+                "Workflow resume requires --response-json for input requests",
+            ))
+        }
+        (HaltType::Approval, Decision::Approve(true)) => {
+            super::gate::check_identity(&state.step_id, &state.identity(), approver.as_deref())?;
+        }
+        (HaltType::Input, Decision::Respond(response)) => {
+            let schema = state
+                .input_schema
+                .clone()
+                .unwrap_or(serde_json::Value::Bool(true));
+            super::gate::validate_response(&state.step_id, &schema, response)?;
+        }
+        _ => {}
+    }
+    let (wf, files) = verify(&state, ctx)?;
+
+    // From here on the token is spent, whatever happens.
+    let claimed = claim(store, state_key)?.ok_or_else(not_found)?;
+    let claimed_state = WorkflowState::from_json(claimed.state.clone())?;
+    if claimed_state != state {
+        return Err(Error::runtime(
+            "Workflow resume state changed while resuming; resume refused",
+        ));
+    }
+    if let Some(id) = &state.approval_id {
+        approval_id::remove(store, id);
+    }
+    if request.decision == Decision::Approve(false) {
+        return Ok(cancelled());
+    }
+    let mut runner = Runner::new(wf, state.args.clone(), ctx);
+    runner.files = files;
+    runner.results = state.steps.clone();
+    runner.last = state.last_step_id.clone();
+    let index = state.resume_at_index - 1;
+    let early = match (&request.decision, &state.pipeline) {
+        (Decision::Respond(response), Some(p)) => {
+            // An `ask` stage inside the step's pipeline: continue it.
+            let step = runner.wf.steps[index].clone();
+            let pause = PipelinePause {
+                text: p.text.clone(),
+                next_stage: p.next_stage,
+                gate: InputGate {
+                    prompt: state.prompt.clone(),
+                    schema: state
+                        .input_schema
+                        .clone()
+                        .unwrap_or(serde_json::Value::Bool(true)),
+                    defaults: None,
+                    subject: state.input_subject.clone(),
+                },
+            };
+            match runner.continue_pipeline(&step, &pause, response.clone()) {
+                Ok(Piped::Asked(next)) => Some(Stop::PipelineInput { index, pause: next }),
+                Ok(Piped::Done(r)) => runner.complete(index, &step, Ok(r))?,
+                Err(e) => runner.complete(index, &step, Err(e))?,
+            }
+        }
+        (Decision::Respond(response), None) => {
+            runner.record_input(
+                &state.step_id,
+                state.input_subject.clone(),
+                response.clone(),
+            );
+            None
+        }
+        _ => {
+            runner.record_approval(&state.step_id, true, approver.as_deref());
+            None
+        }
+    };
+    let stop = match early {
+        Some(stop) => stop,
+        None => runner.run_from(state.resume_at_index)?,
+    };
+    let finished = finish(&runner, stop)?;
+    drop(claimed);
+    Ok(finished)
+}
+
+/// Run where and as the paused run did: its working directory, its grants
+/// (clock and seed included) and its step path.
+fn restore(ctx: &Context, state: &WorkflowState) -> Context {
+    let cwd = state.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir());
+    let mut out = super::run::derive(ctx, None, cwd, None);
+    out.grants = state.grants.clone();
+    if !state.step_dirs.is_empty() {
+        let dirs = state.step_dirs.iter().map(PathBuf::from).collect();
+        let resolver = crate::sandbox::StepResolver::new(
+            crate::sandbox::StepPath::new(dirs),
+            crate::sandbox::ArtifactCache::in_state_dir(ctx.state.dir()),
+        );
+        out.registry =
+            std::sync::Arc::new(crate::commands::Registry::builtin().with_steps(resolver));
+    }
+    out
+}
+
+fn cancelled() -> Paused {
+    Paused {
+        envelope: Envelope::cancelled(),
+        rendered: None,
+    }
+}
+
+/// Reload the workflow and check that nothing it depends on changed.
+fn verify(
+    state: &WorkflowState,
+    ctx: &Context,
+) -> Result<(
+    std::sync::Arc<super::model::Workflow>,
+    super::run::FileDigests,
+)> {
+    let refused = |what: &str| {
+        Error::runtime(format!(
+            "Workflow resume refused: {what} changed since the run paused"
+        ))
+        .with_hint(
+            "the paused run approved a different file; start a new run to use the edited one",
+        )
+    };
+    if super::args::digest(&state.args) != state.args_digest {
+        return Err(refused("the workflow args"));
+    }
+    for f in &state.files {
+        let now = std::fs::read(&f.path)
+            .map(|b| blake3::hash(&b).to_hex().to_string())
+            .unwrap_or_default();
+        if now != f.digest {
+            return Err(refused(&f.path));
+        }
+    }
+    let (wf, _) = super::load_plan(Path::new(&state.file_path), Some(&ctx.registry))
+        .map_err(|_| refused(&state.file_path))?;
+    crate::policy::workflow::check_workflow(&wf, ctx)?;
+    if wf.source.digest
+        != state
+            .files
+            .first()
+            .map(|f| f.digest.clone())
+            .unwrap_or_default()
+    {
+        return Err(refused(&state.file_path));
+    }
+    super::steps::wasm::prepare(&wf, ctx)?;
+    let idx = state.resume_at_index;
+    if idx == 0 || idx > wf.steps.len() || wf.steps[idx - 1].id != state.step_id {
+        return Err(Error::runtime("Invalid workflow resume state"));
+    }
+    let files = state
+        .files
+        .iter()
+        .map(|f| (PathBuf::from(&f.path), f.digest.clone()))
+        .collect();
+    Ok((wf, files))
+}

@@ -1,0 +1,62 @@
+//! The kinds of step actions, one file each.
+
+pub mod compose;
+pub mod for_each;
+pub mod parallel;
+pub mod pipeline;
+pub mod shell;
+pub mod wasm;
+
+use crate::value::{to_js_json, Item};
+use serde_json::{json, Map};
+
+/// The result of a gate-only step: its `stdin`, as `stdout` (strings) and
+/// `json` (parsed strings, other values as they are).
+pub fn synthesize(id: &str, stdin: Option<Item>) -> Item {
+    let mut r = Map::new();
+    r.insert("id".into(), json!(id));
+    match stdin {
+        None | Some(Item::Null) => {}
+        Some(Item::String(s)) => {
+            if let Ok(j) = serde_json::from_str::<Item>(s.trim()) {
+                r.insert("json".into(), j);
+            }
+            r.insert("stdout".into(), Item::String(s));
+        }
+        Some(other) => {
+            r.insert("stdout".into(), Item::String(to_js_json(&other)));
+            r.insert("json".into(), other);
+        }
+    }
+    Item::Object(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthesized_results() {
+        assert_eq!(synthesize("a", None), json!({"id": "a"}));
+        assert_eq!(
+            synthesize("a", Some(json!("[1]\n"))),
+            json!({"id": "a", "json": [1], "stdout": "[1]\n"})
+        );
+        assert_eq!(
+            synthesize("a", Some(json!({"k": 1}))),
+            json!({"id": "a", "stdout": "{\"k\":1}", "json": {"k": 1}})
+        );
+        assert_eq!(
+            pipeline::result("p", vec![json!("x"), json!("y")], None),
+            json!({"id": "p", "stdout": "x\ny", "json": ["x", "y"]})
+        );
+        assert_eq!(
+            pipeline::result("p", vec![], Some("[1]\n".into())),
+            json!({"id": "p", "stdout": "[1]\n", "json": [1]})
+        );
+        assert_eq!(
+            compose::resolve_path(std::path::Path::new("/w/a.lobster"), "sub/b.lobster"),
+            std::path::PathBuf::from("/w/sub/b.lobster")
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! `pipeline:` steps: Lobster DSL run in-process by the executor.
+//!
+//! Substituted values are quoted as single DSL tokens (see
+//! [`crate::workflow::template`]); the step's `stdin` becomes the input
+//! items (an array is spread, `null` means none).
+
+use crate::error::{Error, Result};
+use crate::executor::{run_pipeline, Context, Mode, Outcome};
+use crate::value::{to_js_json, Item};
+use crate::workflow::gate::InputGate;
+use crate::workflow::run::derive;
+use crate::workflow::template::{render, Scope, Style};
+use serde_json::{json, Map};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// How a top-level pipeline step ended.
+#[derive(Debug)]
+pub enum Piped {
+    /// `{id, stdout, json?}`.
+    Done(Item),
+    /// A stage (`ask`) asks for input; the pipeline continues after it.
+    Asked(PipelinePause),
+}
+
+/// A pipeline step waiting for input at stage `next_stage - 1`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelinePause {
+    /// The rendered pipeline text.
+    pub text: String,
+    /// The stage that receives the response as its only input item.
+    pub next_stage: usize,
+    pub gate: InputGate,
+}
+
+/// Run pipeline `text` for step `id` where input suspensions are not
+/// supported (parallel branches, `for_each` sub-steps).
+pub fn run(
+    id: &str,
+    text: &str,
+    stdin: Option<Item>,
+    env: BTreeMap<String, String>,
+    cwd: PathBuf,
+    scope: &dyn Scope,
+    ctx: &Context,
+) -> Result<Item> {
+    match run_step(id, text, stdin, env, cwd, scope, ctx)? {
+        Piped::Done(r) => Ok(r),
+        Piped::Asked(p) => Err(Error::runtime(format!(
+            "Workflow step {id} halted before completion at pipeline stage {}. Input requests are not supported in this pipeline context.",
+            stage_name(&p.text, p.next_stage - 1)
+        ))),
+    }
+}
+
+fn stage_name(text: &str, stage: usize) -> String {
+    crate::dsl::parse(text)
+        .ok()
+        .and_then(|p| p.stages.get(stage).map(|s| s.name.clone()))
+        .unwrap_or_default()
+}
+
+/// Run pipeline `text` for top-level step `id`; an `ask` stage pauses it.
+pub fn run_step(
+    id: &str,
+    text: &str,
+    stdin: Option<Item>,
+    env: BTreeMap<String, String>,
+    cwd: PathBuf,
+    scope: &dyn Scope,
+    ctx: &Context,
+) -> Result<Piped> {
+    let rendered = render(text, scope, Style::Dsl, None).text;
+    let input = match stdin {
+        None | Some(Item::Null) => Vec::new(),
+        Some(Item::Array(a)) => a,
+        Some(other) => vec![other],
+    };
+    continue_from(id, &rendered, 0, input, env, cwd, ctx)
+}
+
+/// Run the rendered pipeline `text` from `stage` with `input`.
+pub fn continue_from(
+    id: &str,
+    text: &str,
+    stage: usize,
+    input: Vec<Item>,
+    env: BTreeMap<String, String>,
+    cwd: PathBuf,
+    ctx: &Context,
+) -> Result<Piped> {
+    let pipeline = crate::dsl::parse(text)
+        .map_err(|e| e.context(&format!("Workflow step {id} pipeline: ")))?;
+    let mut sub = derive(ctx, Some(env), Some(cwd), None);
+    sub.mode = Mode::Human;
+    sub.interactive = false;
+    match run_pipeline(&pipeline, stage, input, &sub)? {
+        Outcome::Completed { items, rendered } => Ok(Piped::Done(result(id, items, rendered))),
+        Outcome::Halted { stage, halt, .. } => {
+            let name = &pipeline.stages[stage].name;
+            match halt {
+                crate::commands::Halt::Approval { .. } => Err(Error::runtime(format!(
+                    "Workflow step {id} halted for approval inside pipeline stage {name}. Use a separate approval step in the workflow file."
+                ))),
+                crate::commands::Halt::Input {
+                    prompt,
+                    schema,
+                    subject,
+                    ..
+                } => Ok(Piped::Asked(PipelinePause {
+                    text: text.to_string(),
+                    next_stage: stage + 1,
+                    gate: InputGate {
+                        prompt,
+                        schema,
+                        defaults: None,
+                        subject,
+                    },
+                })),
+            }
+        }
+    }
+}
+
+/// `stdout`: rendered text, else strings joined by newlines, else the JSON
+/// of the single item or of the array; `json`: the single item or the array
+/// (or the parsed rendering when nothing else came out).
+pub fn result(id: &str, items: Vec<Item>, rendered: Option<String>) -> Item {
+    let mut r = Map::new();
+    r.insert("id".into(), json!(id));
+    let stdout = match &rendered {
+        Some(t) => t.clone(),
+        None if items.iter().all(Item::is_string) => items
+            .iter()
+            .filter_map(Item::as_str)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None if items.len() == 1 => to_js_json(&items[0]),
+        None => to_js_json(&Item::Array(items.clone())),
+    };
+    r.insert("stdout".into(), Item::String(stdout));
+    let j = match (items.len(), rendered) {
+        (0, Some(t)) => serde_json::from_str(t.trim()).ok(),
+        (1, _) => items.into_iter().next(),
+        _ => Some(Item::Array(items)),
+    };
+    if let Some(j) = j {
+        r.insert("json".into(), j);
+    }
+    Item::Object(r)
+}

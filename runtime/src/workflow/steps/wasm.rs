@@ -1,0 +1,168 @@
+//! `uses:`/`with:` steps: a WebAssembly component (path relative to the
+//! workflow file) run in the sandbox with the run's grants and limits.
+//! `with` becomes the step's flags (`--key=value`; `true` is a bare flag,
+//! `false` and `null` are left out; strings are templates, other values
+//! JSON); `stdin` becomes its input items.
+
+use crate::commands::{collect, stream_of, Command, Output};
+use crate::dsl::{Args, FlagValue};
+use crate::error::{Error, Result};
+use crate::executor::Context;
+use crate::sandbox::{load_file, ArtifactCache, WasmStep};
+use crate::value::{to_js_json, Item};
+use crate::workflow::model::{Action, Workflow};
+use crate::workflow::template::{render, Scope, Style};
+use std::path::Path;
+
+/// Load (compile or fetch from the cache) the component of a `uses:` step.
+pub fn load(
+    workflow_path: &Path,
+    step_id: &str,
+    uses: &str,
+    ctx: &Context,
+) -> Result<&'static WasmStep> {
+    let full = super::compose::resolve_path(workflow_path, uses);
+    if !full.is_file() {
+        return Err(Error::runtime(format!(
+            "Workflow step {step_id} component not found: {}",
+            full.display()
+        )));
+    }
+    let component = load_file(&full, &ArtifactCache::in_state_dir(ctx.state.dir()))
+        .map_err(|e| Error::from(e).context(&format!("Workflow step {step_id}: ")))?;
+    let name = component
+        .meta()
+        .map(|m| m.name.clone())
+        .unwrap_or_else(|| step_id.to_string());
+    Ok(WasmStep::intern(&name, full, component))
+}
+
+/// The pipeline texts of a step (its own, its branches', its sub-steps').
+fn pipelines(action: &Action) -> Vec<&str> {
+    match action {
+        Action::Pipeline(t) => vec![t.as_str()],
+        Action::Parallel(p) => p
+            .branches
+            .iter()
+            .flat_map(|b| pipelines(&b.action))
+            .collect(),
+        Action::ForEach(f) => f.steps.iter().flat_map(|b| pipelines(&b.action)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Before anything runs: every literal `uses:` component loads, and every
+/// WebAssembly step (`uses:` or a pipeline stage) is granted what it
+/// describes needing.
+pub fn prepare(wf: &Workflow, ctx: &Context) -> Result<()> {
+    for step in &wf.steps {
+        for text in pipelines(&step.action) {
+            if text.contains('$') {
+                continue;
+            }
+            let Ok(p) = crate::dsl::parse(text) else {
+                continue;
+            };
+            for stage in &p.stages {
+                if let Some(cmd) = ctx.registry.resolve(&stage.name)? {
+                    if cmd.digest().is_some() {
+                        cmd.preflight(&stage.args, ctx).map_err(|e| {
+                            Error::parse(format!(
+                                "{}:{}:{}: Workflow step {}: {e}",
+                                wf.source.shown, step.pos.line, step.pos.col, step.id
+                            ))
+                        })?;
+                    }
+                }
+            }
+        }
+        if let Action::Wasm { uses, pos, .. } = &step.action {
+            if uses.contains('$') {
+                continue;
+            }
+            let at = |e: Error| {
+                Error::parse(format!("{}:{}:{}: {e}", wf.source.shown, pos.line, pos.col))
+            };
+            let cmd = load(&wf.source.path, &step.id, uses, ctx).map_err(at)?;
+            cmd.preflight(&Args::default(), ctx)
+                .map_err(|e| at(e.context(&format!("Workflow step {}: ", step.id))))?;
+        }
+    }
+    Ok(())
+}
+
+/// `with` as the step's arguments.
+pub fn args_of(with: &Item, scope: &dyn Scope) -> Args {
+    let mut args = Args::default();
+    if let Item::Object(m) = with {
+        for (k, v) in m {
+            let value = match v {
+                Item::Null | Item::Bool(false) => continue,
+                Item::Bool(true) => FlagValue::Bool(true),
+                Item::String(s) => FlagValue::Str(render(s, scope, Style::Raw, None).text),
+                Item::Number(_) => FlagValue::Str(crate::value::js_to_string(Some(v))),
+                other => FlagValue::Str(to_js_json(other)),
+            };
+            args.flags.push((k.clone(), value));
+        }
+    }
+    args
+}
+
+/// Run the component of step `id`; the result is `{id, stdout, json?}`.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    workflow_path: &Path,
+    id: &str,
+    uses: &str,
+    with: &Item,
+    stdin: Option<Item>,
+    scope: &dyn Scope,
+    ctx: &Context,
+) -> Result<Item> {
+    let path = render(uses, scope, Style::Raw, None).text;
+    let cmd = load(workflow_path, id, &path, ctx)?;
+    let args = args_of(with, scope);
+    cmd.validate(&args)?;
+    cmd.preflight(&args, ctx)?;
+    let input = match stdin {
+        None | Some(Item::Null) => Vec::new(),
+        Some(Item::Array(a)) => a,
+        Some(other) => vec![other],
+    };
+    let items = match cmd.run(&args, stream_of(input), ctx)? {
+        Output::Items(s) => collect(s)?,
+        Output::Rendered { items, .. } => items,
+        Output::Halt(_) => {
+            return Err(Error::runtime(format!(
+                "Workflow step {id}: a WebAssembly step cannot pause the run"
+            )))
+        }
+    };
+    Ok(super::pipeline::result(id, items, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Map};
+
+    #[test]
+    fn with_becomes_flags() {
+        let args = json!({"n": "${n}"}).as_object().unwrap().clone();
+        let results = Map::new();
+        let scope = crate::workflow::template::MapScope {
+            args: &args,
+            results: &results,
+            extra: None,
+        };
+        let a = args_of(
+            &json!({"limit": 5, "dry": true, "skip": false, "none": null, "tags": ["a"], "who": "x"}),
+            &scope,
+        );
+        assert_eq!(
+            WasmStep::argv(&a),
+            ["--limit=5", "--dry", "--tags=[\"a\"]", "--who=x"]
+        );
+    }
+}
