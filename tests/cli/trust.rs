@@ -503,3 +503,28 @@ fn untrusted_policy_refuses_workflow_host_steps_before_anything_runs() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(env.work_path("ran").exists() && env.work_path("inner").exists());
 }
+
+#[test]
+fn check_validates_workflow_files() {
+    let env = Env::new();
+    write(
+        &env,
+        "good.lobster",
+        "steps:\n  - id: a\n    pipeline: head --n 1\n",
+    );
+    write(
+        &env,
+        "bad.lobster",
+        "steps:\n  - id: a\n    pipeline: head --n 1\n  - id: a\n    run: echo\n",
+    );
+    assert_eq!(env.run(&["check", "good.lobster"]).code, 0);
+    let r = env.run(&["check", "good.lobster", "bad.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.starts_with("bad.lobster:4: "), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("lobster check: 2 files checked, 1 problem"),
+        "{}",
+        r.stdout
+    );
+}

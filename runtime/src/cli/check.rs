@@ -1,6 +1,6 @@
 //! `lobster check [--format json] [--steps DIR]… [PATHS…]` for CI:
 //! components (`.wasm`), bundles (directories with `manifest.toml`, or the
-//! manifest itself) and lock files. Every problem is listed as
+//! manifest itself), lock files and workflow files. Every problem is listed as
 //! `path[:line]: message`; exit 0 only when everything passes.
 
 use super::output::{human_error, write_once};
@@ -20,8 +20,9 @@ Usage:
   lobster check [--format human|json] [--steps DIR]... [PATH...]
 
 PATH is a component (.wasm), a bundle (a directory with manifest.toml, or
-the manifest), a lock file (lobster.lock) or a directory (its components,
-bundles and lock file). Without PATH: the current directory.
+the manifest), a lock file (lobster.lock), a workflow file (.lobster, .yaml,
+.yml, .json; validated as `lobster run` would) or a directory (its
+components, bundles, lock file and .lobster workflows). Without PATH: the current directory.
 Components must implement lobster:step or wasi:cli/command and import only
 what the host provides (never wasi:sockets, wasi:http or unknown
 interfaces); bundles must match their manifest; components must match their
@@ -56,6 +57,8 @@ impl Checker {
             self.component(path);
         } else if name.ends_with(".lock") {
             self.lock(path);
+        } else if super::workflow_file::has_workflow_extension(path) {
+            self.workflow(path);
         } else if !path.exists() {
             self.findings
                 .push(Finding::new(path, "no such file or directory"));
@@ -81,10 +84,38 @@ impl Checker {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let wanted = (p.is_dir() && p.join(MANIFEST).is_file())
-                || (p.is_file() && (name.ends_with(".wasm") || name == LOCK_FILE));
+                || (p.is_file()
+                    && (name.ends_with(".wasm")
+                        || name == LOCK_FILE
+                        || name.ends_with(".lobster")));
             if wanted {
                 self.check(&p);
             }
+        }
+    }
+
+    /// A workflow file, through the workflow layer's validator (every
+    /// sub-workflow named by a literal path too); its messages already read
+    /// `file:line:col: message`.
+    fn workflow(&mut self, path: &Path) {
+        self.checked.push(path.to_path_buf());
+        if let Err(e) = crate::workflow::load_plan(path, None) {
+            let msg = e.to_string();
+            let shown = path.display().to_string();
+            let located = msg
+                .strip_prefix(&shown)
+                .and_then(|r| r.strip_prefix(':'))
+                .and_then(|r| {
+                    let mut parts = r.splitn(3, ':');
+                    let line = parts.next()?.parse::<usize>().ok()?;
+                    parts.next()?.parse::<usize>().ok()?;
+                    Some((line, parts.next()?.trim().to_string()))
+                });
+            let finding = match located {
+                Some((line, rest)) => Finding::new(path, rest).at_line(Some(line)),
+                None => Finding::new(path, msg),
+            };
+            self.findings.push(finding);
         }
     }
 
