@@ -528,3 +528,76 @@ fn check_validates_workflow_files() {
         r.stdout
     );
 }
+
+#[test]
+fn workflow_permissions_narrow_what_steps_get() {
+    let Some(grab) = test_guest("capgrab") else {
+        return;
+    };
+    let env = Env::new();
+    std::fs::create_dir(env.work_path("mail")).unwrap();
+    std::fs::copy(&grab, env.work_path("capgrab.wasm")).unwrap();
+    let wf = |perms: &str| {
+        format!("permissions:\n{perms}steps:\n  - id: grab\n    uses: capgrab.wasm\n")
+    };
+    let run = |env: &Env| {
+        env.command(&[
+            "run",
+            "--mode",
+            "tool",
+            "--allow-write",
+            "mail",
+            "--allow-env",
+            "API_TOKEN",
+            "--file",
+            "wf.lobster",
+        ])
+        .env("API_TOKEN", "t")
+        .output()
+        .unwrap()
+    };
+    // Declared write + env: the step gets what it asks for.
+    write(
+        &env,
+        "wf.lobster",
+        &wf("  write: [mail]\n  env: [API_TOKEN]\n"),
+    );
+    let out = run(&env);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Declared read only: the run's write grant is narrowed, so the step that
+    // asks for write access is refused when the workflow is planned (the
+    // workflow layer reports plan problems as parse errors).
+    write(
+        &env,
+        "wf.lobster",
+        &wf("  read: [mail]\n  env: [API_TOKEN]\n"),
+    );
+    let out = run(&env);
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("write access to /mail"), "{stdout}");
+    // host_exec: false refuses host steps before anything runs.
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  host_exec: false\nsteps:\n  - id: sh\n    run: touch ran\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(err_message(&r).contains("step sh runs a host shell command, which the workflow's permissions forbid (host_exec: false)"), "{r:?}");
+    assert!(!env.work_path("ran").exists());
+    // A bad block is a validation error naming the key.
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  nework: true\nsteps:\n  - id: sh\n    run: echo\n",
+    );
+    let r = env.run(&["check", "wf.lobster"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.contains("nework"), "{}", r.stdout);
+}

@@ -3,17 +3,26 @@
 //! stages run host processes (`exec`) are refused, in the file and in every
 //! sub-workflow named by a literal path; grants and limits are checked as
 //! for pipelines. Every excess is named, with `file:line:col`.
+//!
+//! A workflow's own `permissions:` block narrows what its steps get:
+//! `host_exec: false` refuses host steps the same way; run grants outside
+//! the declared `read`/`write`/`env` are dropped (write inside a read-only
+//! declaration becomes read); declared `limits` lower the run's; and every
+//! `uses:` step gets only what its `describe` asks for of that
+//! ([`narrow_to_step`]).
 
 use super::enforce::run_excesses;
 use crate::error::{Error, Result};
 use crate::executor::Context;
+use crate::sandbox::{Access, Grants, Requirement, WasmStep};
 use crate::workflow::model::{Action, Workflow};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Refuse the workflow `wf` when the context's policy forbids any part of it.
 pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
     let mut out = Vec::new();
-    if ctx.policy.untrusted() {
+    let declared_no_exec = wf.permissions.as_ref().is_some_and(|p| !p.host_exec);
+    if ctx.policy.untrusted() || declared_no_exec {
         let mut seen = Vec::new();
         walk(wf, ctx, &mut seen, &mut out);
     }
@@ -61,7 +70,8 @@ fn action_excesses(
 ) {
     match action {
         Action::Shell(_) => out.push(format!(
-            "{at}: step {id} runs a host shell command, which the untrusted policy forbids"
+            "{at}: step {id} runs a host shell command, which {}",
+            forbidder(ctx)
         )),
         Action::Pipeline(text) => {
             // Templated text is checked again when it runs (executor::plan).
@@ -75,9 +85,10 @@ fn action_excesses(
                     .is_some_and(|c| c.signature().side_effects.contains(&"local_exec"));
                 if exec {
                     out.push(format!(
-                        "{at}: step {id} stage {} ({}) runs host processes, which the untrusted policy forbids",
+                        "{at}: step {id} stage {} ({}) runs host processes, which {}",
                         i + 1,
-                        stage.name
+                        stage.name,
+                        forbidder(ctx)
                     ));
                 }
             }
@@ -90,4 +101,66 @@ fn action_excesses(
         }
         _ => {}
     }
+}
+
+fn forbidder(ctx: &Context) -> &'static str {
+    if ctx.policy.untrusted() {
+        "the untrusted policy forbids"
+    } else {
+        "the workflow's permissions forbid (host_exec: false)"
+    }
+}
+
+/// The context the workflow's steps run with when it declares
+/// `permissions:` (grants narrowed, limits lowered); `None` without a block.
+pub fn permissions_context(wf: &Workflow, ctx: &Context) -> Option<Context> {
+    let p = wf.permissions.as_ref()?;
+    let mut out = crate::workflow::run::derive(ctx, None, None, None);
+    let inside = |dir: &Path, list: &[String]| {
+        list.iter()
+            .any(|r| super::enforce::inside_root(&ctx.cwd, dir, r))
+    };
+    let mut grants = ctx.grants.clone();
+    grants.dirs.retain_mut(|d| {
+        if d.access == Access::ReadWrite && !inside(&d.host, &p.write) {
+            d.access = Access::Read;
+        }
+        inside(&d.host, &p.write) || inside(&d.host, &p.read)
+    });
+    grants.env.retain(|e| p.env.contains(e));
+    out.grants = grants;
+    let as_policy = super::Policy {
+        max: p.limits.clone(),
+        ..super::Policy::default()
+    };
+    super::clamp_defaults(&as_policy, &mut out, super::enforce::Requested::default());
+    Some(out)
+}
+
+/// `grants` narrowed to what `step`'s `describe` asks for: its directories
+/// (at most the access it asks) and env names; commands get nothing.
+pub fn narrow_to_step(grants: &Grants, step: &WasmStep) -> Grants {
+    let mut out = grants.clone();
+    let asks: &[Requirement] = step
+        .component()
+        .meta()
+        .map_or(&[], |m| m.requires.as_slice());
+    out.dirs.retain_mut(|d| {
+        let wanted = asks.iter().find_map(|r| match r {
+            Requirement::Dir { path, access } if *path == d.guest => Some(*access),
+            _ => None,
+        });
+        match wanted {
+            Some(a) => {
+                d.access = d.access.min(a);
+                true
+            }
+            None => false,
+        }
+    });
+    out.env.retain(|e| {
+        asks.iter()
+            .any(|r| matches!(r, Requirement::Env { name } if name == e))
+    });
+    out
 }

@@ -88,6 +88,8 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if request.decision == Decision::Approve(false) {
         return Ok(cancelled());
     }
+    let narrowed = crate::policy::workflow::permissions_context(&wf, ctx);
+    let ctx = narrowed.as_ref().unwrap_or(ctx);
     let mut runner = Runner::new(wf, state.args.clone(), ctx);
     runner.files = files;
     runner.results = state.steps.clone();
