@@ -1413,3 +1413,29 @@ fn example_mail_workflow_runs_wasm_steps() {
         .iter()
         .any(|o| o["applied"] == true));
 }
+
+#[test]
+fn example_inbox_triage_workflow_runs_wasm_steps() {
+    let env = Env::new();
+    if wasm_setup(&env).is_none() {
+        return;
+    }
+    let wf = examples()
+        .join("inbox-triage.lobster")
+        .display()
+        .to_string();
+    let v = env
+        .run(&["run", "--mode", "tool", "--allow-write", "mail", &wf])
+        .json();
+    assert_eq!(
+        v["requiresApproval"]["prompt"], "Label and file these messages?",
+        "{v}"
+    );
+    assert_eq!(v["requiresApproval"]["items"].as_array().unwrap().len(), 10);
+    let r = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
+    let out = ok_output(&r);
+    assert!(
+        out.as_array().unwrap().iter().all(|o| o["applied"] == true),
+        "{out}"
+    );
+}

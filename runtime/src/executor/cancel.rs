@@ -163,3 +163,32 @@ impl Drop for GroupGuard {
         self.cancel.0.groups.lock().unwrap().remove(&self.pgid);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_follow_their_parent_but_not_the_other_way() {
+        let parent = Cancel::default();
+        let child = parent.child();
+        child.trigger(CancelReason::Timeout);
+        assert!(child.is_cancelled());
+        assert!(!parent.is_cancelled());
+        let other = parent.child();
+        parent.trigger(CancelReason::Signal {
+            name: "SIGTERM",
+            number: 15,
+        });
+        assert!(other.is_cancelled());
+        assert_eq!(
+            other.reason(),
+            Some(CancelReason::Signal {
+                name: "SIGTERM",
+                number: 15
+            })
+        );
+        // A child made after the parent fired is born cancelled.
+        assert!(parent.child().is_cancelled());
+    }
+}
