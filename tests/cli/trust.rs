@@ -601,3 +601,50 @@ fn workflow_permissions_narrow_what_steps_get() {
     assert_eq!(r.code, 1);
     assert!(r.stdout.contains("nework"), "{}", r.stdout);
 }
+
+#[test]
+fn workflow_approvals_carry_a_plan_digest_that_resume_verifies() {
+    let env = Env::new();
+    write(
+        &env,
+        "wf.lobster",
+        "steps:\n  - id: list\n    run: echo '[1,2]'\n  - id: review\n    approval: Go?\n  - id: apply\n    run: touch applied\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let doc = r.json();
+    assert_eq!(doc["status"], "needs_approval", "{doc}");
+    let req = &doc["requiresApproval"];
+    assert_eq!(req["planDigest"].as_str().map(str::len), Some(64), "{req}");
+    assert_eq!(
+        req["capabilities"],
+        serde_json::json!(["step apply: runs a host shell command"])
+    );
+    let state_file = std::fs::read_dir(env.state.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("workflow_resume_")
+        })
+        .unwrap();
+    let original = std::fs::read_to_string(&state_file).unwrap();
+    let mut state: Value = serde_json::from_str(&original).unwrap();
+    state["steps"]["list"]["stdout"] = Value::String("[3]\n".into());
+    std::fs::write(&state_file, state.to_string()).unwrap();
+    let token = token_of(&doc);
+    let r = env.run(&["resume", "--token", &token, "--approve", "yes"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).starts_with("the plan after the gate changed"),
+        "{r:?}"
+    );
+    assert!(!env.work_path("applied").exists());
+    std::fs::write(&state_file, original).unwrap();
+    let r = env.run(&["resume", "--token", &token, "--approve", "yes"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(env.work_path("applied").exists());
+}

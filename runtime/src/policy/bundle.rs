@@ -271,9 +271,13 @@ pub fn verify(path: &Path, cache: &ArtifactCache) -> Vec<Finding> {
     let m: Manifest = match toml::from_str(&text) {
         Ok(m) => m,
         Err(e) => {
-            let line = e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map(|s| {
+                text.as_bytes()[..s.start.min(text.len())]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count()
+                    + 1
+            });
             return vec![here(format!("invalid manifest: {}", e.message())).at_line(line)];
         }
     };

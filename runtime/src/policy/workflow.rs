@@ -164,3 +164,58 @@ pub fn narrow_to_step(grants: &Grants, step: &WasmStep) -> Grants {
     });
     out
 }
+
+/// One line per host effect or capability of the top-level steps after
+/// step `index`, for `requiresApproval.capabilities`.
+pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<String> {
+    let mut out = Vec::new();
+    for step in wf.steps.iter().skip(index + 1) {
+        let label = format!("step {}", step.id);
+        match &step.action {
+            Action::Shell(_) => out.push(format!("{label}: runs a host shell command")),
+            Action::Pipeline(text) => {
+                let Ok(p) = crate::dsl::parse(text) else {
+                    continue;
+                };
+                for stage in &p.stages {
+                    let sig = ctx.registry.get(&stage.name).map(|c| c.signature());
+                    if sig.is_some_and(|s| s.side_effects.contains(&"local_exec")) {
+                        out.push(format!("{label} ({}): runs host processes", stage.name));
+                    } else if sig.is_none() {
+                        if let Some(step) = ctx
+                            .registry
+                            .steps()
+                            .and_then(|r| r.resolve(&stage.name).ok().flatten())
+                        {
+                            for r in step
+                                .component()
+                                .meta()
+                                .map(|m| m.requires.clone())
+                                .unwrap_or_default()
+                            {
+                                out.push(format!("{label} ({}): {}", stage.name, r.describe().0));
+                            }
+                        }
+                    }
+                }
+            }
+            Action::Wasm { uses, .. } => {
+                let full = crate::workflow::steps::compose::resolve_path(&wf.source.path, uses);
+                let reqs =
+                    crate::sandbox::load_file(&full, &crate::sandbox::ArtifactCache::disabled())
+                        .ok()
+                        .and_then(|c| c.meta().map(|m| m.requires.clone()))
+                        .unwrap_or_default();
+                for r in reqs {
+                    out.push(format!("{label}: {}", r.describe().0));
+                }
+            }
+            Action::Workflow { path, .. } => out.push(format!("{label}: runs workflow {path}")),
+            Action::Parallel(_) | Action::ForEach(_) => {
+                out.push(format!("{label}: runs {}", step.action.kind()))
+            }
+            Action::None => {}
+        }
+    }
+    out
+}

@@ -184,6 +184,16 @@ fn verify(
     if super::args::digest(&state.args) != state.args_digest {
         return Err(refused("the workflow args"));
     }
+    if state
+        .plan_digest
+        .as_ref()
+        .is_some_and(|d| *d != state.plan_digest())
+    {
+        return Err(Error::runtime(
+            "the plan after the gate changed since it was approved (planDigest differs); refusing to resume",
+        )
+        .with_hint("start the run again to approve the new plan"));
+    }
     for f in &state.files {
         let now = std::fs::read(&f.path)
             .map(|b| blake3::hash(&b).to_hex().to_string())
