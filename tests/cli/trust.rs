@@ -648,3 +648,43 @@ fn workflow_approvals_carry_a_plan_digest_that_resume_verifies() {
     assert_eq!(r.code, 0, "{r:?}");
     assert!(env.work_path("applied").exists());
 }
+
+#[test]
+fn workflow_steps_are_locked_and_pins_refuse_a_swap() {
+    let (Some(noop), Some(probe)) = (test_guest("noop"), test_guest("probe")) else {
+        return;
+    };
+    let env = Env::new();
+    std::fs::copy(&noop, env.work_path("step.wasm")).unwrap();
+    write(
+        &env,
+        "wf.lobster",
+        "steps:\n  - id: a\n    uses: step.wasm\n  - id: b\n    run: touch ran\n",
+    );
+    let r = env.run(&["lock", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let lock = std::fs::read_to_string(env.work_path("lobster.lock")).unwrap();
+    assert!(lock.contains("\"step.wasm\" = \""), "{lock}");
+    assert_eq!(
+        env.run(&["run", "--mode", "tool", "--file", "wf.lobster"])
+            .code,
+        0
+    );
+    std::fs::remove_file(env.work_path("ran")).unwrap();
+    std::fs::copy(&probe, env.work_path("step.wasm")).unwrap();
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).starts_with("step step.wasm does not match its pin in lobster.lock"),
+        "{r:?}"
+    );
+    assert!(!env.work_path("ran").exists());
+    let r = env.run(&["check", "lobster.lock"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout
+            .starts_with("lobster.lock:5: step step.wasm is pinned to blake3 "),
+        "{}",
+        r.stdout
+    );
+}

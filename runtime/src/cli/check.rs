@@ -185,6 +185,21 @@ impl Checker {
         let resolver = StepResolver::new(self.path.clone(), self.cache.clone());
         for (name, pinned) in &lock.steps {
             let at = LockFile::line_of(&text, name);
+            if name.ends_with(".wasm") {
+                // A workflow's `uses:` component, by its path.
+                let file = path.parent().unwrap_or(Path::new(".")).join(name);
+                let now = std::fs::read(&file).map(|b| crate::sandbox::digest_of(&b));
+                let message = match now {
+                    Ok(d) if d == *pinned => continue,
+                    Ok(d) => format!(
+                        "step {name} is pinned to blake3 {pinned}, but {} has {d}",
+                        file.display()
+                    ),
+                    Err(e) => format!("step {name} is pinned but cannot be read: {e}"),
+                };
+                self.findings.push(Finding::new(path, message).at_line(at));
+                continue;
+            }
             match resolver.resolve(name) {
                 Ok(Some(step)) if step.digest() == pinned => {}
                 Ok(Some(step)) => self.findings.push(

@@ -1,4 +1,4 @@
-//! `lobster lock [--steps DIR]… ['<pipeline>']`: pin step digests in
+//! `lobster lock [--steps DIR]… ['<pipeline>' | WORKFLOW]`: pin step digests in
 //! `./lobster.lock`.
 
 use super::output::{human_error, write_once};
@@ -13,10 +13,11 @@ use std::path::PathBuf;
 pub const LOCK_HELP: &str = "lobster lock — pin WebAssembly steps to their blake3 digests
 
 Usage:
-  lobster lock [--steps DIR]... ['<pipeline>']
+  lobster lock [--steps DIR]... ['<pipeline>' | WORKFLOW-FILE]
 
-Writes ./lobster.lock (TOML, sorted by step name): with a pipeline, the
-steps it uses; without, every component on the step path (--steps DIRs,
+Writes ./lobster.lock (TOML, sorted by step name): with a pipeline or a
+workflow file, the steps it uses (pipeline stages and uses: components);
+without, every component on the step path (--steps DIRs,
 LOBSTER_STEP_PATH, ./steps). While ./lobster.lock exists, a run refuses a
 pinned step whose component no longer has its pinned digest.
 ";
@@ -63,6 +64,17 @@ fn lock_pipeline(text: &str, resolver: StepResolver) -> Result<LockFile> {
     Ok(lock)
 }
 
+fn lock_workflow(file: &str, resolver: StepResolver) -> Result<LockFile> {
+    let mut ctx =
+        crate::executor::Context::from_process(crate::executor::Mode::Tool, StateStore::from_env());
+    ctx.registry = std::sync::Arc::new(crate::commands::Registry::builtin().with_steps(resolver));
+    let (wf, _) = crate::workflow::load_plan(std::path::Path::new(file), Some(&ctx.registry))?;
+    let mut lock = LockFile::new();
+    lock.steps
+        .extend(crate::policy::workflow::workflow_steps(&wf, &ctx));
+    Ok(lock)
+}
+
 /// Run `lobster lock …`; returns the exit code.
 pub fn lock(argv: &[String]) -> i32 {
     let result = trust_args::parse("lock", argv, &["--steps"]).and_then(|args| {
@@ -73,8 +85,14 @@ pub fn lock(argv: &[String]) -> i32 {
         let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
         let path = StepPath::from_env(&cwd, &extra);
         let cache = ArtifactCache::in_state_dir(StateStore::from_env().dir());
+        let workflow = match args.words.as_slice() {
+            [one] if super::workflow_file::looks_like_workflow(one) => Some(one.clone()),
+            _ => None,
+        };
         let lock = if args.words.is_empty() {
             all_steps(&path, &cache)?
+        } else if let Some(file) = workflow {
+            lock_workflow(&file, StepResolver::new(path, cache))?
         } else {
             lock_pipeline(&args.words.join(" "), StepResolver::new(path, cache))?
         };

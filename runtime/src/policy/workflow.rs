@@ -28,7 +28,7 @@ pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
     }
     out.extend(run_excesses(&ctx.policy, ctx));
     if out.is_empty() {
-        return Ok(());
+        return check_workflow_pins(wf, ctx);
     }
     Err(
         Error::runtime(format!("policy refuses this run: {}", out.join("; ")))
@@ -218,4 +218,81 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
         }
     }
     out
+}
+
+/// Every WebAssembly step the workflow names literally, as (lock key,
+/// blake3), in order: pipeline stages by stage name, `uses:` components by
+/// their path as written in the file.
+pub fn workflow_steps(wf: &Workflow, ctx: &Context) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut add = |name: String, digest: &str| {
+        if !out.iter().any(|(n, _): &(String, String)| *n == name) {
+            out.push((name, digest.to_string()));
+        }
+    };
+    for step in &wf.steps {
+        let mut actions = vec![&step.action];
+        match &step.action {
+            Action::Parallel(p) => actions.extend(p.branches.iter().map(|b| &b.action)),
+            Action::ForEach(f) => actions.extend(f.steps.iter().map(|b| &b.action)),
+            _ => {}
+        }
+        for action in actions {
+            match action {
+                Action::Pipeline(text) if !text.contains('$') => {
+                    let Ok(p) = crate::dsl::parse(text) else {
+                        continue;
+                    };
+                    for stage in &p.stages {
+                        if let Ok(Some(cmd)) = ctx.registry.resolve(&stage.name) {
+                            if let Some(d) = cmd.digest() {
+                                add(stage.name.clone(), d);
+                            }
+                        }
+                    }
+                }
+                Action::Wasm { uses, .. } if !uses.contains('$') => {
+                    // Keyed by the path as written: a swapped component
+                    // cannot escape its pin by describing another name.
+                    if let Ok(step) =
+                        crate::workflow::steps::wasm::load(&wf.source.path, &step.id, uses, ctx)
+                    {
+                        add(uses.clone(), step.digest());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Refuse a workflow whose WebAssembly steps do not match their pins in
+/// `./lobster.lock` (when it exists).
+fn check_workflow_pins(wf: &Workflow, ctx: &Context) -> Result<()> {
+    let path = ctx.cwd.join(super::lock::LOCK_FILE);
+    if !path.is_file() {
+        return Ok(());
+    }
+    let lock = super::LockFile::load(&path)?;
+    let problems: Vec<String> = workflow_steps(wf, ctx)
+        .into_iter()
+        .filter_map(|(name, digest)| {
+            let pinned = lock.pin(&name)?;
+            (pinned != digest).then(|| {
+                format!(
+                    "step {name} does not match its pin in {} (pinned blake3 {}, the component now is {})",
+                    super::lock::LOCK_FILE,
+                    super::enforce::short(pinned),
+                    super::enforce::short(&digest)
+                )
+            })
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::runtime(problems.join("; "))
+            .with_hint("nothing ran; review the new component, then run `lobster lock` to pin it"))
+    }
 }
