@@ -420,3 +420,47 @@ pub fn component_findings(bytes: &[u8], path: &Path, cache: &ArtifactCache) -> V
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_as_text_and_keys_by_line() {
+        let caps = [
+            Requirement::Dir {
+                path: "/mail".into(),
+                access: Access::Read,
+            },
+            Requirement::Dir {
+                path: "/out".into(),
+                access: Access::ReadWrite,
+            },
+            Requirement::Env {
+                name: "LANG".into(),
+            },
+        ];
+        let text: Vec<String> = caps.iter().map(capability_text).collect();
+        assert_eq!(text, ["read /mail", "write /out", "env LANG"]);
+        let manifest = "format = 1\nname = \"x\"\ncapabilities = []\n\n[[flags]]\nname = \"n\"\n";
+        assert_eq!(line_of(manifest, "capabilities"), Some(3));
+        assert_eq!(line_of(manifest, "flags"), Some(5));
+        assert_eq!(line_of(manifest, "blake3"), None);
+    }
+
+    #[test]
+    fn a_missing_or_broken_manifest_is_a_finding() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = ArtifactCache::disabled();
+        let f = verify(tmp.path(), &cache);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].message.starts_with("cannot read the manifest"),
+            "{f:?}"
+        );
+        std::fs::write(tmp.path().join(MANIFEST), "format = 1\nname = 3\n").unwrap();
+        let f = verify(tmp.path(), &cache);
+        assert_eq!(f[0].line, Some(2), "{f:?}");
+        assert!(f[0].message.starts_with("invalid manifest"), "{f:?}");
+    }
+}
