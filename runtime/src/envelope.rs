@@ -42,11 +42,16 @@ pub struct ApprovalRequest {
     pub require_different_approver: bool,
     pub resume_token: String,
     pub approval_id: Option<String>,
+    /// Lobster extension: blake3 of what runs after the gate (see
+    /// [`crate::policy::plan_digest`]); resume refuses a different plan.
+    pub plan_digest: Option<String>,
+    /// Lobster extension: what the stages after the gate will use, one line each.
+    pub capabilities: Option<Vec<String>>,
 }
 
 impl ApprovalRequest {
     /// `{type:"approval_request", prompt, items, preview?, initiatedBy?, requiredApprover?,
-    /// requireDifferentApprover?, resumeToken, approvalId?}`.
+    /// requireDifferentApprover?, resumeToken, approvalId?, planDigest?, capabilities?}`.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("type".into(), json!("approval_request"));
@@ -67,6 +72,12 @@ impl ApprovalRequest {
         m.insert("resumeToken".into(), json!(self.resume_token));
         if let Some(id) = &self.approval_id {
             m.insert("approvalId".into(), json!(id));
+        }
+        if let Some(d) = &self.plan_digest {
+            m.insert("planDigest".into(), json!(d));
+        }
+        if let Some(c) = &self.capabilities {
+            m.insert("capabilities".into(), json!(c));
         }
         Value::Object(m)
     }
@@ -206,6 +217,8 @@ mod tests {
             require_different_approver: false,
             resume_token: "T".into(),
             approval_id: Some("0a1b2c3d".into()),
+            plan_digest: None,
+            capabilities: None,
         });
         assert_eq!(
             to_js_json(&env.to_json()),

@@ -8,6 +8,7 @@
 //! - [`executor`]: validates a whole pipeline, then runs it.
 //! - [`commands`]: the built-in commands.
 //! - [`sandbox`]: WebAssembly steps under wasmtime with limits and grants.
+//! - [`policy`]: operator policy, lock pins, bundles, approval plan digests.
 //! - [`dsl`]: pipeline text → stages with spans.
 //! - [`state`]: atomic, durable files and tokens.
 //! - [`value`]: JSON items with JavaScript semantics.
@@ -19,6 +20,7 @@ pub mod dsl;
 pub mod envelope;
 pub mod error;
 pub mod executor;
+pub mod policy;
 pub mod process;
 pub mod resume;
 pub mod sandbox;

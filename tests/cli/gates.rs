@@ -29,7 +29,10 @@ fn approval_gate_halts_with_token_id_and_preview() {
             "items",
             "preview",
             "resumeToken",
-            "approvalId"
+            "approvalId",
+            // Lobster extensions (docs/COMPATIBILITY.md): what runs after the gate.
+            "planDigest",
+            "capabilities",
         ]
     );
     assert_eq!(req["prompt"], "Apply?");

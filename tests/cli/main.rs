@@ -12,5 +12,6 @@ mod gates;
 mod limits;
 mod resume;
 mod streaming;
+mod trust;
 mod wasm;
 mod workflow;

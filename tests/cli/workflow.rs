@@ -529,7 +529,10 @@ fn approval_gate_envelope_comes_from_the_file() {
             "requiredApprover",
             "requireDifferentApprover",
             "resumeToken",
-            "approvalId"
+            "approvalId",
+            // Lobster extensions (docs/COMPATIBILITY.md): what runs after the gate.
+            "planDigest",
+            "capabilities"
         ]
     );
     assert_eq!(req["prompt"], "Deploy to prod?");

@@ -106,6 +106,7 @@ fn parse_call(text: &str) -> Result<Call> {
     let limits = LimitArgs {
         timeout_ms: count(&req, "timeoutMs")?,
         max_stdout_bytes: count(&req, "maxStdoutBytes")?,
+        policy: None,
     };
     match req.get("action").and_then(Value::as_str) {
         Some("run") => {
@@ -235,7 +236,8 @@ mod tests {
                 cwd: Some("x".into()),
                 limits: LimitArgs {
                     timeout_ms: Some(30000),
-                    max_stdout_bytes: None
+                    max_stdout_bytes: None,
+                    policy: None,
                 },
                 args_json: None,
             }

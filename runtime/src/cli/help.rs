@@ -64,6 +64,11 @@ Flags:
   --cwd DIR               Relative working directory that must stay inside the current directory
   --file PATH             Run a workflow file (docs/WORKFLOWS.md)
   --args-json J           Workflow args: a JSON object
+  --steps DIR             Also look for WebAssembly steps in DIR (repeatable)
+  --allow-read DIR[:/G]   Let wasm steps read DIR (at /G); --allow-write the same read-write
+  --allow-env NAME        Let wasm steps see the environment variable NAME
+  --policy FILE           Operator policy (TOML/YAML; also LOBSTER_POLICY): trust, allowed roots,
+                          env names and maximum limits, enforced before anything runs
 
 Several arguments are joined with single spaces and parsed as one pipeline.
 Exit codes: 0 ok (also needs_approval, needs_input, cancelled), 1 runtime error, 2 parse error,

@@ -19,6 +19,9 @@ pub const MIN_MAX_STDOUT_BYTES: usize = 1024;
 pub struct LimitArgs {
     pub timeout_ms: Option<u64>,
     pub max_stdout_bytes: Option<u64>,
+    /// `--policy FILE`: the operator policy (see [`crate::policy`]); refused
+    /// when `LOBSTER_POLICY` is set, so a caller cannot swap the operator's.
+    pub policy: Option<String>,
 }
 
 /// Parse a non-negative integer flag value.
@@ -99,6 +102,7 @@ mod tests {
         let l = LimitArgs {
             timeout_ms: Some(5),
             max_stdout_bytes: Some(10),
+            policy: None,
         }
         .resolve(Mode::Human)
         .unwrap();

@@ -2,20 +2,24 @@
 //!
 //! Dispatch (first match wins): no arguments or a leading `-h`/`--help` →
 //! help; `help [topic]`; `version`; `doctor`; `graph`; `run`; `resume`;
-//! `call`; anything else is `run <argv…>`. This room prints; nothing below it does.
+//! `call`; `check`, `bundle`, `lock` (the trust layer); anything else is `run <argv…>`. This room prints; nothing below it does.
 
+pub mod bundle;
 mod call;
+pub mod check;
 mod doctor;
 pub mod help;
 pub mod limits;
+pub mod lock;
 pub mod output;
 pub mod resume_args;
 pub mod run_args;
+pub mod trust_args;
 pub mod workflow_file;
 
 use crate::commands::Registry;
 use crate::error::{Error, Result};
-use crate::executor::{check_pipeline, run_pipeline, Context, Mode};
+use crate::executor::{run_pipeline, Context, Mode};
 use crate::resume::{finish_run, Paused};
 use crate::sandbox::{ArtifactCache, Grants, StepPath, StepResolver};
 use crate::state::StateStore;
@@ -40,6 +44,9 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("run") => run(&args[1..]),
         Some("resume") => resume(&args[1..]),
         Some("call") => call::call(&args[1..]),
+        Some("check") => check::check(&args[1..]),
+        Some("bundle") => bundle::bundle(&args[1..]),
+        Some("lock") => lock::lock(&args[1..]),
         Some(_) => run(&args),
     }
 }
@@ -51,6 +58,9 @@ fn print_help(registry: &Registry, topic: Option<&str>) -> i32 {
         Some("resume") => help::RESUME_HELP.to_string(),
         Some("call") => help::CALL_HELP.to_string(),
         Some("graph") => help::GRAPH_HELP.to_string(),
+        Some("check") => check::CHECK_HELP.to_string(),
+        Some("bundle") => bundle::BUNDLE_HELP.to_string(),
+        Some("lock") => lock::LOCK_HELP.to_string(),
         Some(name) => match registry.get(name) {
             Some(cmd) => cmd.help().to_string(),
             None => {
@@ -95,6 +105,25 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
         let path = StepPath::from_env(&ctx.cwd, &[]);
         use_step_path(&mut ctx, path);
     }
+    if limits.policy.is_some() && std::env::var_os("LOBSTER_POLICY").is_some_and(|v| !v.is_empty())
+    {
+        return Err(Error::parse(
+            "--policy cannot replace the operator's policy (LOBSTER_POLICY is set)",
+        ));
+    }
+    let policy = crate::policy::Policy::from_flag_or_env(
+        limits.policy.as_deref(),
+        &std::env::current_dir().unwrap_or_default(),
+    )?;
+    crate::policy::clamp_defaults(
+        &policy,
+        &mut ctx,
+        crate::policy::enforce::Requested {
+            timeout: limits.timeout_ms.is_some(),
+            output: limits.max_stdout_bytes.is_some(),
+        },
+    );
+    ctx.policy = Arc::new(policy);
     // SAFETY: isatty only inspects file descriptor 0.
     ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
     Ok(ctx)
@@ -203,7 +232,7 @@ pub(crate) fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
 /// and one line per stage with its arguments.
 fn dry_run(text: &str, ctx: &Context) -> Result<String> {
     let pipeline = crate::dsl::parse(text)?;
-    check_pipeline(&pipeline, 0, &ctx.registry)?;
+    crate::executor::plan(&pipeline, 0, ctx)?;
     let n = pipeline.stages.len();
     let mut lines = vec![format!(
         "[DRY RUN] Pipeline ({n} stage{}):",

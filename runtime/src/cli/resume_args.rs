@@ -65,6 +65,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
                 | "--timeout-ms"
                 | "--max-stdout-bytes"
                 | "--cwd"
+                | "--policy"
                 | "--approver"
         );
         if !takes_value {
@@ -90,6 +91,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
             "--max-stdout-bytes" => {
                 limits.max_stdout_bytes = Some(parse_count("--max-stdout-bytes", &value)?)
             }
+            "--policy" => limits.policy = Some(value),
             _ => cwd = Some(value),
         }
     }

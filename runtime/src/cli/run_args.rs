@@ -81,6 +81,7 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
                 | "--allow-read"
                 | "--allow-write"
                 | "--allow-env"
+                | "--policy"
         );
         if result.rest.is_empty() && inline.is_none() && matches!(tok, "--dry-run") {
             result.dry_run = true;
@@ -118,6 +119,7 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
             "--allow-read" => result.sandbox.allow_read.push(value),
             "--allow-write" => result.sandbox.allow_write.push(value),
             "--allow-env" => result.sandbox.allow_env.push(value),
+            "--policy" => result.limits.policy = Some(value),
             "--timeout-ms" => match parse_count("--timeout-ms", &value) {
                 Ok(n) => result.limits.timeout_ms = Some(n),
                 Err(e) => {

@@ -3,6 +3,7 @@
 
 use super::Cancel;
 use crate::commands::Registry;
+use crate::policy::Policy;
 use crate::sandbox::{ArtifactCache, Grants, SandboxConfig, StepPath, StepResolver};
 use crate::state::StateStore;
 use std::collections::BTreeMap;
@@ -47,6 +48,9 @@ pub struct Context {
     pub grants: Grants,
     /// Limits, state scope and log sink of wasm steps.
     pub sandbox: SandboxConfig,
+    /// The operator policy, enforced at plan time (default: trusted,
+    /// unrestricted; see [`crate::policy`]).
+    pub policy: Arc<Policy>,
 }
 
 impl Context {
@@ -70,6 +74,7 @@ impl Context {
             registry: Arc::new(Registry::builtin().with_steps(steps)),
             grants: Grants::default(),
             sandbox: SandboxConfig::default(),
+            policy: Arc::new(Policy::default()),
         }
     }
 }

@@ -10,5 +10,5 @@ mod run;
 
 pub use cancel::{Cancel, CancelReason, GroupGuard};
 pub use context::{Context, Limits, Mode};
-pub use plan::{check_pipeline, suggest};
+pub use plan::{check_pipeline, plan, suggest};
 pub use run::{run_pipeline, Outcome};

@@ -42,6 +42,19 @@ pub fn check_pipeline<'r>(
     Ok(resolved)
 }
 
+/// [`check_pipeline`], then the operator policy and the pins of
+/// `./lobster.lock` ([`crate::policy::check_plan`]): everything that must
+/// hold before the first stage of `from..` runs.
+pub fn plan<'r>(
+    pipeline: &Pipeline,
+    from: usize,
+    ctx: &'r crate::executor::Context,
+) -> Result<Vec<&'r dyn Command>> {
+    let commands = check_pipeline(pipeline, from, &ctx.registry)?;
+    crate::policy::check_plan(pipeline, from, &commands, ctx)?;
+    Ok(commands)
+}
+
 /// The closest known name to `name`, if one is close enough to suggest.
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let lower = name.to_lowercase();

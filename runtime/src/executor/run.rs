@@ -1,6 +1,6 @@
 //! Run stages in order; items stream lazily from one stage to the next.
 
-use super::{check_pipeline, Context, Mode};
+use super::{plan, Context, Mode};
 use crate::commands::{stream_of, Halt, ItemStream, Output};
 use crate::dsl::Pipeline;
 use crate::error::{Error, Result};
@@ -32,7 +32,7 @@ pub fn run_pipeline(
     input: Vec<Item>,
     ctx: &Context,
 ) -> Result<Outcome> {
-    let commands = check_pipeline(pipeline, from, &ctx.registry)?;
+    let commands = plan(pipeline, from, ctx)?;
     for (offset, cmd) in commands.iter().enumerate() {
         let stage = &pipeline.stages[from + offset];
         cmd.preflight(&stage.args, ctx).map_err(|e| {

@@ -52,6 +52,15 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
             Some(schema.clone()),
         ),
     };
+    let plan = match halt_type {
+        HaltType::Approval => Some(crate::policy::plan_digest::plan_summary(
+            pipeline_text,
+            stage + 1,
+            &items,
+            ctx,
+        )?),
+        HaltType::Input => None,
+    };
     let resume_token = token::issue(store, TokenKind::Pipeline, &state_key)?;
     // Nobody knows the alias until the envelope is printed, so publishing it
     // before the state leaves no window in which it could be used.
@@ -84,6 +93,7 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
             })
             .unwrap_or_default(),
         step_digests: step_digests(pipeline_text, ctx)?,
+        plan_digest: plan.as_ref().map(|p| p.digest.clone()),
     };
     if let Err(e) = store.set(&state_key, &state.to_json()) {
         if let Some(id) = &approval_id {
@@ -105,6 +115,8 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
             require_different_approver: false,
             resume_token,
             approval_id,
+            plan_digest: plan.as_ref().map(|p| p.digest.clone()),
+            capabilities: plan.map(|p| p.capabilities),
         }),
         Halt::Input {
             prompt,

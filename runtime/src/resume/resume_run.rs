@@ -81,8 +81,11 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
         .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
     if input.is_some() {
         restore_run_settings(ctx, &state);
-        crate::executor::check_pipeline(&pipeline, state.resume_at_index, &ctx.registry)?;
+        crate::executor::plan(&pipeline, state.resume_at_index, ctx)?;
         verify_steps_unchanged(&state, ctx)?;
+        if state.halt_type == HaltType::Approval {
+            verify_plan_unchanged(&state, ctx)?;
+        }
     }
 
     // From here on the token is spent, whatever happens.
@@ -155,6 +158,28 @@ fn verify_steps_unchanged(state: &PipelineResumeState, ctx: &Context) -> Result<
             "step {} was not a WebAssembly step when the run paused; refusing to resume",
             extra.name
         )));
+    }
+    Ok(())
+}
+
+/// Refuse when what would run after the gate is not what was approved.
+fn verify_plan_unchanged(state: &PipelineResumeState, ctx: &Context) -> Result<()> {
+    let Some(approved) = &state.plan_digest else {
+        return Ok(());
+    };
+    let now = crate::policy::plan_digest::plan_summary(
+        &state.pipeline,
+        state.resume_at_index,
+        &state.items,
+        ctx,
+    )?;
+    if &now.digest != approved {
+        return Err(Error::runtime(format!(
+            "the plan after the gate changed since it was approved (planDigest {} at the pause, {} now); refusing to resume",
+            crate::policy::enforce::short(approved),
+            crate::policy::enforce::short(&now.digest)
+        ))
+        .with_hint("start the run again to approve the new plan"));
     }
     Ok(())
 }

@@ -49,6 +49,10 @@ pub struct PipelineResumeState {
     /// to run a component that changed since the pause.
     #[serde(default)]
     pub step_digests: Vec<StepDigest>,
+    /// Approvals: the digest of what runs after the gate
+    /// ([`crate::policy::plan_digest`]); resume recomputes and compares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_digest: Option<String>,
 }
 
 /// The component behind one stage.

@@ -43,6 +43,7 @@ pub struct LoadedComponent {
     pre: Pre,
     meta: Option<StepMeta>,
     cache: CacheOutcome,
+    imports: Vec<String>,
 }
 
 /// Limits for `describe`: it must be cheap.
@@ -97,7 +98,7 @@ pub fn load_bytes(
     Ok(loaded_component)
 }
 
-fn kind_of(engine: &SandboxEngine, component: &Component) -> Option<ComponentKind> {
+pub(crate) fn kind_of(engine: &SandboxEngine, component: &Component) -> Option<ComponentKind> {
     let ty = component.component_type();
     let mut describe = false;
     let mut run = false;
@@ -147,6 +148,11 @@ impl LoadedComponent {
                 Pre::Command(CommandPre::new(pre).map_err(|e| bad(format!("{e:#}")))?)
             }
         };
+        let imports = component
+            .component_type()
+            .imports(engine.engine())
+            .map(|(name, _)| name.to_string())
+            .collect();
         let mut me = LoadedComponent {
             digest,
             kind,
@@ -154,6 +160,7 @@ impl LoadedComponent {
             pre,
             meta: None,
             cache,
+            imports,
         };
         if kind == ComponentKind::Step {
             let label = source
@@ -189,6 +196,11 @@ impl LoadedComponent {
     /// `describe`'s answer (steps only).
     pub fn meta(&self) -> Option<&StepMeta> {
         self.meta.as_ref()
+    }
+
+    /// Every interface the component imports (see [`super::inspect`]).
+    pub fn imports(&self) -> &[String] {
+        &self.imports
     }
 
     /// Whether the compiled code came from the cache.

@@ -13,6 +13,7 @@
 //! - [`resolve`], [`wasm_step`]: stage name → component on the step path →
 //!   a [`crate::commands::Command`].
 //! - [`error`]: one typed error per way a step can fail.
+//! - [`inspect`]: import/export audit without linking (`lobster check`).
 //!
 //! The interface is `wit/step.wit` (`lobster:step@0.1.0`); guests are built
 //! with the `lobster-guest` crate (`guest-sdk/`).
@@ -33,6 +34,7 @@ pub mod env;
 pub mod error;
 pub mod grants;
 mod host;
+pub mod inspect;
 pub mod limits;
 pub mod log;
 mod output;

@@ -16,6 +16,7 @@ use std::path::Path;
 pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<String> {
     let given = super::args::parse_args_json(args_json, "run --args-json")?;
     let (wf, mut files) = super::load_plan(path, Some(&ctx.registry))?;
+    crate::policy::workflow::check_workflow(&wf, ctx)?;
     super::steps::wasm::prepare(&wf, ctx)?;
     super::add_components(&mut files, ctx);
     let args = super::args::resolve(&wf, &given)?;

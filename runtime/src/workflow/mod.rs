@@ -122,6 +122,9 @@ pub fn add_components(files: &mut FileDigests, ctx: &Context) {
 pub fn run_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
     let given = args::parse_args_json(args_json, "run --args-json")?;
     let (wf, mut files) = load_plan(path, Some(&ctx.registry))?;
+    crate::policy::workflow::check_workflow(&wf, ctx)?;
+    let narrowed = crate::policy::workflow::permissions_context(&wf, ctx);
+    let ctx = narrowed.as_ref().unwrap_or(ctx);
     steps::wasm::prepare(&wf, ctx)?;
     add_components(&mut files, ctx);
     let resolved = args::resolve(&wf, &given)?;

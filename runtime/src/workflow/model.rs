@@ -16,6 +16,26 @@ pub struct Workflow {
     pub env: Vec<(String, String)>,
     pub cwd: Option<String>,
     pub steps: Vec<Step>,
+    /// `permissions:`: the most the workflow's steps may use (see
+    /// [`crate::policy::workflow`]); `None` when the file declares none.
+    pub permissions: Option<Permissions>,
+}
+
+/// `permissions:`: directories, env names, host processes and limits the
+/// workflow declares. A step gets the intersection of this, the run's grants
+/// and (for `uses:` steps) what its `describe` asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Permissions {
+    /// `read: [DIR…]`: directories steps may read (relative to the cwd).
+    pub read: Vec<String>,
+    /// `write: [DIR…]`: directories steps may read and write.
+    pub write: Vec<String>,
+    /// `env: [NAME…]`.
+    pub env: Vec<String>,
+    /// `host_exec: false` refuses `run:` steps and `exec` stages.
+    pub host_exec: bool,
+    /// `limits: {fuel, memory_bytes, timeout_ms, output_bytes}`.
+    pub limits: crate::policy::Maxima,
 }
 
 /// The declared type of an arg.

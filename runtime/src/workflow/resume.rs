@@ -88,6 +88,8 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if request.decision == Decision::Approve(false) {
         return Ok(cancelled());
     }
+    let narrowed = crate::policy::workflow::permissions_context(&wf, ctx);
+    let ctx = narrowed.as_ref().unwrap_or(ctx);
     let mut runner = Runner::new(wf, state.args.clone(), ctx);
     runner.files = files;
     runner.results = state.steps.clone();
@@ -182,6 +184,16 @@ fn verify(
     if super::args::digest(&state.args) != state.args_digest {
         return Err(refused("the workflow args"));
     }
+    if state
+        .plan_digest
+        .as_ref()
+        .is_some_and(|d| *d != state.plan_digest())
+    {
+        return Err(Error::runtime(
+            "the plan after the gate changed since it was approved (planDigest differs); refusing to resume",
+        )
+        .with_hint("start the run again to approve the new plan"));
+    }
     for f in &state.files {
         let now = std::fs::read(&f.path)
             .map(|b| blake3::hash(&b).to_hex().to_string())
@@ -192,6 +204,7 @@ fn verify(
     }
     let (wf, _) = super::load_plan(Path::new(&state.file_path), Some(&ctx.registry))
         .map_err(|_| refused(&state.file_path))?;
+    crate::policy::workflow::check_workflow(&wf, ctx)?;
     if wf.source.digest
         != state
             .files

@@ -343,6 +343,7 @@ pub fn derive(
         registry: ctx.registry.clone(),
         grants: ctx.grants.clone(),
         sandbox: ctx.sandbox.clone(),
+        policy: ctx.policy.clone(),
     }
 }
 

@@ -71,6 +71,37 @@ pub struct WorkflowState {
     #[serde(default)]
     pub pipeline: Option<PipelineResume>,
     pub created_at: String,
+    /// Approvals: blake3 of what the rest of the run depends on
+    /// ([`WorkflowState::plan_digest`]); resume recomputes and compares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_digest: Option<String>,
+}
+
+impl WorkflowState {
+    /// blake3 over what runs after the gate: every file and component digest,
+    /// where the run continues, the args, the results so far (the gated
+    /// items among them) and the grants.
+    pub fn plan_digest(&self) -> String {
+        let doc = serde_json::json!({
+            "version": 1,
+            "files": self.files.iter().map(|f| [&f.path, &f.digest]).collect::<Vec<_>>(),
+            "resumeAt": self.resume_at_index,
+            "stepId": self.step_id,
+            "argsDigest": self.args_digest,
+            "steps": self.steps,
+            "grants": {
+                "dirs": self.grants.dirs.iter().map(|d| serde_json::json!({
+                    "host": d.host.to_string_lossy(),
+                    "guest": d.guest,
+                    "access": d.access,
+                })).collect::<Vec<_>>(),
+                "env": self.grants.env,
+            },
+        });
+        blake3::hash(&serde_json::to_vec(&doc).unwrap_or_default())
+            .to_hex()
+            .to_string()
+    }
 }
 
 /// Where a paused pipeline step continues.
@@ -172,6 +203,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         approval_id: approval_id.clone(),
         pipeline: None,
         created_at: now_iso(),
+        plan_digest: None,
     };
     if let Stop::PipelineInput { pause, .. } = &stop {
         state.pipeline = Some(PipelineResume {
@@ -185,6 +217,10 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
             state.initiated_by = gate.initiated_by.clone();
             state.required_approver = gate.required_approver.clone();
             state.require_different_approver = gate.require_different_approver;
+            let digest = state.plan_digest();
+            state.plan_digest = Some(digest.clone());
+            let capabilities =
+                crate::policy::workflow::capabilities_after(&runner.wf, index, runner.ctx);
             Envelope::needs_approval(ApprovalRequest {
                 prompt: gate.prompt,
                 items: gate.items,
@@ -194,6 +230,8 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
                 require_different_approver: gate.require_different_approver,
                 resume_token,
                 approval_id,
+                plan_digest: Some(digest),
+                capabilities: Some(capabilities),
             })
         }
         Stop::Input { gate, .. }

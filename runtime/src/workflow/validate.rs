@@ -21,7 +21,10 @@ const TOP_KEYS: &[&str] = &[
     "cwd",
     "steps",
     "cost_limit",
+    "permissions",
 ];
+const PERMISSION_KEYS: &[&str] = &["read", "write", "env", "host_exec", "limits"];
+const LIMIT_KEYS: &[&str] = &["fuel", "memory_bytes", "timeout_ms", "output_bytes"];
 const ARG_KEYS: &[&str] = &["default", "description", "type", "required"];
 const STEP_KEYS: &[&str] = &[
     "id",
@@ -204,6 +207,7 @@ pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Resul
     let cwd = v.string("/cwd", root.get("cwd"), "Workflow cwd must be a string");
     let env = v.env("/env", root.get("env"), "Workflow");
     let args = parse_args(&mut v, root.get("args"));
+    let permissions = parse_permissions(&mut v, root.get("permissions"));
 
     let mut steps = Vec::new();
     match root.get("steps") {
@@ -250,7 +254,116 @@ pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Resul
         env,
         cwd,
         steps,
+        permissions,
     })
+}
+
+fn string_list(v: &mut V, ptr: &str, raw: Option<&Item>, msg: &str) -> Vec<String> {
+    match raw {
+        None | Some(Item::Null) => Vec::new(),
+        Some(Item::Array(a)) if a.iter().all(Item::is_string) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(String::from))
+            .collect(),
+        Some(_) => {
+            v.val(ptr, msg);
+            Vec::new()
+        }
+    }
+}
+
+/// `permissions:` (see [`crate::workflow::model::Permissions`]).
+fn parse_permissions(v: &mut V, raw: Option<&Item>) -> Option<crate::workflow::model::Permissions> {
+    let map = match raw {
+        None | Some(Item::Null) => return None,
+        Some(Item::Object(m)) => m.clone(),
+        Some(_) => {
+            v.val("/permissions", "Workflow permissions must be an object");
+            return None;
+        }
+    };
+    v.keys(
+        "/permissions",
+        &map,
+        PERMISSION_KEYS,
+        "Workflow permissions",
+    );
+    let list = "must be a list of strings";
+    let mut p = crate::workflow::model::Permissions {
+        read: string_list(
+            v,
+            "/permissions/read",
+            map.get("read"),
+            &format!("permissions.read {list}"),
+        ),
+        write: string_list(
+            v,
+            "/permissions/write",
+            map.get("write"),
+            &format!("permissions.write {list}"),
+        ),
+        env: string_list(
+            v,
+            "/permissions/env",
+            map.get("env"),
+            &format!("permissions.env {list}"),
+        ),
+        host_exec: true,
+        limits: Default::default(),
+    };
+    match map.get("host_exec") {
+        None | Some(Item::Null) => {}
+        Some(Item::Bool(b)) => p.host_exec = *b,
+        Some(_) => v.val(
+            "/permissions/host_exec",
+            "permissions.host_exec must be true or false",
+        ),
+    }
+    for dir in p.read.iter().chain(&p.write) {
+        let path = std::path::Path::new(dir);
+        if path.is_absolute()
+            || path
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
+            v.val(
+                "/permissions",
+                format!("permissions directory {dir:?} must be relative, without `..`"),
+            );
+        }
+    }
+    match map.get("limits") {
+        None | Some(Item::Null) => {}
+        Some(Item::Object(l)) => {
+            let l = l.clone();
+            v.keys(
+                "/permissions/limits",
+                &l,
+                LIMIT_KEYS,
+                "Workflow permissions.limits",
+            );
+            let n = |v: &mut V, k: &str| match l.get(k) {
+                None | Some(Item::Null) => None,
+                Some(Item::Number(x)) if x.as_u64().is_some_and(|x| x > 0) => x.as_u64(),
+                Some(_) => {
+                    v.val(
+                        &format!("/permissions/limits/{k}"),
+                        format!("permissions.limits.{k} must be a positive integer"),
+                    );
+                    None
+                }
+            };
+            p.limits.fuel = n(v, "fuel");
+            p.limits.memory_bytes = n(v, "memory_bytes");
+            p.limits.timeout_ms = n(v, "timeout_ms");
+            p.limits.output_bytes = n(v, "output_bytes");
+        }
+        Some(_) => v.val(
+            "/permissions/limits",
+            "permissions.limits must be an object",
+        ),
+    }
+    Some(p)
 }
 
 fn parse_args(v: &mut V, raw: Option<&Item>) -> Vec<ArgDef> {

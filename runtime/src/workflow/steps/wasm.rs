@@ -123,6 +123,10 @@ pub fn run(
     let path = render(uses, scope, Style::Raw, None).text;
     let cmd = load(workflow_path, id, &path, ctx)?;
     let args = args_of(with, scope);
+    // The step gets only what its describe asks for of the run's grants.
+    let mut own = super::super::run::derive(ctx, None, None, None);
+    own.grants = crate::policy::workflow::narrow_to_step(&ctx.grants, cmd);
+    let ctx = &own;
     cmd.validate(&args)?;
     cmd.preflight(&args, ctx)?;
     let input = match stdin {

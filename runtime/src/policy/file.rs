@@ -1,0 +1,211 @@
+//! The operator policy file.
+//!
+//! ```toml
+//! trust = "untrusted"          # or "trusted" (the default without a policy)
+//! roots = ["data", "mail"]     # directories --allow-read/--allow-write may name (and their subdirectories)
+//! env = ["LANG", "MAIL_*"]     # variables --allow-env may name (`*` at the end: prefix)
+//! [max]
+//! fuel = 1000000000
+//! memory_bytes = 67108864
+//! timeout_ms = 10000
+//! output_bytes = 100000
+//! ```
+//!
+//! A missing `roots` or `env` means "no restriction" under `trusted` and
+//! "nothing" under `untrusted`. YAML files (`.yaml`/`.yml`) use the same keys.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// How far the operator trusts the pipelines a run is handed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trust {
+    /// The local default (as the reference): host processes may run.
+    #[default]
+    Trusted,
+    /// Host processes are refused; only sandboxed steps and pure built-ins run.
+    Untrusted,
+}
+
+/// Maximum limits a run may ask for; defaults above them are lowered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Maxima {
+    /// Fuel per wasm step.
+    pub fuel: Option<u64>,
+    /// Linear memory per wasm step, in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Whole-run wall clock (`--timeout-ms`).
+    pub timeout_ms: Option<u64>,
+    /// Output cap (`--max-stdout-bytes`).
+    pub output_bytes: Option<u64>,
+}
+
+/// An operator policy. `Policy::default()` is what runs without one: trusted,
+/// unrestricted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Trusted or untrusted.
+    #[serde(default)]
+    pub trust: Trust,
+    /// Allowed directory roots for grants (relative to the working directory).
+    pub roots: Option<Vec<String>>,
+    /// Allowed environment variable names (`PREFIX*` allowed).
+    pub env: Option<Vec<String>>,
+    /// Maximum limits.
+    #[serde(default)]
+    pub max: Maxima,
+    /// Where the policy was read from (not part of the file).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+impl Policy {
+    /// Parse policy `text`; YAML when `path` ends in `.yaml`/`.yml`, else TOML.
+    /// Errors name the file and, through the parser, the field.
+    pub fn parse(text: &str, path: &Path) -> Result<Self> {
+        let yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        let parsed: std::result::Result<Policy, String> = if yaml {
+            serde_yaml::from_str(text).map_err(|e| e.to_string())
+        } else {
+            toml::from_str(text).map_err(|e| e.to_string())
+        };
+        let mut policy = parsed.map_err(|e| {
+            Error::parse(format!(
+                "invalid policy file {}: {}",
+                path.display(),
+                e.trim_end()
+            ))
+        })?;
+        for (field, value) in [
+            ("max.fuel", policy.max.fuel),
+            ("max.memory_bytes", policy.max.memory_bytes),
+            ("max.timeout_ms", policy.max.timeout_ms),
+            ("max.output_bytes", policy.max.output_bytes),
+        ] {
+            if value == Some(0) {
+                return Err(Error::parse(format!(
+                    "invalid policy file {}: {field} must be greater than 0",
+                    path.display()
+                )));
+            }
+        }
+        for root in policy.roots.iter().flatten() {
+            let p = Path::new(root);
+            if p.is_absolute() || p.components().any(|c| c == std::path::Component::ParentDir) {
+                return Err(Error::parse(format!(
+                    "invalid policy file {}: roots entry {root:?} must be relative to the working directory, without `..`",
+                    path.display()
+                )));
+            }
+        }
+        policy.source = Some(path.to_path_buf());
+        Ok(policy)
+    }
+
+    /// Read the policy at `path`.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::parse(format!("cannot read policy file {}: {e}", path.display()))
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// `--policy FILE` if given, else `LOBSTER_POLICY`, else the default.
+    /// Relative paths are taken relative to `cwd`.
+    pub fn from_flag_or_env(flag: Option<&str>, cwd: &Path) -> Result<Self> {
+        let env = std::env::var("LOBSTER_POLICY")
+            .ok()
+            .filter(|v| !v.is_empty());
+        match flag.map(str::to_string).or(env) {
+            Some(p) => Self::load(&cwd.join(p)),
+            None => Ok(Policy::default()),
+        }
+    }
+
+    /// Whether this is the untrusted policy.
+    pub fn untrusted(&self) -> bool {
+        self.trust == Trust::Untrusted
+    }
+
+    /// The allowed roots; `None` means unrestricted.
+    pub fn allowed_roots(&self) -> Option<&[String]> {
+        match (&self.roots, self.trust) {
+            (Some(r), _) => Some(r),
+            (None, Trust::Untrusted) => Some(&[]),
+            (None, Trust::Trusted) => None,
+        }
+    }
+
+    /// Whether `--allow-env name` is allowed.
+    pub fn allows_env(&self, name: &str) -> bool {
+        let list = match (&self.env, self.trust) {
+            (Some(l), _) => l,
+            (None, Trust::Untrusted) => return false,
+            (None, Trust::Trusted) => return true,
+        };
+        list.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => p == name,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_and_yaml_parse_the_same() {
+        let t = Policy::parse(
+            "trust = \"untrusted\"\nroots = [\"data\"]\nenv = [\"A_*\"]\n[max]\nfuel = 5\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        let y = Policy::parse(
+            "trust: untrusted\nroots: [data]\nenv: [\"A_*\"]\nmax:\n  fuel: 5\n",
+            Path::new("p.yaml"),
+        )
+        .unwrap();
+        assert_eq!(t.trust, Trust::Untrusted);
+        assert_eq!(t.max.fuel, Some(5));
+        assert_eq!(t.roots, y.roots);
+        assert_eq!(t.max, y.max);
+        assert!(t.allows_env("A_B") && !t.allows_env("B"));
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_field() {
+        let e = Policy::parse("trust = \"maybe\"\n", Path::new("p.toml")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(msg.contains("p.toml") && msg.contains("trust"), "{msg}");
+        let msg = Policy::parse("rots = []\n", Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("rots"), "{msg}");
+        let msg = Policy::parse("[max]\nfuel = 0\n", Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("max.fuel"), "{msg}");
+        let msg = Policy::parse("roots: [/etc]\n", Path::new("p.yml"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("/etc"), "{msg}");
+    }
+
+    #[test]
+    fn defaults_depend_on_trust() {
+        let trusted = Policy::default();
+        assert!(trusted.allowed_roots().is_none() && trusted.allows_env("X"));
+        let untrusted = Policy {
+            trust: Trust::Untrusted,
+            ..Policy::default()
+        };
+        assert_eq!(untrusted.allowed_roots(), Some(&[][..]));
+        assert!(!untrusted.allows_env("X"));
+    }
+}

@@ -1,0 +1,132 @@
+//! What you approve is what runs: the digest of everything after a gate.
+//!
+//! The digest is blake3 over a canonical JSON document holding, for every
+//! stage after the gate, its text, its component digest (wasm steps) and
+//! what it declares (side effects, required capabilities); the run's grants
+//! (directories and env names); and the gated items. It is shown in
+//! `requiresApproval.planDigest`, stored with the pause, and recomputed on
+//! resume before the state is claimed.
+
+use crate::error::Result;
+use crate::executor::{check_pipeline, Context};
+use crate::sandbox::Requirement;
+use crate::value::Item;
+use serde_json::json;
+
+/// The plan after a gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanSummary {
+    /// 64 hex digits of blake3.
+    pub digest: String,
+    /// One human-readable line per capability or side effect of the stages
+    /// after the gate, e.g. `stage 4 (inbox.apply): write access to /mail`.
+    pub capabilities: Vec<String>,
+}
+
+fn requirements(name: &str, ctx: &Context) -> Vec<Requirement> {
+    if ctx.registry.get(name).is_some() {
+        return Vec::new();
+    }
+    ctx.registry
+        .steps()
+        .and_then(|s| s.resolve(name).ok().flatten())
+        .and_then(|step| step.component().meta().map(|m| m.requires.clone()))
+        .unwrap_or_default()
+}
+
+fn effect_text(effect: &str) -> Option<&'static str> {
+    match effect {
+        "local_exec" => Some("runs host processes"),
+        "writes_state" => Some("writes Lobster state"),
+        "writes_files" => Some("writes files"),
+        _ => None,
+    }
+}
+
+/// The plan of `pipeline_text` from stage `from` on, with `items` at the gate.
+pub fn plan_summary(
+    pipeline_text: &str,
+    from: usize,
+    items: &[Item],
+    ctx: &Context,
+) -> Result<PlanSummary> {
+    let pipeline = crate::dsl::parse(pipeline_text)?;
+    let commands = check_pipeline(&pipeline, from, &ctx.registry)?;
+    let mut stages = Vec::new();
+    let mut lines = Vec::new();
+    for (offset, cmd) in commands.iter().enumerate() {
+        let index = from + offset;
+        let stage = &pipeline.stages[index];
+        let sig = cmd.signature();
+        let requires = requirements(&stage.name, ctx);
+        let label = format!("stage {} ({})", index + 1, stage.name);
+        for effect in sig.side_effects.iter().filter_map(|e| effect_text(e)) {
+            if effect != "writes files" || requires.is_empty() {
+                lines.push(format!("{label}: {effect}"));
+            }
+        }
+        for r in &requires {
+            lines.push(format!("{label}: {}", r.describe().0));
+        }
+        stages.push(json!({
+            "text": pipeline_text.get(stage.span.clone()).unwrap_or(&stage.name),
+            "digest": cmd.digest(),
+            "sideEffects": sig.side_effects,
+            "requires": requires,
+        }));
+    }
+    let grants = json!({
+        "dirs": ctx.grants.dirs.iter().map(|d| json!({
+            "host": d.host.to_string_lossy(),
+            "guest": d.guest,
+            "access": d.access,
+        })).collect::<Vec<_>>(),
+        "env": ctx.grants.env,
+    });
+    let doc = json!({
+        "version": 1,
+        "stages": stages,
+        "grants": grants,
+        "items": items,
+    });
+    let canonical = serde_json::to_vec(&doc).unwrap_or_default();
+    Ok(PlanSummary {
+        digest: blake3::hash(&canonical).to_hex().to_string(),
+        capabilities: lines,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::Mode;
+    use serde_json::json;
+
+    #[test]
+    fn digest_binds_stages_items_and_grants() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(tmp.path()));
+        let text = "approve --prompt x | exec --shell 'echo hi' | head --n 1";
+        let a = plan_summary(text, 1, &[json!(1)], &ctx).unwrap();
+        assert_eq!(a, plan_summary(text, 1, &[json!(1)], &ctx).unwrap());
+        assert_eq!(a.digest.len(), 64);
+        assert_eq!(a.capabilities, ["stage 2 (exec): runs host processes"]);
+        assert_ne!(
+            a.digest,
+            plan_summary(text, 1, &[json!(2)], &ctx).unwrap().digest
+        );
+        let other = "approve --prompt x | exec --shell 'echo bye' | head --n 1";
+        assert_ne!(
+            a.digest,
+            plan_summary(other, 1, &[json!(1)], &ctx).unwrap().digest
+        );
+        ctx.grants = crate::sandbox::Grants::builder()
+            .allow_env("X")
+            .build()
+            .unwrap();
+        assert_ne!(
+            a.digest,
+            plan_summary(text, 1, &[json!(1)], &ctx).unwrap().digest
+        );
+    }
+}

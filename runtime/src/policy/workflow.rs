@@ -1,0 +1,298 @@
+//! The operator policy over a workflow file, before any of its steps runs:
+//! under `untrusted`, host `run:`/`command:` steps and pipeline steps whose
+//! stages run host processes (`exec`) are refused, in the file and in every
+//! sub-workflow named by a literal path; grants and limits are checked as
+//! for pipelines. Every excess is named, with `file:line:col`.
+//!
+//! A workflow's own `permissions:` block narrows what its steps get:
+//! `host_exec: false` refuses host steps the same way; run grants outside
+//! the declared `read`/`write`/`env` are dropped (write inside a read-only
+//! declaration becomes read); declared `limits` lower the run's; and every
+//! `uses:` step gets only what its `describe` asks for of that
+//! ([`narrow_to_step`]).
+
+use super::enforce::run_excesses;
+use crate::error::{Error, Result};
+use crate::executor::Context;
+use crate::sandbox::{Access, Grants, Requirement, WasmStep};
+use crate::workflow::model::{Action, Workflow};
+use std::path::{Path, PathBuf};
+
+/// Refuse the workflow `wf` when the context's policy forbids any part of it.
+pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
+    let mut out = Vec::new();
+    let declared_no_exec = wf.permissions.as_ref().is_some_and(|p| !p.host_exec);
+    if ctx.policy.untrusted() || declared_no_exec {
+        let mut seen = Vec::new();
+        walk(wf, ctx, &mut seen, &mut out);
+    }
+    out.extend(run_excesses(&ctx.policy, ctx));
+    if out.is_empty() {
+        return check_workflow_pins(wf, ctx);
+    }
+    Err(
+        Error::runtime(format!("policy refuses this run: {}", out.join("; ")))
+            .with_hint("nothing ran; ask the operator to widen the policy or change the workflow"),
+    )
+}
+
+fn walk(wf: &Workflow, ctx: &Context, seen: &mut Vec<PathBuf>, out: &mut Vec<String>) {
+    if seen.contains(&wf.source.path) {
+        return;
+    }
+    seen.push(wf.source.path.clone());
+    for step in &wf.steps {
+        let at = format!("{}:{}:{}", wf.source.shown, step.pos.line, step.pos.col);
+        let mut actions: Vec<(&str, &Action)> = vec![(&step.id, &step.action)];
+        match &step.action {
+            Action::Parallel(p) => {
+                actions.extend(p.branches.iter().map(|b| (b.id.as_str(), &b.action)))
+            }
+            Action::ForEach(f) => {
+                actions.extend(f.steps.iter().map(|b| (b.id.as_str(), &b.action)))
+            }
+            _ => {}
+        }
+        for (id, action) in actions {
+            action_excesses(id, action, &at, wf, ctx, seen, out);
+        }
+    }
+}
+
+fn action_excesses(
+    id: &str,
+    action: &Action,
+    at: &str,
+    wf: &Workflow,
+    ctx: &Context,
+    seen: &mut Vec<PathBuf>,
+    out: &mut Vec<String>,
+) {
+    match action {
+        Action::Shell(_) => out.push(format!(
+            "{at}: step {id} runs a host shell command, which {}",
+            forbidder(ctx)
+        )),
+        Action::Pipeline(text) => {
+            // Templated text is checked again when it runs (executor::plan).
+            let Ok(p) = crate::dsl::parse(text) else {
+                return;
+            };
+            for (i, stage) in p.stages.iter().enumerate() {
+                let exec = ctx
+                    .registry
+                    .get(&stage.name)
+                    .is_some_and(|c| c.signature().side_effects.contains(&"local_exec"));
+                if exec {
+                    out.push(format!(
+                        "{at}: step {id} stage {} ({}) runs host processes, which {}",
+                        i + 1,
+                        stage.name,
+                        forbidder(ctx)
+                    ));
+                }
+            }
+        }
+        Action::Workflow { path, .. } if !path.contains('$') => {
+            let full = crate::workflow::steps::compose::resolve_path(&wf.source.path, path);
+            if let Ok(child) = crate::workflow::load_workflow(&full, Some(&ctx.registry)) {
+                walk(&child, ctx, seen, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn forbidder(ctx: &Context) -> &'static str {
+    if ctx.policy.untrusted() {
+        "the untrusted policy forbids"
+    } else {
+        "the workflow's permissions forbid (host_exec: false)"
+    }
+}
+
+/// The context the workflow's steps run with when it declares
+/// `permissions:` (grants narrowed, limits lowered); `None` without a block.
+pub fn permissions_context(wf: &Workflow, ctx: &Context) -> Option<Context> {
+    let p = wf.permissions.as_ref()?;
+    let mut out = crate::workflow::run::derive(ctx, None, None, None);
+    let inside = |dir: &Path, list: &[String]| {
+        list.iter()
+            .any(|r| super::enforce::inside_root(&ctx.cwd, dir, r))
+    };
+    let mut grants = ctx.grants.clone();
+    grants.dirs.retain_mut(|d| {
+        if d.access == Access::ReadWrite && !inside(&d.host, &p.write) {
+            d.access = Access::Read;
+        }
+        inside(&d.host, &p.write) || inside(&d.host, &p.read)
+    });
+    grants.env.retain(|e| p.env.contains(e));
+    out.grants = grants;
+    let as_policy = super::Policy {
+        max: p.limits.clone(),
+        ..super::Policy::default()
+    };
+    super::clamp_defaults(&as_policy, &mut out, super::enforce::Requested::default());
+    Some(out)
+}
+
+/// `grants` narrowed to what `step`'s `describe` asks for: its directories
+/// (at most the access it asks) and env names; commands get nothing.
+pub fn narrow_to_step(grants: &Grants, step: &WasmStep) -> Grants {
+    let mut out = grants.clone();
+    let asks: &[Requirement] = step
+        .component()
+        .meta()
+        .map_or(&[], |m| m.requires.as_slice());
+    out.dirs.retain_mut(|d| {
+        let wanted = asks.iter().find_map(|r| match r {
+            Requirement::Dir { path, access } if *path == d.guest => Some(*access),
+            _ => None,
+        });
+        match wanted {
+            Some(a) => {
+                d.access = d.access.min(a);
+                true
+            }
+            None => false,
+        }
+    });
+    out.env.retain(|e| {
+        asks.iter()
+            .any(|r| matches!(r, Requirement::Env { name } if name == e))
+    });
+    out
+}
+
+/// One line per host effect or capability of the top-level steps after
+/// step `index`, for `requiresApproval.capabilities`.
+pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<String> {
+    let mut out = Vec::new();
+    for step in wf.steps.iter().skip(index + 1) {
+        let label = format!("step {}", step.id);
+        match &step.action {
+            Action::Shell(_) => out.push(format!("{label}: runs a host shell command")),
+            Action::Pipeline(text) => {
+                let Ok(p) = crate::dsl::parse(text) else {
+                    continue;
+                };
+                for stage in &p.stages {
+                    let sig = ctx.registry.get(&stage.name).map(|c| c.signature());
+                    if sig.is_some_and(|s| s.side_effects.contains(&"local_exec")) {
+                        out.push(format!("{label} ({}): runs host processes", stage.name));
+                    } else if sig.is_none() {
+                        if let Some(step) = ctx
+                            .registry
+                            .steps()
+                            .and_then(|r| r.resolve(&stage.name).ok().flatten())
+                        {
+                            for r in step
+                                .component()
+                                .meta()
+                                .map(|m| m.requires.clone())
+                                .unwrap_or_default()
+                            {
+                                out.push(format!("{label} ({}): {}", stage.name, r.describe().0));
+                            }
+                        }
+                    }
+                }
+            }
+            Action::Wasm { uses, .. } => {
+                let full = crate::workflow::steps::compose::resolve_path(&wf.source.path, uses);
+                let reqs =
+                    crate::sandbox::load_file(&full, &crate::sandbox::ArtifactCache::disabled())
+                        .ok()
+                        .and_then(|c| c.meta().map(|m| m.requires.clone()))
+                        .unwrap_or_default();
+                for r in reqs {
+                    out.push(format!("{label}: {}", r.describe().0));
+                }
+            }
+            Action::Workflow { path, .. } => out.push(format!("{label}: runs workflow {path}")),
+            Action::Parallel(_) | Action::ForEach(_) => {
+                out.push(format!("{label}: runs {}", step.action.kind()))
+            }
+            Action::None => {}
+        }
+    }
+    out
+}
+
+/// Every WebAssembly step the workflow names literally, as (lock key,
+/// blake3), in order: pipeline stages by stage name, `uses:` components by
+/// their path as written in the file.
+pub fn workflow_steps(wf: &Workflow, ctx: &Context) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut add = |name: String, digest: &str| {
+        if !out.iter().any(|(n, _): &(String, String)| *n == name) {
+            out.push((name, digest.to_string()));
+        }
+    };
+    for step in &wf.steps {
+        let mut actions = vec![&step.action];
+        match &step.action {
+            Action::Parallel(p) => actions.extend(p.branches.iter().map(|b| &b.action)),
+            Action::ForEach(f) => actions.extend(f.steps.iter().map(|b| &b.action)),
+            _ => {}
+        }
+        for action in actions {
+            match action {
+                Action::Pipeline(text) if !text.contains('$') => {
+                    let Ok(p) = crate::dsl::parse(text) else {
+                        continue;
+                    };
+                    for stage in &p.stages {
+                        if let Ok(Some(cmd)) = ctx.registry.resolve(&stage.name) {
+                            if let Some(d) = cmd.digest() {
+                                add(stage.name.clone(), d);
+                            }
+                        }
+                    }
+                }
+                Action::Wasm { uses, .. } if !uses.contains('$') => {
+                    // Keyed by the path as written: a swapped component
+                    // cannot escape its pin by describing another name.
+                    if let Ok(step) =
+                        crate::workflow::steps::wasm::load(&wf.source.path, &step.id, uses, ctx)
+                    {
+                        add(uses.clone(), step.digest());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Refuse a workflow whose WebAssembly steps do not match their pins in
+/// `./lobster.lock` (when it exists).
+fn check_workflow_pins(wf: &Workflow, ctx: &Context) -> Result<()> {
+    let path = ctx.cwd.join(super::lock::LOCK_FILE);
+    if !path.is_file() {
+        return Ok(());
+    }
+    let lock = super::LockFile::load(&path)?;
+    let problems: Vec<String> = workflow_steps(wf, ctx)
+        .into_iter()
+        .filter_map(|(name, digest)| {
+            let pinned = lock.pin(&name)?;
+            (pinned != digest).then(|| {
+                format!(
+                    "step {name} does not match its pin in {} (pinned blake3 {}, the component now is {})",
+                    super::lock::LOCK_FILE,
+                    super::enforce::short(pinned),
+                    super::enforce::short(&digest)
+                )
+            })
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::runtime(problems.join("; "))
+            .with_hint("nothing ran; review the new component, then run `lobster lock` to pin it"))
+    }
+}

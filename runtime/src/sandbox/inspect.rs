@@ -1,0 +1,101 @@
+//! Import and export audit of a component, without linking or running it:
+//! what `lobster check` and `lobster bundle verify` look at first.
+//!
+//! A step may import only what the host provides and Lobster grants:
+//! `lobster:step/*`, and WASI `cli`, `io`, `clocks`, `random` and
+//! `filesystem`. `wasi:sockets/*` and `wasi:http/*` (network) and any other
+//! interface are refused by name.
+
+use super::cache::ArtifactCache;
+use super::component::{digest_of, kind_of, ComponentKind};
+use super::engine::engine;
+use super::error::SandboxError;
+use std::path::Path;
+
+/// Interface prefixes a step may import.
+pub const ALLOWED_IMPORTS: &[&str] = &[
+    "lobster:step/",
+    "wasi:cli/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+];
+
+/// What a component is, seen from outside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// blake3 of the bytes.
+    pub digest: String,
+    /// The world it implements, if any.
+    pub kind: Option<ComponentKind>,
+    /// Every imported name, in the component's order.
+    pub imports: Vec<String>,
+}
+
+impl Inspection {
+    /// One message per import Lobster refuses, naming the interface.
+    pub fn import_problems(&self) -> Vec<String> {
+        self.imports
+            .iter()
+            .filter_map(|name| import_problem(name))
+            .collect()
+    }
+}
+
+/// Why `name` may not be imported, or `None` when it may.
+pub fn import_problem(name: &str) -> Option<String> {
+    if ALLOWED_IMPORTS.iter().any(|p| name.starts_with(p)) {
+        return None;
+    }
+    Some(if name.starts_with("wasi:sockets/") {
+        format!("imports {name} (network sockets), which Lobster never grants")
+    } else if name.starts_with("wasi:http/") {
+        format!("imports {name} (HTTP), which Lobster never grants")
+    } else {
+        format!("imports {name}, an interface the Lobster host does not provide")
+    })
+}
+
+/// Compile `bytes` (cached) and list their imports and world.
+pub fn inspect(
+    bytes: &[u8],
+    source: &Path,
+    cache: &ArtifactCache,
+) -> Result<Inspection, SandboxError> {
+    let engine = engine()?;
+    let digest = digest_of(bytes);
+    let (component, _) = cache.load(engine, bytes, &digest, source)?;
+    let imports = component
+        .component_type()
+        .imports(engine.engine())
+        .map(|(name, _)| name.to_string())
+        .collect();
+    Ok(Inspection {
+        digest,
+        kind: kind_of(engine, &component),
+        imports,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_and_unknown_imports_are_named() {
+        assert!(import_problem("wasi:cli/stdin@0.2.6").is_none());
+        assert!(import_problem("lobster:step/host@0.1.0").is_none());
+        let m = import_problem("wasi:sockets/tcp@0.2.6").unwrap();
+        assert!(
+            m.contains("wasi:sockets/tcp@0.2.6") && m.contains("network"),
+            "{m}"
+        );
+        assert!(import_problem("wasi:http/outgoing-handler@0.2.0")
+            .unwrap()
+            .contains("HTTP"));
+        assert!(import_problem("evil:thing/x")
+            .unwrap()
+            .contains("evil:thing/x"));
+    }
+}
