@@ -21,7 +21,7 @@ use crate::commands::Registry;
 use crate::error::{Error, Result};
 use crate::executor::{run_pipeline, Context, Mode};
 use crate::resume::{finish_run, Paused};
-use crate::sandbox::{ArtifactCache, Grants, StepPath, StepResolver};
+use crate::sandbox::{Grants, StepPath};
 use crate::state::StateStore;
 use limits::LimitArgs;
 use output::{human_error, write_once, Printer};
@@ -156,8 +156,7 @@ pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs
 
 /// Resolve wasm steps through `path` (compiled artefacts cached in the state dir).
 pub(crate) fn use_step_path(ctx: &mut Context, path: StepPath) {
-    let resolver = StepResolver::new(path, ArtifactCache::in_state_dir(ctx.state.dir()));
-    ctx.registry = Arc::new(Registry::builtin().with_steps(resolver));
+    ctx.use_step_path(path);
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not

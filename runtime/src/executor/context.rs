@@ -54,6 +54,34 @@ pub struct Context {
 }
 
 impl Context {
+    /// Resolve wasm steps through `path`, caching compiled artefacts in the
+    /// state directory.
+    pub fn use_step_path(&mut self, path: StepPath) {
+        let resolver = StepResolver::new(path, ArtifactCache::in_state_dir(self.state.dir()));
+        self.registry = Arc::new(Registry::builtin().with_steps(resolver));
+    }
+
+    /// The step path as recorded in a resume state.
+    pub fn step_dirs(&self) -> Vec<String> {
+        self.registry
+            .steps()
+            .map(|s| {
+                s.path()
+                    .dirs()
+                    .iter()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Restore a step path recorded by [`Context::step_dirs`] (empty: keep the current one).
+    pub fn restore_step_dirs(&mut self, dirs: &[String]) {
+        if !dirs.is_empty() {
+            self.use_step_path(StepPath::new(dirs.iter().map(PathBuf::from).collect()));
+        }
+    }
+
     /// A context over the current process: its cwd and environment. Wasm
     /// steps resolve on `LOBSTER_STEP_PATH` then `./steps`, with compiled
     /// artefacts cached under `<state dir>/cache/wasm`; nothing is granted.

@@ -60,8 +60,12 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     let lower = name.to_lowercase();
     candidates
         .into_iter()
+        .filter(|c| *c != name)
         .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len() / 3).max(1))
+        .filter(|(d, c)| {
+            let len = c.chars().count();
+            *d < len && *d <= (len / 3).max(2)
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }

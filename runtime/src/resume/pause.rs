@@ -81,17 +81,7 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
         created_at: now_iso(),
         cwd: Some(ctx.cwd.to_string_lossy().into_owned()),
         grants: ctx.grants.clone(),
-        step_dirs: ctx
-            .registry
-            .steps()
-            .map(|s| {
-                s.path()
-                    .dirs()
-                    .iter()
-                    .map(|d| d.to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        step_dirs: ctx.step_dirs(),
         step_digests: step_digests(pipeline_text, ctx)?,
         plan_digest: plan.as_ref().map(|p| p.digest.clone()),
     };

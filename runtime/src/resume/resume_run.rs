@@ -116,19 +116,7 @@ fn restore_run_settings(ctx: &mut Context, state: &PipelineResumeState) {
         ctx.cwd = cwd;
     }
     ctx.grants = state.grants.clone();
-    if !state.step_dirs.is_empty() {
-        let dirs = state
-            .step_dirs
-            .iter()
-            .map(std::path::PathBuf::from)
-            .collect();
-        let resolver = crate::sandbox::StepResolver::new(
-            crate::sandbox::StepPath::new(dirs),
-            crate::sandbox::ArtifactCache::in_state_dir(ctx.state.dir()),
-        );
-        ctx.registry =
-            std::sync::Arc::new(crate::commands::Registry::builtin().with_steps(resolver));
-    }
+    ctx.restore_step_dirs(&state.step_dirs);
 }
 
 /// Refuse when a wasm step of the pipeline is not the component that was

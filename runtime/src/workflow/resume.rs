@@ -146,15 +146,7 @@ fn restore(ctx: &Context, state: &WorkflowState) -> Context {
     let cwd = state.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir());
     let mut out = super::run::derive(ctx, None, cwd, None);
     out.grants = state.grants.clone();
-    if !state.step_dirs.is_empty() {
-        let dirs = state.step_dirs.iter().map(PathBuf::from).collect();
-        let resolver = crate::sandbox::StepResolver::new(
-            crate::sandbox::StepPath::new(dirs),
-            crate::sandbox::ArtifactCache::in_state_dir(ctx.state.dir()),
-        );
-        out.registry =
-            std::sync::Arc::new(crate::commands::Registry::builtin().with_steps(resolver));
-    }
+    out.restore_step_dirs(&state.step_dirs);
     out
 }
 

@@ -177,18 +177,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         args_digest: super::args::digest(&runner.args),
         cwd: Some(runner.ctx.cwd.display().to_string()),
         grants: runner.ctx.grants.clone(),
-        step_dirs: runner
-            .ctx
-            .registry
-            .steps()
-            .map(|s| {
-                s.path()
-                    .dirs()
-                    .iter()
-                    .map(|d| d.to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        step_dirs: runner.ctx.step_dirs(),
         resume_at_index: index + 1,
         steps: runner.results.clone(),
         last_step_id: runner.last.clone(),

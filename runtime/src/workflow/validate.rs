@@ -9,6 +9,7 @@ use super::model::*;
 use super::template;
 use crate::commands::Registry;
 use crate::error::{Error, Result};
+use crate::executor::suggest;
 use crate::value::Item;
 use serde_json::Map;
 use std::collections::HashSet;
@@ -81,31 +82,6 @@ const SUB_KEYS: &[&str] = &[
     "cwd",
     "stdin",
 ];
-
-/// The closest candidate within a small edit distance (2, or a third of
-/// its length for long names).
-fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut cur = vec![i + 1; b.len() + 1];
-            for (j, cb) in b.iter().enumerate() {
-                cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                    .min(prev[j + 1] + 1)
-                    .min(cur[j] + 1);
-            }
-            prev = cur;
-        }
-        prev[b.len()]
-    }
-    candidates
-        .into_iter()
-        .map(|c| (distance(name, c), c))
-        .filter(|(d, c)| *d > 0 && *d < c.chars().count() && *d <= (c.chars().count() / 3).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
 
 struct V<'a> {
     doc: &'a Doc,
