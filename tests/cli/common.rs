@@ -111,6 +111,49 @@ impl Env {
         format!("exec --json --shell 'cat {}'", path.display())
     }
 
+    /// Copy the example WebAssembly steps (built by tests/build-guests.sh)
+    /// into `<work>/<dir>` and the sample mail into `<work>/mail`. `None`
+    /// (skipped loudly) when the steps are not built; under CI or
+    /// `LOBSTER_REQUIRE_GUESTS` a missing build fails instead.
+    pub fn copy_examples(&self, dir: &str) -> Option<PathBuf> {
+        let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/steps/target/wasm32-wasip2/release");
+        if !built.join("inbox_list.wasm").is_file() {
+            if std::env::var_os("CI").is_some()
+                || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some()
+            {
+                panic!(
+                    "{} has no example steps; run tests/build-guests.sh",
+                    built.display()
+                );
+            }
+            eprintln!("SKIPPED: example steps are not built (tests/build-guests.sh)");
+            return None;
+        }
+        let steps = self.work_path(dir);
+        std::fs::create_dir_all(&steps).unwrap();
+        for name in [
+            "inbox_list",
+            "inbox_categorize",
+            "inbox_apply",
+            "email_triage",
+        ] {
+            std::fs::copy(
+                built.join(format!("{name}.wasm")),
+                steps.join(format!("{name}.wasm")),
+            )
+            .unwrap();
+        }
+        let mail = self.work_path("mail");
+        std::fs::create_dir_all(&mail).unwrap();
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mail");
+        for entry in std::fs::read_dir(sample).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), mail.join(entry.file_name())).unwrap();
+        }
+        Some(steps)
+    }
+
     pub fn work_path(&self, name: &str) -> PathBuf {
         self.work.path().join(name)
     }

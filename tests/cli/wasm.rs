@@ -4,49 +4,9 @@
 use crate::common::{token_of, Env};
 use std::path::{Path, PathBuf};
 
-/// The example steps (built by tests/build-guests.sh). Missing guests fail
-/// under CI / tests/run.sh and skip loudly elsewhere.
-fn steps_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/steps/target/wasm32-wasip2/release");
-    if dir.join("inbox_list.wasm").is_file() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
-        panic!(
-            "{} has no example steps; run tests/build-guests.sh",
-            dir.display()
-        );
-    }
-    eprintln!("SKIPPED: example steps are not built (tests/build-guests.sh)");
-    None
-}
-
-/// A private copy of the steps and of the sample mail.
+/// A private copy of the example steps and of the sample mail.
 fn setup(env: &Env) -> Option<PathBuf> {
-    let src = steps_dir()?;
-    let steps = env.work_path("steps-copy");
-    std::fs::create_dir(&steps).unwrap();
-    for name in [
-        "inbox_list",
-        "inbox_categorize",
-        "inbox_apply",
-        "email_triage",
-    ] {
-        std::fs::copy(
-            src.join(format!("{name}.wasm")),
-            steps.join(format!("{name}.wasm")),
-        )
-        .unwrap();
-    }
-    let mail = env.work_path("mail");
-    std::fs::create_dir(&mail).unwrap();
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mail");
-    for entry in std::fs::read_dir(sample).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), mail.join(entry.file_name())).unwrap();
-    }
-    Some(steps)
+    env.copy_examples("steps-copy")
 }
 
 const GATED: &str = "inbox.list | inbox.categorize | approve --preview-from-stdin --limit 2 --prompt 'Apply labels?' | inbox.apply --apply";

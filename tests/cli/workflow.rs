@@ -214,44 +214,10 @@ fn validation_reports_every_problem_with_positions_and_runs_nothing() {
     );
 }
 
-/// The example WebAssembly steps (tests/build-guests.sh), copied with the
-/// sample mail into the sandbox; `None` (skipped loudly) when not built.
+/// The example WebAssembly steps copied with the sample mail into the
+/// sandbox; `None` (skipped loudly) when not built.
 fn wasm_setup(env: &Env) -> Option<()> {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/steps/target/wasm32-wasip2/release");
-    if !built.join("inbox_list.wasm").is_file() {
-        if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some()
-        {
-            panic!(
-                "{} has no example steps; run tests/build-guests.sh",
-                built.display()
-            );
-        }
-        eprintln!("SKIPPED: example steps are not built (tests/build-guests.sh)");
-        return None;
-    }
-    let steps = env.work_path("steps");
-    std::fs::create_dir_all(&steps).unwrap();
-    for name in [
-        "inbox_list",
-        "inbox_categorize",
-        "inbox_apply",
-        "email_triage",
-    ] {
-        std::fs::copy(
-            built.join(format!("{name}.wasm")),
-            steps.join(format!("{name}.wasm")),
-        )
-        .unwrap();
-    }
-    let mail = env.work_path("mail");
-    std::fs::create_dir_all(&mail).unwrap();
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mail");
-    for entry in std::fs::read_dir(sample).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), mail.join(entry.file_name())).unwrap();
-    }
-    Some(())
+    env.copy_examples("steps").map(|_| ())
 }
 
 const MAIL_WORKFLOW: &str = "steps:\n  - id: list\n    uses: steps/inbox_list.wasm\n  - id: cat\n    pipeline: inbox.categorize\n    stdin: $list.json\n  - id: gate\n    approval: Apply labels?\n    stdin: $cat.json\n  - id: apply\n    pipeline: inbox.apply --apply\n    stdin: $cat.json\n";
