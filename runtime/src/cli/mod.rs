@@ -4,6 +4,7 @@
 //! help; `help [topic]`; `version`; `doctor`; `graph`; `run`; `resume`;
 //! `call`; `check`, `bundle`, `lock` (the trust layer); anything else is `run <argv…>`. This room prints; nothing below it does.
 
+mod argv;
 pub mod bundle;
 mod call;
 pub mod check;
@@ -103,7 +104,7 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
     if let Some(requested) = cwd {
         ctx.cwd = limits::resolve_cwd(&ctx.cwd, requested)?;
         let path = StepPath::from_env(&ctx.cwd, &[]);
-        use_step_path(&mut ctx, path);
+        ctx.use_step_path(path);
     }
     if limits.policy.is_some() && std::env::var_os("LOBSTER_POLICY").is_some_and(|v| !v.is_empty())
     {
@@ -149,14 +150,9 @@ pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs
     if !args.steps.is_empty() {
         let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
         let path = StepPath::from_env(&ctx.cwd, &extra);
-        use_step_path(ctx, path);
+        ctx.use_step_path(path);
     }
     Ok(())
-}
-
-/// Resolve wasm steps through `path` (compiled artefacts cached in the state dir).
-pub(crate) fn use_step_path(ctx: &mut Context, path: StepPath) {
-    ctx.use_step_path(path);
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not

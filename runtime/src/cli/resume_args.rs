@@ -1,5 +1,6 @@
 //! `lobster resume` argv (reference rules: one intent, exact messages).
 
+use super::argv::{split_flag, take_value};
 use super::limits::{parse_count, LimitArgs};
 use crate::error::{Error, Result};
 use crate::resume::{Decision, ResumeRequest, ResumeTarget};
@@ -33,10 +34,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
     let mut i = 0;
     while i < argv.len() {
         let tok = argv[i].as_str();
-        let (name, inline) = match tok.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (tok, None),
-        };
+        let (name, inline) = split_flag(tok);
         if name == "--cancel" {
             match inline {
                 Some(v) => {
@@ -72,15 +70,8 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
             i += 1;
             continue;
         }
-        let value = match inline {
-            Some(v) => Some(v),
-            None => {
-                i += 1;
-                argv.get(i).cloned()
-            }
-        };
         i += 1;
-        let value = value.unwrap_or_default();
+        let value = take_value(inline, argv, &mut i).unwrap_or_default();
         match name {
             "--token" => token = Some(value),
             "--id" => id = Some(value),

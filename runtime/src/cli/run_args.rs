@@ -5,6 +5,7 @@
 //! argv elements, `--dry-run` only before the pipeline begins, and every other
 //! element is joined with single spaces into the pipeline text.
 
+use super::argv::{split_flag, take_value};
 use super::limits::{parse_count, LimitArgs};
 use crate::error::{Error, Result};
 use crate::executor::Mode;
@@ -65,10 +66,7 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
     let mut i = 0;
     while i < argv.len() {
         let tok = argv[i].as_str();
-        let (name, inline) = match tok.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (tok, None),
-        };
+        let (name, inline) = split_flag(tok);
         let known = matches!(
             name,
             "--mode"
@@ -98,15 +96,8 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
             i += 1;
             continue;
         }
-        let value = match inline {
-            Some(v) => Some(v),
-            None => {
-                i += 1;
-                argv.get(i).cloned()
-            }
-        };
         i += 1;
-        let Some(value) = value else {
+        let Some(value) = take_value(inline, argv, &mut i) else {
             error.get_or_insert(Error::parse(format!("run {name} requires a value")));
             continue;
         };

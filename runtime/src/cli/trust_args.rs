@@ -2,6 +2,7 @@
 //! (`--steps DIR`, repeatable; `--format human|json`; `--out PATH`) and
 //! positional words.
 
+use super::argv::{split_flag, take_value};
 use crate::error::{Error, Result};
 
 /// Parsed argv of a trust command.
@@ -30,10 +31,7 @@ pub fn parse(command: &str, argv: &[String], flags: &[&str]) -> Result<TrustArgs
             out.help = true;
             continue;
         }
-        let (name, inline) = match tok.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (tok, None),
-        };
+        let (name, inline) = split_flag(tok);
         if !name.starts_with("--") {
             out.words.push(tok.to_string());
             continue;
@@ -44,16 +42,8 @@ pub fn parse(command: &str, argv: &[String], flags: &[&str]) -> Result<TrustArgs
                     .with_hint(format!("`lobster {command} --help` lists its flags")),
             );
         }
-        let value = match inline {
-            Some(v) => v,
-            None => {
-                let v = argv.get(i).cloned().ok_or_else(|| {
-                    Error::parse(format!("lobster {command} {name} requires a value"))
-                })?;
-                i += 1;
-                v
-            }
-        };
+        let value = take_value(inline, argv, &mut i)
+            .ok_or_else(|| Error::parse(format!("lobster {command} {name} requires a value")))?;
         match name {
             "--steps" => out.steps.push(value),
             "--out" => out.out = Some(value),
