@@ -15,12 +15,7 @@ fn approval_gate_halts_with_token_id_and_preview() {
     assert_eq!(v["status"], "needs_approval");
     assert_eq!(v["output"], json!([]));
     let req = &v["requiresApproval"];
-    let keys: Vec<&str> = req
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = crate::common::keys(req);
     assert_eq!(
         keys,
         [
@@ -78,12 +73,7 @@ fn input_gate_validates_and_passes_the_response_on() {
     let v = r.json();
     assert_eq!(v["status"], "needs_input", "{r:?}");
     let req = &v["requiresInput"];
-    let keys: Vec<&str> = req
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = crate::common::keys(req);
     assert_eq!(
         keys,
         ["type", "prompt", "responseSchema", "subject", "resumeToken"]

@@ -417,8 +417,8 @@ fn approvals_carry_a_plan_digest_that_resume_verifies() {
     let r = env.tool(&pipeline);
     assert_eq!(r.code, 0, "{r:?}");
     let doc = r.json();
-    let req = doc["requiresApproval"].as_object().unwrap();
-    let keys: Vec<&str> = req.keys().map(String::as_str).collect();
+    let req = &doc["requiresApproval"];
+    let keys = crate::common::keys(req);
     assert_eq!(
         keys[keys.len() - 4..],
         ["resumeToken", "approvalId", "planDigest", "capabilities"]

@@ -478,12 +478,7 @@ fn approval_gate_envelope_comes_from_the_file() {
     let v = r.json();
     assert_eq!(v["status"], "needs_approval", "{r:?}");
     let req = &v["requiresApproval"];
-    let keys: Vec<&str> = req
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = crate::common::keys(req);
     assert_eq!(
         keys,
         [
@@ -557,7 +552,7 @@ fn human_mode_pause_prints_status_object_and_token() {
     let r = env.run(&["run", "--file", &f]);
     assert_eq!(r.code, 0);
     let v = r.json();
-    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys = crate::common::keys(&v);
     assert_eq!(
         keys,
         ["status", "output", "requiresApproval", "requiresInput"]
