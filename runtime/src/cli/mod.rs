@@ -220,7 +220,7 @@ fn run(argv: &[String]) -> i32 {
 pub(crate) fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
     let pipeline = crate::dsl::parse(text)?;
     let outcome = run_pipeline(&pipeline, 0, Vec::new(), ctx)?;
-    finish_run(text, outcome, ctx)
+    finish_run(text, &pipeline, outcome, ctx)
 }
 
 /// The reference's dry-run plan (to stderr): `[DRY RUN] Pipeline (n stages):`

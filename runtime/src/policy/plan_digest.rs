@@ -7,6 +7,7 @@
 //! `requiresApproval.planDigest`, stored with the pause, and recomputed on
 //! resume before the state is claimed.
 
+use crate::dsl::Pipeline;
 use crate::error::Result;
 use crate::executor::{check_pipeline, Context};
 use crate::sandbox::Requirement;
@@ -45,13 +46,12 @@ fn effect_text(effect: &str) -> Option<&'static str> {
 
 /// The plan of `pipeline_text` from stage `from` on, with `items` at the gate.
 pub fn plan_summary(
-    pipeline_text: &str,
+    pipeline: &Pipeline,
     from: usize,
     items: &[Item],
     ctx: &Context,
 ) -> Result<PlanSummary> {
-    let pipeline = crate::dsl::parse(pipeline_text)?;
-    let commands = check_pipeline(&pipeline, from, &ctx.registry)?;
+    let commands = check_pipeline(pipeline, from, &ctx.registry)?;
     let mut stages = Vec::new();
     let mut lines = Vec::new();
     for (offset, cmd) in commands.iter().enumerate() {
@@ -69,7 +69,7 @@ pub fn plan_summary(
             lines.push(format!("{label}: {}", r.describe().0));
         }
         stages.push(json!({
-            "text": pipeline_text.get(stage.span.clone()).unwrap_or(&stage.name),
+            "text": stage.raw,
             "digest": cmd.digest(),
             "sideEffects": sig.side_effects,
             "requires": requires,
@@ -106,7 +106,8 @@ mod tests {
     fn digest_binds_stages_items_and_grants() {
         let tmp = tempfile::tempdir().unwrap();
         let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(tmp.path()));
-        let text = "approve --prompt x | exec --shell 'echo hi' | head --n 1";
+        let text =
+            &crate::dsl::parse("approve --prompt x | exec --shell 'echo hi' | head --n 1").unwrap();
         let a = plan_summary(text, 1, &[json!(1)], &ctx).unwrap();
         assert_eq!(a, plan_summary(text, 1, &[json!(1)], &ctx).unwrap());
         assert_eq!(a.digest.len(), 64);
@@ -115,7 +116,8 @@ mod tests {
             a.digest,
             plan_summary(text, 1, &[json!(2)], &ctx).unwrap().digest
         );
-        let other = "approve --prompt x | exec --shell 'echo bye' | head --n 1";
+        let other = &crate::dsl::parse("approve --prompt x | exec --shell 'echo bye' | head --n 1")
+            .unwrap();
         assert_ne!(
             a.digest,
             plan_summary(other, 1, &[json!(1)], &ctx).unwrap().digest

@@ -5,6 +5,7 @@ use super::approval_id::{self, now_iso};
 use super::saved::{HaltType, PipelineResumeState, StepDigest, PIPELINE_KIND};
 use super::token::{self, TokenKind};
 use crate::commands::Halt;
+use crate::dsl::Pipeline;
 use crate::envelope::{ApprovalRequest, Envelope, InputRequest};
 use crate::error::Result;
 use crate::executor::{Context, Outcome};
@@ -20,7 +21,12 @@ pub struct Paused {
 
 /// Finish a run of `pipeline_text`: completed runs become `ok`; a halt is
 /// saved so it can be resumed, and becomes `needs_approval`/`needs_input`.
-pub fn finish_run(pipeline_text: &str, outcome: Outcome, ctx: &Context) -> Result<Paused> {
+pub fn finish_run(
+    pipeline_text: &str,
+    pipeline: &Pipeline,
+    outcome: Outcome,
+    ctx: &Context,
+) -> Result<Paused> {
     match outcome {
         Outcome::Completed { items, rendered } => Ok(Paused {
             envelope: Envelope::ok(items),
@@ -31,13 +37,19 @@ pub fn finish_run(pipeline_text: &str, outcome: Outcome, ctx: &Context) -> Resul
             halt,
             rendered,
         } => {
-            let envelope = save_halt(pipeline_text, stage, halt, ctx)?;
+            let envelope = save_halt(pipeline_text, pipeline, stage, halt, ctx)?;
             Ok(Paused { envelope, rendered })
         }
     }
 }
 
-fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Result<Envelope> {
+fn save_halt(
+    pipeline_text: &str,
+    pipeline: &Pipeline,
+    stage: usize,
+    halt: Halt,
+    ctx: &Context,
+) -> Result<Envelope> {
     let store = &ctx.state;
     store.ensure_dir()?;
     let state_key = format!("pipeline_resume_{}", uuid_v4());
@@ -54,7 +66,7 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
     };
     let plan = match halt_type {
         HaltType::Approval => Some(crate::policy::plan_digest::plan_summary(
-            pipeline_text,
+            pipeline,
             stage + 1,
             &items,
             ctx,
@@ -82,7 +94,7 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
         cwd: Some(ctx.cwd.to_string_lossy().into_owned()),
         grants: ctx.grants.clone(),
         step_dirs: ctx.step_dirs(),
-        step_digests: step_digests(pipeline_text, ctx)?,
+        step_digests: step_digests(pipeline, ctx)?,
         plan_digest: plan.as_ref().map(|p| p.digest.clone()),
     };
     if let Err(e) = store.set(&state_key, &state.to_json()) {
@@ -124,9 +136,8 @@ fn save_halt(pipeline_text: &str, stage: usize, halt: Halt, ctx: &Context) -> Re
 }
 
 /// The digest of every wasm step of the pipeline, as resolved for this run.
-pub fn step_digests(pipeline_text: &str, ctx: &Context) -> Result<Vec<StepDigest>> {
-    let pipeline = crate::dsl::parse(pipeline_text)?;
-    let commands = crate::executor::check_pipeline(&pipeline, 0, &ctx.registry)?;
+pub fn step_digests(pipeline: &Pipeline, ctx: &Context) -> Result<Vec<StepDigest>> {
+    let commands = crate::executor::check_pipeline(pipeline, 0, &ctx.registry)?;
     Ok(commands
         .into_iter()
         .zip(&pipeline.stages)

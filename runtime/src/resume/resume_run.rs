@@ -7,6 +7,7 @@ use super::pause::{finish_run, Paused};
 use super::request::{Decision, ResumeRequest, ResumeTarget};
 use super::saved::{HaltType, PipelineResumeState};
 use super::token::{self, TokenKind};
+use crate::dsl::Pipeline;
 use crate::envelope::Envelope;
 use crate::error::{Error, Result};
 use crate::executor::{run_pipeline, Context};
@@ -82,9 +83,9 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
     if input.is_some() {
         restore_run_settings(ctx, &state);
         crate::executor::plan(&pipeline, state.resume_at_index, ctx)?;
-        verify_steps_unchanged(&state, ctx)?;
+        verify_steps_unchanged(&state, &pipeline, ctx)?;
         if state.halt_type == HaltType::Approval {
-            verify_plan_unchanged(&state, ctx)?;
+            verify_plan_unchanged(&state, &pipeline, ctx)?;
         }
     }
 
@@ -100,7 +101,7 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
         });
     };
     let outcome = run_pipeline(&pipeline, state.resume_at_index, input, ctx)?;
-    let finished = finish_run(&state.pipeline, outcome, ctx)?;
+    let finished = finish_run(&state.pipeline, &pipeline, outcome, ctx)?;
     drop(claimed);
     Ok(finished)
 }
@@ -121,8 +122,12 @@ fn restore_run_settings(ctx: &mut Context, state: &PipelineResumeState) {
 
 /// Refuse when a wasm step of the pipeline is not the component that was
 /// there at the pause: an approval covers exactly the code it was shown.
-fn verify_steps_unchanged(state: &PipelineResumeState, ctx: &Context) -> Result<()> {
-    let now = super::pause::step_digests(&state.pipeline, ctx)?;
+fn verify_steps_unchanged(
+    state: &PipelineResumeState,
+    pipeline: &Pipeline,
+    ctx: &Context,
+) -> Result<()> {
+    let now = super::pause::step_digests(pipeline, ctx)?;
     for was in &state.step_digests {
         let current = now
             .iter()
@@ -151,12 +156,16 @@ fn verify_steps_unchanged(state: &PipelineResumeState, ctx: &Context) -> Result<
 }
 
 /// Refuse when what would run after the gate is not what was approved.
-fn verify_plan_unchanged(state: &PipelineResumeState, ctx: &Context) -> Result<()> {
+fn verify_plan_unchanged(
+    state: &PipelineResumeState,
+    pipeline: &Pipeline,
+    ctx: &Context,
+) -> Result<()> {
     let Some(approved) = &state.plan_digest else {
         return Ok(());
     };
     let now = crate::policy::plan_digest::plan_summary(
-        &state.pipeline,
+        pipeline,
         state.resume_at_index,
         &state.items,
         ctx,
