@@ -4,7 +4,7 @@
 //! arguments.
 
 use super::component::{ComponentKind, LoadedComponent};
-use super::describe::FlagKind;
+use super::describe::{FlagKind, Requirement};
 use super::env::StepEnv;
 use super::error::SandboxError;
 use super::grants::Grants;
@@ -69,7 +69,7 @@ impl WasmStep {
                     })
                     .collect(),
                 meta.requires.iter().any(|r| {
-                    matches!(r, super::describe::Requirement::Dir { access: super::Access::ReadWrite, .. })
+                    matches!(r, Requirement::Dir { access: super::Access::ReadWrite, .. })
                 }),
             ),
             None => (
@@ -126,6 +126,37 @@ impl WasmStep {
             });
         }
         argv
+    }
+
+    /// What of `grants` this step gets: a `lobster:step` component only the
+    /// directories (at most the access) and variables its `describe` asks
+    /// for; a `wasi:cli/command` component, which cannot describe its
+    /// needs, gets `grants` as they are (the run's flags, narrowed by any
+    /// `permissions:` that apply).
+    pub fn granted(&self, grants: &Grants) -> Grants {
+        let Some(meta) = self.component.meta() else {
+            return grants.clone();
+        };
+        let asks = &meta.requires;
+        let mut out = grants.clone();
+        out.dirs.retain_mut(|d| {
+            let wanted = asks.iter().find_map(|r| match r {
+                Requirement::Dir { path, access } if *path == d.guest => Some(*access),
+                _ => None,
+            });
+            match wanted {
+                Some(a) => {
+                    d.access = d.access.min(a);
+                    true
+                }
+                None => false,
+            }
+        });
+        out.env.retain(|e| {
+            asks.iter()
+                .any(|r| matches!(r, Requirement::Env { name } if name == e))
+        });
+        out
     }
 
     /// Refuse to run when the step describes a capability `grants` lack.
@@ -192,7 +223,7 @@ impl Command for WasmStep {
     fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
         let items = collect(input)?;
         self.check_grants(&ctx.grants)?;
-        let env = StepEnv::from_context(ctx)?;
+        let env = StepEnv::from_grants(&self.granted(&ctx.grants), ctx)?;
         let limits = ctx.sandbox.limits.effective(&ctx.limits);
         let argv = Self::argv(args);
         match self.component.run(self.name, &argv, &items, &env, &limits) {

@@ -56,14 +56,16 @@ fn pipelines(action: &Action) -> Vec<&str> {
 /// describes needing.
 pub fn prepare(wf: &Workflow, ctx: &Context) -> Result<()> {
     for step in &wf.steps {
+        let narrowed = crate::policy::workflow::step_context(step, ctx);
+        let ctx = narrowed.as_ref().unwrap_or(ctx);
         for text in pipelines(&step.action) {
-            if text.contains('$') {
-                continue;
-            }
+            // Templates only fill in quoted arguments, so a templated text
+            // parses to the same stages; only a templated stage name waits
+            // until the step runs (and is checked then).
             let Ok(p) = crate::dsl::parse(text) else {
                 continue;
             };
-            for stage in &p.stages {
+            for stage in p.stages.iter().filter(|s| !s.name.contains('$')) {
                 if let Some(cmd) = ctx.registry.resolve(&stage.name)? {
                     if cmd.digest().is_some() {
                         cmd.preflight(&stage.args, ctx).map_err(|e| {
@@ -123,10 +125,7 @@ pub fn run(
     let path = render(uses, scope, Style::Raw, None).text;
     let cmd = load(workflow_path, id, &path, ctx)?;
     let args = args_of(with, scope);
-    // The step gets only what its describe asks for of the run's grants.
-    let mut own = super::super::run::derive(ctx, None, None, None);
-    own.grants = crate::policy::workflow::narrow_to_step(&ctx.grants, cmd);
-    let ctx = &own;
+    // `WasmStep::run` narrows the grants to what the step describes.
     cmd.validate(&args)?;
     cmd.preflight(&args, ctx)?;
     let input = match stdin {
