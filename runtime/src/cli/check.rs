@@ -95,27 +95,17 @@ impl Checker {
     }
 
     /// A workflow file, through the workflow layer's validator (every
-    /// sub-workflow named by a literal path too); its messages already read
-    /// `file:line:col: message`.
+    /// sub-workflow named by a literal path too); its messages read
+    /// `file:line:col: message`, one problem a line, each a finding.
     fn workflow(&mut self, path: &Path) {
         self.checked.push(path.to_path_buf());
         if let Err(e) = crate::workflow::load_plan(path, None) {
-            let msg = e.to_string();
-            let shown = path.display().to_string();
-            let located = msg
-                .strip_prefix(&shown)
-                .and_then(|r| r.strip_prefix(':'))
-                .and_then(|r| {
-                    let mut parts = r.splitn(3, ':');
-                    let line = parts.next()?.parse::<usize>().ok()?;
-                    parts.next()?.parse::<usize>().ok()?;
-                    Some((line, parts.next()?.trim().to_string()))
+            for line in e.to_string().lines().filter(|l| !l.trim().is_empty()) {
+                self.findings.push(match locate(line) {
+                    Some((file, at, rest)) => Finding::new(Path::new(file), rest).at_line(Some(at)),
+                    None => Finding::new(path, line),
                 });
-            let finding = match located {
-                Some((line, rest)) => Finding::new(path, rest).at_line(Some(line)),
-                None => Finding::new(path, msg),
-            };
-            self.findings.push(finding);
+            }
         }
     }
 
@@ -293,4 +283,40 @@ pub fn check(argv: &[String]) -> i32 {
         write_once(&text, "");
     }
     i32::from(!ok)
+}
+
+/// Split `file:line:col: message` into its file, line and message.
+fn locate(line: &str) -> Option<(&str, usize, &str)> {
+    // The first `:<digits>:<digits>: ` ends the file name (which may
+    // itself contain colons).
+    for (i, _) in line.match_indices(':') {
+        let rest = &line[i + 1..];
+        let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+        let n = digits(rest);
+        if n == 0 || !rest[n..].starts_with(':') {
+            continue;
+        }
+        let col_part = &rest[n + 1..];
+        let m = digits(col_part);
+        if m == 0 || !col_part[m..].starts_with(": ") {
+            continue;
+        }
+        let at = rest[..n].parse().ok()?;
+        return Some((&line[..i], at, col_part[m + 2..].trim()));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::locate;
+
+    #[test]
+    fn locates_file_line_and_message() {
+        assert_eq!(
+            locate("a:b/wf.lobster:12:5: step x: bad"),
+            Some(("a:b/wf.lobster", 12, "step x: bad"))
+        );
+        assert_eq!(locate("no location: here"), None);
+    }
 }
