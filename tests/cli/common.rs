@@ -198,3 +198,50 @@ pub fn alive(pid: u32) -> bool {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A built guest: `tests/guests` or `examples/steps`. Missing guests fail
+/// under CI / tests/run.sh and skip loudly elsewhere.
+pub fn guest(dir: &str, name: &str) -> Option<PathBuf> {
+    let p = root()
+        .join(dir)
+        .join(format!("target/wasm32-wasip2/release/{name}.wasm"));
+    if p.is_file() {
+        return Some(p);
+    }
+    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
+        panic!("{} is missing; run tests/build-guests.sh", p.display());
+    }
+    eprintln!(
+        "SKIPPED: {} is not built (tests/build-guests.sh)",
+        p.display()
+    );
+    None
+}
+
+/// A built guest of `tests/guests` (see [`guest`]).
+pub fn test_guest(name: &str) -> Option<PathBuf> {
+    guest("tests/guests", name)
+}
+
+/// Write `text` to `name` in the work directory (creating its parents).
+pub fn write(env: &Env, name: &str, text: &str) -> PathBuf {
+    let p = env.work_path(name);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The tool envelope's `error.message`.
+pub fn err_message(r: &Run) -> String {
+    r.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}

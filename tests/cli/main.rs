@@ -10,6 +10,7 @@ mod envelope;
 mod errors;
 mod gates;
 mod limits;
+mod permissions;
 mod resume;
 mod streaming;
 mod trust;

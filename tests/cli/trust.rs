@@ -2,52 +2,9 @@
 //! time, `lobster check` of components, bundles and lock files, pins, and
 //! approvals bound to a plan digest.
 
-use crate::common::{token_of, Env, Run};
+use crate::common::{err_message, guest, root, test_guest, token_of, write, Env};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A built guest: `tests/guests` or `examples/steps`. Missing guests fail
-/// under CI / tests/run.sh and skip loudly elsewhere.
-fn guest(dir: &str, name: &str) -> Option<PathBuf> {
-    let p = root()
-        .join(dir)
-        .join(format!("target/wasm32-wasip2/release/{name}.wasm"));
-    if p.is_file() {
-        return Some(p);
-    }
-    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
-        panic!("{} is missing; run tests/build-guests.sh", p.display());
-    }
-    eprintln!(
-        "SKIPPED: {} is not built (tests/build-guests.sh)",
-        p.display()
-    );
-    None
-}
-
-fn test_guest(name: &str) -> Option<PathBuf> {
-    guest("tests/guests", name)
-}
-
-fn write(env: &Env, name: &str, text: &str) -> PathBuf {
-    let p = env.work_path(name);
-    if let Some(parent) = p.parent() {
-        std::fs::create_dir_all(parent).unwrap();
-    }
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn err_message(r: &Run) -> String {
-    r.json()["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
+use std::path::PathBuf;
 
 #[test]
 fn untrusted_policy_refuses_host_exec_before_anything_runs() {

@@ -4,28 +4,26 @@
 //! sub-workflow named by a literal path; grants and limits are checked as
 //! for pipelines. Every excess is named, with `file:line:col`.
 //!
-//! A workflow's own `permissions:` block narrows what its steps get:
-//! `host_exec: false` refuses host steps the same way; run grants outside
-//! the declared `read`/`write`/`env` are dropped (write inside a read-only
-//! declaration becomes read); declared `limits` lower the run's; and every
-//! `uses:` step gets only what its `describe` asks for of that
-//! ([`narrow_to_step`]).
+//! `permissions:` blocks (the workflow's, and a step's own) narrow what
+//! steps get: `host_exec: false` refuses host steps the same way; run
+//! grants outside the declared `read`/`write`/`env` are dropped (write
+//! inside a read-only declaration becomes read); declared `limits` lower
+//! the run's ([`narrow`]). A WebAssembly step then gets only what its
+//! `describe` asks for of that ([`crate::sandbox::WasmStep::granted`]).
 
 use super::enforce::run_excesses;
 use crate::error::{Error, Result};
 use crate::executor::Context;
-use crate::sandbox::{Access, Grants, Requirement, WasmStep};
-use crate::workflow::model::{Action, Workflow};
+use crate::sandbox::Access;
+use crate::workflow::model::{Action, Permissions, Step, Workflow};
 use std::path::{Path, PathBuf};
 
-/// Refuse the workflow `wf` when the context's policy forbids any part of it.
+/// Refuse the workflow `wf` when the context's policy, or a `permissions:`
+/// block in it or in a sub-workflow, forbids any part of it.
 pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
     let mut out = Vec::new();
-    let declared_no_exec = wf.permissions.as_ref().is_some_and(|p| !p.host_exec);
-    if ctx.policy.untrusted() || declared_no_exec {
-        let mut seen = Vec::new();
-        walk(wf, ctx, &mut seen, &mut out);
-    }
+    let mut seen = Vec::new();
+    walk(wf, ctx, &mut seen, &mut out);
     out.extend(run_excesses(&ctx.policy, ctx));
     if out.is_empty() {
         return check_workflow_pins(wf, ctx);
@@ -53,42 +51,63 @@ fn walk(wf: &Workflow, ctx: &Context, seen: &mut Vec<PathBuf>, out: &mut Vec<Str
             }
             _ => {}
         }
+        let forbidder = forbidder(wf, step, ctx);
         for (id, action) in actions {
-            action_excesses(id, action, &at, wf, ctx, seen, out);
+            action_excesses(id, action, &at, forbidder, wf, ctx, seen, out);
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn action_excesses(
     id: &str,
     action: &Action,
     at: &str,
+    forbidder: Option<&str>,
     wf: &Workflow,
     ctx: &Context,
     seen: &mut Vec<PathBuf>,
     out: &mut Vec<String>,
 ) {
     match action {
-        Action::Shell(_) => out.push(format!(
-            "{at}: step {id} runs a host shell command, which {}",
-            forbidder(ctx)
-        )),
+        Action::Shell(_) => {
+            if let Some(why) = forbidder {
+                out.push(format!(
+                    "{at}: step {id} runs a host shell command, which {why}"
+                ))
+            }
+        }
         Action::Pipeline(text) => {
-            // Templated text is checked again when it runs (executor::plan).
+            let Some(why) = forbidder else {
+                return;
+            };
+            // Templates fill in quoted arguments only, so the stages are
+            // known now, except a templated stage name: that is refused
+            // here, since nothing may run before the whole plan is known.
             let Ok(p) = crate::dsl::parse(text) else {
+                out.push(format!(
+                    "{at}: step {id} has a pipeline that cannot be checked before it runs, which {why}"
+                ));
                 return;
             };
             for (i, stage) in p.stages.iter().enumerate() {
+                if stage.name.contains('$') {
+                    out.push(format!(
+                        "{at}: step {id} stage {} takes its command name from a template ({}), which {why}",
+                        i + 1,
+                        stage.name,
+                    ));
+                    continue;
+                }
                 let exec = ctx
                     .registry
                     .get(&stage.name)
                     .is_some_and(|c| c.signature().side_effects.contains(&"local_exec"));
                 if exec {
                     out.push(format!(
-                        "{at}: step {id} stage {} ({}) runs host processes, which {}",
+                        "{at}: step {id} stage {} ({}) runs host processes, which {why}",
                         i + 1,
                         stage.name,
-                        forbidder(ctx)
                     ));
                 }
             }
@@ -103,65 +122,53 @@ fn action_excesses(
     }
 }
 
-fn forbidder(ctx: &Context) -> &'static str {
+/// Why host processes are refused in `step` of `wf`; `None`: they are not.
+fn forbidder(wf: &Workflow, step: &Step, ctx: &Context) -> Option<&'static str> {
+    let refuses = |p: &Option<Permissions>| p.as_ref().is_some_and(|p| !p.host_exec);
     if ctx.policy.untrusted() {
-        "the untrusted policy forbids"
+        Some("the untrusted policy forbids")
+    } else if refuses(&step.permissions) {
+        Some("the step's permissions forbid (host_exec: false)")
+    } else if refuses(&wf.permissions) {
+        Some("the workflow's permissions forbid (host_exec: false)")
     } else {
-        "the workflow's permissions forbid (host_exec: false)"
+        None
     }
 }
 
 /// The context the workflow's steps run with when it declares
-/// `permissions:` (grants narrowed, limits lowered); `None` without a block.
+/// `permissions:`; `None` without a block.
 pub fn permissions_context(wf: &Workflow, ctx: &Context) -> Option<Context> {
-    let p = wf.permissions.as_ref()?;
+    wf.permissions.as_ref().map(|p| narrow(p, ctx))
+}
+
+/// The context `step` runs with when it declares its own `permissions:`
+/// (within its workflow's, which `ctx` already reflects); `None` without.
+pub fn step_context(step: &Step, ctx: &Context) -> Option<Context> {
+    step.permissions.as_ref().map(|p| narrow(p, ctx))
+}
+
+/// `ctx` with its grants narrowed to the `read`/`write`/`env` that `p`
+/// declares (write inside a read-only declaration becomes read) and its
+/// limits lowered to `p`'s.
+pub fn narrow(p: &Permissions, ctx: &Context) -> Context {
     let mut out = crate::workflow::run::derive(ctx, None, None, None);
     let inside = |dir: &Path, list: &[String]| {
         list.iter()
             .any(|r| super::enforce::inside_root(&ctx.cwd, dir, r))
     };
-    let mut grants = ctx.grants.clone();
-    grants.dirs.retain_mut(|d| {
+    out.grants.dirs.retain_mut(|d| {
         if d.access == Access::ReadWrite && !inside(&d.host, &p.write) {
             d.access = Access::Read;
         }
         inside(&d.host, &p.write) || inside(&d.host, &p.read)
     });
-    grants.env.retain(|e| p.env.contains(e));
-    out.grants = grants;
+    out.grants.env.retain(|e| p.env.contains(e));
     let as_policy = super::Policy {
         max: p.limits.clone(),
         ..super::Policy::default()
     };
     super::clamp_defaults(&as_policy, &mut out, super::enforce::Requested::default());
-    Some(out)
-}
-
-/// `grants` narrowed to what `step`'s `describe` asks for: its directories
-/// (at most the access it asks) and env names; commands get nothing.
-pub fn narrow_to_step(grants: &Grants, step: &WasmStep) -> Grants {
-    let mut out = grants.clone();
-    let asks: &[Requirement] = step
-        .component()
-        .meta()
-        .map_or(&[], |m| m.requires.as_slice());
-    out.dirs.retain_mut(|d| {
-        let wanted = asks.iter().find_map(|r| match r {
-            Requirement::Dir { path, access } if *path == d.guest => Some(*access),
-            _ => None,
-        });
-        match wanted {
-            Some(a) => {
-                d.access = d.access.min(a);
-                true
-            }
-            None => false,
-        }
-    });
-    out.env.retain(|e| {
-        asks.iter()
-            .any(|r| matches!(r, Requirement::Env { name } if name == e))
-    });
     out
 }
 
@@ -239,11 +246,11 @@ pub fn workflow_steps(wf: &Workflow, ctx: &Context) -> Vec<(String, String)> {
         }
         for action in actions {
             match action {
-                Action::Pipeline(text) if !text.contains('$') => {
+                Action::Pipeline(text) => {
                     let Ok(p) = crate::dsl::parse(text) else {
                         continue;
                     };
-                    for stage in &p.stages {
+                    for stage in p.stages.iter().filter(|s| !s.name.contains('$')) {
                         if let Ok(Some(cmd)) = ctx.registry.resolve(&stage.name) {
                             if let Some(d) = cmd.digest() {
                                 add(stage.name.clone(), d);

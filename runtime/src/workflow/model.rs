@@ -21,9 +21,10 @@ pub struct Workflow {
     pub permissions: Option<Permissions>,
 }
 
-/// `permissions:`: directories, env names, host processes and limits the
-/// workflow declares. A step gets the intersection of this, the run's grants
-/// and (for `uses:` steps) what its `describe` asks for.
+/// `permissions:`: directories, env names, host processes and limits a
+/// workflow (or one of its steps) declares. A step gets the intersection of
+/// the run's grants, the workflow's block, its own block and what its
+/// component's `describe` asks for (see [`crate::policy::workflow`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Permissions {
     /// `read: [DIR…]`: directories steps may read (relative to the cwd).
@@ -32,6 +33,9 @@ pub struct Permissions {
     pub write: Vec<String>,
     /// `env: [NAME…]`.
     pub env: Vec<String>,
+    /// `tools: [NAME…]`: host tools steps may call through the host. This
+    /// Lobster provides none yet, so validation accepts only an empty list.
+    pub tools: Vec<String>,
     /// `host_exec: false` refuses `run:` steps and `exec` stages.
     pub host_exec: bool,
     /// `limits: {fuel, memory_bytes, timeout_ms, output_bytes}`.
@@ -246,4 +250,7 @@ pub struct Step {
     pub retry: Retry,
     pub timeout_ms: Option<u64>,
     pub on_error: OnError,
+    /// The step's own `permissions:` (its branches and sub-steps share it);
+    /// validation keeps it within the workflow's block.
+    pub permissions: Option<Permissions>,
 }

@@ -177,6 +177,7 @@ impl<'a> Runner<'a> {
     ) -> Result<Piped> {
         let env = self.step_env(&step.env);
         let cwd = self.step_cwd(step.cwd.as_deref());
+        let narrowed = crate::policy::workflow::step_context(step, self.ctx);
         steps::pipeline::continue_from(
             &step.id,
             &pause.text,
@@ -184,7 +185,7 @@ impl<'a> Runner<'a> {
             vec![response],
             env,
             cwd,
-            self.ctx,
+            narrowed.as_ref().unwrap_or(self.ctx),
         )
     }
 
@@ -293,6 +294,8 @@ impl<'a> Runner<'a> {
     }
 
     fn execute(&mut self, step: &Step, ctx: &Context) -> Result<Piped> {
+        let narrowed = crate::policy::workflow::step_context(step, ctx);
+        let ctx = narrowed.as_ref().unwrap_or(ctx);
         let env = self.step_env(&step.env);
         let cwd = self.step_cwd(step.cwd.as_deref());
         let stdin = resolve_stdin(step.stdin.as_ref(), &self.scope())?;

@@ -24,7 +24,7 @@ const TOP_KEYS: &[&str] = &[
     "cost_limit",
     "permissions",
 ];
-const PERMISSION_KEYS: &[&str] = &["read", "write", "env", "host_exec", "limits"];
+const PERMISSION_KEYS: &[&str] = &["read", "write", "env", "tools", "host_exec", "limits"];
 const LIMIT_KEYS: &[&str] = &["fuel", "memory_bytes", "timeout_ms", "output_bytes"];
 const ARG_KEYS: &[&str] = &["default", "description", "type", "required"];
 const STEP_KEYS: &[&str] = &[
@@ -54,6 +54,7 @@ const STEP_KEYS: &[&str] = &[
     "retry",
     "timeout_ms",
     "on_error",
+    "permissions",
 ];
 const APPROVAL_KEYS: &[&str] = &[
     "prompt",
@@ -89,6 +90,8 @@ struct V<'a> {
     registry: Option<&'a Registry>,
     shown: &'a str,
     errors: Vec<(Pos, String)>,
+    /// The workflow's `permissions:`, which step blocks must stay within.
+    declared: Option<Permissions>,
 }
 
 impl V<'_> {
@@ -171,6 +174,7 @@ pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Resul
         registry,
         shown: &shown,
         errors: Vec::new(),
+        declared: None,
     };
     let root = doc.value.as_object().cloned().unwrap_or_default();
     v.keys("", &root, TOP_KEYS, "the workflow");
@@ -183,7 +187,13 @@ pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Resul
     let cwd = v.string("/cwd", root.get("cwd"), "Workflow cwd must be a string");
     let env = v.env("/env", root.get("env"), "Workflow");
     let args = parse_args(&mut v, root.get("args"));
-    let permissions = parse_permissions(&mut v, root.get("permissions"));
+    let permissions = parse_permissions(
+        &mut v,
+        "/permissions",
+        "Workflow permissions",
+        root.get("permissions"),
+    );
+    v.declared = permissions.clone();
 
     let mut steps = Vec::new();
     match root.get("steps") {
@@ -248,98 +258,171 @@ fn string_list(v: &mut V, ptr: &str, raw: Option<&Item>, msg: &str) -> Vec<Strin
     }
 }
 
-/// `permissions:` (see [`crate::workflow::model::Permissions`]).
-fn parse_permissions(v: &mut V, raw: Option<&Item>) -> Option<crate::workflow::model::Permissions> {
+/// `permissions:` at `ptr` (see [`Permissions`]); `what` names the block
+/// in messages ("Workflow permissions", "Workflow step X permissions").
+fn parse_permissions(v: &mut V, ptr: &str, what: &str, raw: Option<&Item>) -> Option<Permissions> {
     let map = match raw {
         None | Some(Item::Null) => return None,
         Some(Item::Object(m)) => m.clone(),
         Some(_) => {
-            v.val("/permissions", "Workflow permissions must be an object");
+            v.val(ptr, format!("{what} must be an object"));
             return None;
         }
     };
-    v.keys(
-        "/permissions",
-        &map,
-        PERMISSION_KEYS,
-        "Workflow permissions",
-    );
-    let list = "must be a list of strings";
-    let mut p = crate::workflow::model::Permissions {
-        read: string_list(
+    v.keys(ptr, &map, PERMISSION_KEYS, what);
+    let mut list = |key: &str| {
+        string_list(
             v,
-            "/permissions/read",
-            map.get("read"),
-            &format!("permissions.read {list}"),
-        ),
-        write: string_list(
-            v,
-            "/permissions/write",
-            map.get("write"),
-            &format!("permissions.write {list}"),
-        ),
-        env: string_list(
-            v,
-            "/permissions/env",
-            map.get("env"),
-            &format!("permissions.env {list}"),
-        ),
+            &format!("{ptr}/{key}"),
+            map.get(key),
+            &format!("{what}: {key} must be a list of strings"),
+        )
+    };
+    let mut p = Permissions {
+        read: list("read"),
+        write: list("write"),
+        env: list("env"),
+        tools: list("tools"),
         host_exec: true,
         limits: Default::default(),
     };
+    for tool in &p.tools {
+        v.val(
+            &format!("{ptr}/tools"),
+            format!("{what}: unknown host tool {tool:?} (this Lobster provides no host tools yet; remove it)"),
+        );
+    }
     match map.get("host_exec") {
         None | Some(Item::Null) => {}
         Some(Item::Bool(b)) => p.host_exec = *b,
         Some(_) => v.val(
-            "/permissions/host_exec",
-            "permissions.host_exec must be true or false",
+            &format!("{ptr}/host_exec"),
+            format!("{what}: host_exec must be true or false"),
         ),
     }
-    for dir in p.read.iter().chain(&p.write) {
-        let path = std::path::Path::new(dir);
-        if path.is_absolute()
-            || path
-                .components()
-                .any(|c| c == std::path::Component::ParentDir)
-        {
-            v.val(
-                "/permissions",
-                format!("permissions directory {dir:?} must be relative, without `..`"),
-            );
+    for (key, dirs) in [("read", &p.read), ("write", &p.write)] {
+        for dir in dirs {
+            let path = std::path::Path::new(dir);
+            if dir.is_empty()
+                || path.is_absolute()
+                || path
+                    .components()
+                    .any(|c| c == std::path::Component::ParentDir)
+            {
+                v.val(
+                    &format!("{ptr}/{key}"),
+                    format!("{what}: directory {dir:?} must be relative to the working directory, without `..`"),
+                );
+            }
         }
     }
+    let lptr = format!("{ptr}/limits");
     match map.get("limits") {
         None | Some(Item::Null) => {}
         Some(Item::Object(l)) => {
             let l = l.clone();
-            v.keys(
-                "/permissions/limits",
-                &l,
-                LIMIT_KEYS,
-                "Workflow permissions.limits",
-            );
-            let n = |v: &mut V, k: &str| match l.get(k) {
+            v.keys(&lptr, &l, LIMIT_KEYS, &format!("{what}.limits"));
+            let mut n = |k: &str| match l.get(k) {
                 None | Some(Item::Null) => None,
                 Some(Item::Number(x)) if x.as_u64().is_some_and(|x| x > 0) => x.as_u64(),
                 Some(_) => {
                     v.val(
-                        &format!("/permissions/limits/{k}"),
-                        format!("permissions.limits.{k} must be a positive integer"),
+                        &format!("{lptr}/{k}"),
+                        format!("{what}: limits.{k} must be a positive integer"),
                     );
                     None
                 }
             };
-            p.limits.fuel = n(v, "fuel");
-            p.limits.memory_bytes = n(v, "memory_bytes");
-            p.limits.timeout_ms = n(v, "timeout_ms");
-            p.limits.output_bytes = n(v, "output_bytes");
+            p.limits.fuel = n("fuel");
+            p.limits.memory_bytes = n("memory_bytes");
+            p.limits.timeout_ms = n("timeout_ms");
+            p.limits.output_bytes = n("output_bytes");
         }
-        Some(_) => v.val(
-            "/permissions/limits",
-            "permissions.limits must be an object",
-        ),
+        Some(_) => v.val(&lptr, format!("{what}: limits must be an object")),
     }
     Some(p)
+}
+
+/// A step's `permissions:` may only narrow the workflow's: every directory,
+/// variable, `host_exec: true` and limit above the workflow's block is an
+/// error at the offending key.
+fn check_step_permissions(v: &mut V, ptr: &str, id: &str, step: &Permissions, raw: Option<&Item>) {
+    let Some(wf) = v.declared.clone() else {
+        return;
+    };
+    let what = format!("Workflow step {id} permissions");
+    let inside = |dir: &str, roots: &[&String]| {
+        roots.iter().any(|r| {
+            std::path::Path::new(dir.trim_start_matches("./"))
+                .starts_with(r.trim_start_matches("./"))
+        })
+    };
+    let readable: Vec<&String> = wf.read.iter().chain(&wf.write).collect();
+    let writable: Vec<&String> = wf.write.iter().collect();
+    for dir in &step.read {
+        if !inside(dir, &readable) {
+            v.val(
+                &format!("{ptr}/read"),
+                format!("{what}: read {dir:?} is not inside the workflow's permissions (read or write: {})", shown(&readable)),
+            );
+        }
+    }
+    for dir in &step.write {
+        if !inside(dir, &writable) {
+            v.val(
+                &format!("{ptr}/write"),
+                format!(
+                    "{what}: write {dir:?} is not inside the workflow's permissions.write {}",
+                    shown(&writable)
+                ),
+            );
+        }
+    }
+    for name in step.env.iter().filter(|n| !wf.env.contains(n)) {
+        v.val(
+            &format!("{ptr}/env"),
+            format!(
+                "{what}: env {name:?} is not in the workflow's permissions.env {}",
+                shown(&wf.env.iter().collect::<Vec<_>>())
+            ),
+        );
+    }
+    let asks_exec = raw.and_then(|r| r.get("host_exec")) == Some(&Item::Bool(true));
+    if asks_exec && !wf.host_exec {
+        v.val(
+            &format!("{ptr}/host_exec"),
+            format!("{what}: host_exec: true, but the workflow's permissions say host_exec: false"),
+        );
+    }
+    for (key, mine, theirs) in [
+        ("fuel", step.limits.fuel, wf.limits.fuel),
+        (
+            "memory_bytes",
+            step.limits.memory_bytes,
+            wf.limits.memory_bytes,
+        ),
+        ("timeout_ms", step.limits.timeout_ms, wf.limits.timeout_ms),
+        (
+            "output_bytes",
+            step.limits.output_bytes,
+            wf.limits.output_bytes,
+        ),
+    ] {
+        if let (Some(mine), Some(theirs)) = (mine, theirs) {
+            if mine > theirs {
+                v.val(
+                    &format!("{ptr}/limits/{key}"),
+                    format!("{what}: limits.{key} {mine} is above the workflow's {theirs}"),
+                );
+            }
+        }
+    }
+}
+
+/// `[a, b]` for messages.
+fn shown(list: &[&String]) -> String {
+    let names: Vec<&str> = list.iter().map(|s| s.as_str()).collect();
+    format!("[{}]", names.join(", "))
 }
 
 fn parse_args(v: &mut V, raw: Option<&Item>) -> Vec<ArgDef> {
@@ -646,6 +729,11 @@ fn parse_step(
         }
     };
     let retry = parse_retry(v, &p("retry"), obj.get("retry"), &id);
+    let what = format!("Workflow step {id} permissions");
+    let permissions = parse_permissions(v, &p("permissions"), &what, obj.get("permissions"));
+    if let Some(own) = &permissions {
+        check_step_permissions(v, &p("permissions"), &id, own, obj.get("permissions"));
+    }
     Some(Step {
         id,
         pos,
@@ -659,6 +747,7 @@ fn parse_step(
         retry,
         timeout_ms,
         on_error,
+        permissions,
     })
 }
 

@@ -58,7 +58,10 @@ pub fn run(
         );
     }
     let child_args = crate::workflow::args::resolve(&child, &given)?;
-    let sub_ctx = derive(ctx, Some(env), Some(cwd), None);
+    // The sub-workflow's own `permissions:` narrow what it gets further
+    // (against the run's directory, where the grants are relative to).
+    let narrowed = crate::policy::workflow::permissions_context(&child, ctx);
+    let sub_ctx = derive(narrowed.as_ref().unwrap_or(ctx), Some(env), Some(cwd), None);
     let mut sub = Runner::new(child.clone(), child_args, &sub_ctx);
     sub.stack = runner.stack.clone();
     sub.stack.push(real.clone());

@@ -1,0 +1,279 @@
+//! What a WebAssembly step gets: the intersection of the run's grants, the
+//! workflow's `permissions:`, the step's own `permissions:` and what its
+//! component's `describe` asks for — in plain pipelines, in workflow
+//! `pipeline:` steps, per step, and in sub-workflows.
+
+use crate::common::{err_message, finish, test_guest, write, Env, Run};
+use serde_json::{json, Value};
+
+/// A work directory with `mail/`, `data/secret.txt` and the `capgrab`,
+/// `probe` and `hostile` guests in `steps/`. `None`: guests not built.
+fn setup() -> Option<Env> {
+    let env = Env::new();
+    std::fs::create_dir_all(env.work_path("steps")).unwrap();
+    for name in ["capgrab", "probe", "hostile"] {
+        std::fs::copy(
+            test_guest(name)?,
+            env.work_path(&format!("steps/{name}.wasm")),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(env.work_path("mail")).unwrap();
+    write(&env, "data/secret.txt", "top secret");
+    Some(env)
+}
+
+/// Run in tool mode granting more than capgrab describes: write to `mail`
+/// and `data`, and the variables `API_TOKEN` and `OTHER`.
+fn run_wide(env: &Env, tail: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "--mode",
+        "tool",
+        "--allow-write",
+        "mail",
+        "--allow-write",
+        "data",
+        "--allow-env",
+        "API_TOKEN",
+        "--allow-env",
+        "OTHER",
+    ];
+    args.extend_from_slice(tail);
+    finish(
+        env.command(&args)
+            .env("API_TOKEN", "t")
+            .env("OTHER", "o")
+            .output()
+            .unwrap(),
+    )
+}
+
+fn output(r: &Run) -> Value {
+    let doc = r.json();
+    assert_eq!(doc["ok"], true, "{r:?}");
+    doc["output"].clone()
+}
+
+/// What capgrab reports when it sees exactly what it describes.
+fn described() -> Value {
+    json!({"API_TOKEN": "t", "OTHER": null, "data_readable": false, "mail_writable": true})
+}
+
+#[test]
+fn pipeline_stages_get_only_what_their_describe_asks_for() {
+    let Some(env) = setup() else { return };
+    // capgrab asks for /mail (read-write) and API_TOKEN: it sees neither
+    // /data nor OTHER although the run grants both.
+    let r = run_wide(&env, &["capgrab see"]);
+    assert_eq!(output(&r), json!([described()]));
+    // probe asks for nothing, so it gets nothing of the run's grants.
+    let r = run_wide(&env, &["probe env API_TOKEN"]);
+    assert_eq!(output(&r), json!([{"value": null}]));
+    let r = run_wide(&env, &["probe read /data/secret.txt"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let r = run_wide(&env, &["probe world"]);
+    assert_eq!(output(&r)[0]["env"], json!([]));
+    // The run grants mail, but probe describes no directory: not there.
+    write(&env, "mail/x", "hi");
+    let r = run_wide(&env, &["probe read /mail/x"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(err_message(&r).contains("step probe"), "{r:?}");
+}
+
+#[test]
+fn workflow_pipeline_steps_are_narrowed_to_describe_too() {
+    let Some(env) = setup() else { return };
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  write: [mail, data]\n  env: [API_TOKEN, OTHER]\nsteps:\n  - id: see\n    pipeline: capgrab see\n",
+    );
+    let r = run_wide(&env, &["--file", "wf.lobster"]);
+    assert_eq!(output(&r), json!([described()]));
+}
+
+#[test]
+fn a_steps_own_permissions_narrow_it_before_anything_runs() {
+    let Some(env) = setup() else { return };
+    let wf = |own: &str| {
+        format!(
+            "permissions:\n  write: [mail, data]\n  env: [API_TOKEN, OTHER]\nsteps:\n  - id: first\n    run: touch ran\n  - id: see\n    pipeline: capgrab see\n{own}"
+        )
+    };
+    // Within the workflow's block and what capgrab asks for: it runs.
+    write(
+        &env,
+        "wf.lobster",
+        &wf("    permissions:\n      write: [mail]\n      env: [API_TOKEN]\n"),
+    );
+    let r = run_wide(&env, &["--file", "wf.lobster"]);
+    assert_eq!(output(&r), json!([described()]));
+    std::fs::remove_file(env.work_path("ran")).unwrap();
+    // Read-only mail for this step: capgrab (which asks to write) is refused
+    // when the workflow is planned, so the first step never runs either.
+    write(
+        &env,
+        "wf.lobster",
+        &wf("    permissions:\n      read: [mail]\n      env: [API_TOKEN]\n"),
+    );
+    let r = run_wide(&env, &["--file", "wf.lobster"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(err_message(&r).contains("write access to /mail"), "{r:?}");
+    assert!(!env.work_path("ran").exists());
+    // No env for this step: refused for API_TOKEN.
+    write(
+        &env,
+        "wf.lobster",
+        &wf("    permissions:\n      write: [mail]\n"),
+    );
+    let r = run_wide(&env, &["--file", "wf.lobster"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(err_message(&r).contains("API_TOKEN"), "{r:?}");
+    assert!(!env.work_path("ran").exists());
+}
+
+#[test]
+fn a_steps_own_limits_apply_to_that_step_only() {
+    let Some(env) = setup() else { return };
+    write(
+        &env,
+        "wf.lobster",
+        "steps:\n  - id: calm\n    pipeline: probe args\n    permissions:\n      limits: { fuel: 100000000 }\n  - id: spin\n    pipeline: hostile loop\n    permissions:\n      limits: { fuel: 1000000 }\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).contains("step hostile ran out of fuel (limit 1000000)"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn step_host_exec_false_refuses_that_steps_host_commands_at_plan_time() {
+    let env = Env::new();
+    write(
+        &env,
+        "wf.lobster",
+        "steps:\n  - id: ok\n    run: touch ran\n  - id: sealed\n    pipeline: exec --shell 'touch sealed'\n    permissions:\n      host_exec: false\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).contains(
+            "wf.lobster:4:5: step sealed stage 1 (exec) runs host processes, which the step's permissions forbid (host_exec: false)"
+        ),
+        "{r:?}"
+    );
+    assert!(!env.work_path("ran").exists());
+    assert!(!env.work_path("sealed").exists());
+}
+
+#[test]
+fn a_step_block_wider_than_the_workflows_is_refused_with_each_excess() {
+    let env = Env::new();
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  read: [data]\n  write: [out]\n  env: [LANG]\n  host_exec: false\n  limits: { fuel: 1000 }\nsteps:\n  - id: greedy\n    pipeline: head\n    permissions:\n      read: [data/sub, secrets]\n      write: [data]\n      env: [LANG, API_TOKEN]\n      host_exec: true\n      tools: [git]\n      limits: { fuel: 5000 }\n",
+    );
+    let r = env.run(&["check", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    for excess in [
+        "wf.lobster:11: Workflow step greedy permissions: read \"secrets\" is not inside the workflow's permissions (read or write: [data, out])",
+        "wf.lobster:12: Workflow step greedy permissions: write \"data\" is not inside the workflow's permissions.write [out]",
+        "wf.lobster:13: Workflow step greedy permissions: env \"API_TOKEN\" is not in the workflow's permissions.env [LANG]",
+        "wf.lobster:14: Workflow step greedy permissions: host_exec: true, but the workflow's permissions say host_exec: false",
+        "wf.lobster:15: Workflow step greedy permissions: unknown host tool \"git\"",
+        "wf.lobster:16: Workflow step greedy permissions: limits.fuel 5000 is above the workflow's 1000",
+    ] {
+        assert!(r.stdout.contains(excess), "missing {excess:?} in\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("data/sub"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("1 file checked, 6 problems"),
+        "{}",
+        r.stdout
+    );
+    // The run refuses the same file before anything runs.
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 2, "{r:?}");
+}
+
+#[test]
+fn a_sub_workflows_permissions_apply_when_called() {
+    let Some(env) = setup() else { return };
+    // The child forbids host processes: refused from the parent's plan.
+    write(
+        &env,
+        "child.lobster",
+        "permissions:\n  host_exec: false\nsteps:\n  - id: sh\n    run: touch child-ran\n",
+    );
+    write(
+        &env,
+        "parent.lobster",
+        "steps:\n  - id: first\n    run: touch ran\n  - id: call\n    workflow: child.lobster\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "parent.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).contains("child.lobster:4:5: step sh runs a host shell command, which the workflow's permissions forbid"),
+        "{r:?}"
+    );
+    assert!(!env.work_path("ran").exists());
+    // The child's block narrows what its steps get below the parent's.
+    write(
+        &env,
+        "child.lobster",
+        "permissions:\n  write: [mail]\nsteps:\n  - id: see\n    pipeline: capgrab see\n",
+    );
+    write(
+        &env,
+        "parent.lobster",
+        "steps:\n  - id: call\n    workflow: child.lobster\n",
+    );
+    let r = run_wide(&env, &["--file", "parent.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(err_message(&r).contains("API_TOKEN"), "{r:?}");
+}
+
+#[test]
+fn templated_pipelines_are_checked_before_anything_runs() {
+    let Some(env) = setup() else { return };
+    // A wasm stage in a templated pipeline is still preflighted at plan
+    // time: capgrab's missing grants refuse the run before `first` runs.
+    write(
+        &env,
+        "wf.lobster",
+        "args:\n  tag: { default: x }\nsteps:\n  - id: first\n    run: touch ran\n  - id: see\n    pipeline: capgrab see --tag ${tag}\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(err_message(&r).contains("write access to /mail"), "{r:?}");
+    assert!(!env.work_path("ran").exists());
+    // A stage name that comes from a template cannot be checked before it
+    // runs, so where host processes are forbidden it is refused outright.
+    write(&env, "policy.toml", "trust = \"untrusted\"\n");
+    write(
+        &env,
+        "wf.lobster",
+        "args:\n  tool: { default: exec }\nsteps:\n  - id: first\n    pipeline: head\n  - id: sneaky\n    pipeline: ${tool} --shell 'touch sneaky'\n",
+    );
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--policy",
+        "policy.toml",
+        "--file",
+        "wf.lobster",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).contains(
+            "step sneaky stage 1 takes its command name from a template (${tool}), which the untrusted policy forbids"
+        ),
+        "{r:?}"
+    );
+    assert!(!env.work_path("sneaky").exists());
+}
