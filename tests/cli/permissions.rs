@@ -277,3 +277,26 @@ fn templated_pipelines_are_checked_before_anything_runs() {
     );
     assert!(!env.work_path("sneaky").exists());
 }
+
+#[test]
+fn declared_timeouts_bound_host_steps_too() {
+    let env = Env::new();
+    // The step's ceiling is below the workflow's and below its timeout_ms.
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  limits: { timeout_ms: 5000 }\nsteps:\n  - id: nap\n    run: sleep 5\n    timeout_ms: 4000\n    permissions:\n      limits: { timeout_ms: 300 }\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(err_message(&r), "Step 'nap' timed out after 300ms");
+    // Without a step block, the workflow's ceiling applies.
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  limits: { timeout_ms: 400 }\nsteps:\n  - id: nap\n    pipeline: exec --shell 'sleep 5'\n",
+    );
+    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(err_message(&r), "Step 'nap' timed out after 400ms");
+}

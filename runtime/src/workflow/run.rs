@@ -271,8 +271,22 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// A step's time limit: its `timeout_ms`, lowered by the `timeout_ms`
+    /// ceilings of its own and its workflow's `permissions:`.
+    fn step_timeout(&self, step: &Step) -> Option<u64> {
+        let ceiling = |p: &Option<Permissions>| p.as_ref().and_then(|p| p.limits.timeout_ms);
+        [
+            step.timeout_ms,
+            ceiling(&step.permissions),
+            ceiling(&self.wf.permissions),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
     fn attempt(&mut self, step: &Step) -> Result<Piped> {
-        let Some(ms) = step.timeout_ms else {
+        let Some(ms) = self.step_timeout(step) else {
             let ctx = self.ctx;
             return self.execute(step, ctx);
         };
