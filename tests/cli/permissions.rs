@@ -300,3 +300,79 @@ fn declared_timeouts_bound_host_steps_too() {
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(err_message(&r), "Step 'nap' timed out after 400ms");
 }
+
+#[test]
+fn declared_permissions_beyond_the_policy_are_refused_with_each_excess() {
+    let env = Env::new();
+    write(
+        &env,
+        "policy.toml",
+        "trust = \"untrusted\"\nroots = [\"data\"]\nenv = [\"LANG\"]\n[max]\nfuel = 1000000000\n",
+    );
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  read: [data]\n  write: [secrets]\n  env: [LANG, API_TOKEN]\n  host_exec: true\n  limits: { fuel: 5000000000 }\nsteps:\n  - id: a\n    pipeline: head\n    permissions:\n      read: [data/sub]\n",
+    );
+    let excesses = [
+        "wf.lobster:1:1: permissions.write secrets is outside the allowed roots [data]",
+        "wf.lobster:1:1: permissions.env API_TOKEN is not among the allowed variables [LANG]",
+        "wf.lobster:1:1: permissions.host_exec: true asks for host processes, which the untrusted policy forbids",
+        "wf.lobster:1:1: permissions.limits.fuel 5000000000 is above the maximum 1000000000",
+    ];
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--policy",
+        "policy.toml",
+        "--file",
+        "wf.lobster",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = err_message(&r);
+    for excess in excesses {
+        assert!(msg.contains(excess), "missing {excess:?} in {msg}");
+    }
+    assert!(!msg.contains("data/sub"), "{msg}");
+    // `lobster check --policy` reports the same, one finding each.
+    let r = env.run(&["check", "--policy", "policy.toml", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    for excess in excesses {
+        let line = excess.replacen(":1:1:", ":1:", 1);
+        assert!(
+            r.stdout.contains(&line),
+            "missing {line:?} in\n{}",
+            r.stdout
+        );
+    }
+    assert!(r.stdout.contains("4 problems"), "{}", r.stdout);
+    // Without a policy the same file is fine.
+    let r = env.run(&["check", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    // LOBSTER_POLICY works for check as for run.
+    let r = finish(
+        env.command(&["check", "wf.lobster"])
+            .env("LOBSTER_POLICY", "policy.toml")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+}
+
+#[test]
+fn check_reports_host_steps_a_workflow_forbids_itself() {
+    let env = Env::new();
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  host_exec: false\nsteps:\n  - id: sh\n    run: echo hi\n",
+    );
+    let r = env.run(&["check", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains("wf.lobster:4: step sh runs a host shell command, which the workflow's permissions forbid (host_exec: false)"),
+        "{}",
+        r.stdout
+    );
+}

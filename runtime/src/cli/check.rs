@@ -1,4 +1,4 @@
-//! `lobster check [--format json] [--steps DIR]… [PATHS…]` for CI:
+//! `lobster check [--format json] [--steps DIR]… [--policy FILE] [PATHS…]` for CI:
 //! components (`.wasm`), bundles (directories with `manifest.toml`, or the
 //! manifest itself), lock files and workflow files. Every problem is listed as
 //! `path[:line]: message`; exit 0 only when everything passes.
@@ -7,7 +7,8 @@ use super::output::{human_error, write_once};
 use super::trust_args;
 use crate::policy::bundle::{self, component_findings, MANIFEST};
 use crate::policy::lock::{LockFile, LOCK_FILE};
-use crate::policy::Finding;
+use crate::policy::workflow::workflow_excesses;
+use crate::policy::{Finding, Policy};
 use crate::sandbox::{ArtifactCache, StepPath, StepResolver};
 use crate::state::StateStore;
 use serde_json::json;
@@ -17,11 +18,12 @@ use std::path::{Path, PathBuf};
 pub const CHECK_HELP: &str = "lobster check — validate steps, bundles and lock files (for CI)
 
 Usage:
-  lobster check [--format human|json] [--steps DIR]... [PATH...]
+  lobster check [--format human|json] [--steps DIR]... [--policy FILE] [PATH...]
 
 PATH is a component (.wasm), a bundle (a directory with manifest.toml, or
 the manifest), a lock file (lobster.lock), a workflow file (.lobster, .yaml,
-.yml, .json; validated as `lobster run` would) or a directory (its
+.yml, .json; validated as `lobster run` would, and checked against the
+operator policy: --policy FILE, else LOBSTER_POLICY) or a directory (its
 components, bundles, lock file and .lobster workflows). Without PATH: the current directory.
 Components must implement lobster:step or wasi:cli/command and import only
 what the host provides (never wasi:sockets, wasi:http or unknown
@@ -35,6 +37,9 @@ struct Checker {
     cache: ArtifactCache,
     path: StepPath,
     pins: Option<(PathBuf, LockFile)>,
+    /// `--policy` / `LOBSTER_POLICY` (the default policy without either).
+    policy: Policy,
+    cwd: PathBuf,
     checked: Vec<PathBuf>,
     findings: Vec<Finding>,
 }
@@ -99,13 +104,18 @@ impl Checker {
     /// `file:line:col: message`, one problem a line, each a finding.
     fn workflow(&mut self, path: &Path) {
         self.checked.push(path.to_path_buf());
-        if let Err(e) = crate::workflow::load_plan(path, None) {
-            for line in e.to_string().lines().filter(|l| !l.trim().is_empty()) {
-                self.findings.push(match locate(line) {
-                    Some((file, at, rest)) => Finding::new(Path::new(file), rest).at_line(Some(at)),
-                    None => Finding::new(path, line),
-                });
+        let lines = match crate::workflow::load_plan(path, None) {
+            Err(e) => e.to_string(),
+            Ok((wf, _)) => {
+                let registry = crate::commands::Registry::builtin();
+                workflow_excesses(&wf, &registry, &self.policy, &self.cwd).join("\n")
             }
+        };
+        for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+            self.findings.push(match locate(line) {
+                Some((file, at, rest)) => Finding::new(Path::new(file), rest).at_line(Some(at)),
+                None => Finding::new(path, line),
+            });
         }
     }
 
@@ -220,7 +230,7 @@ impl Checker {
 
 /// Run `lobster check …`; returns the exit code.
 pub fn check(argv: &[String]) -> i32 {
-    let args = match trust_args::parse("check", argv, &["--format", "--steps"]) {
+    let args = match trust_args::parse("check", argv, &["--format", "--steps", "--policy"]) {
         Ok(a) => a,
         Err(e) => {
             write_once("", &human_error(&e, None));
@@ -232,12 +242,21 @@ pub fn check(argv: &[String]) -> i32 {
         return 0;
     }
     let cwd = std::env::current_dir().unwrap_or_default();
+    let policy = match Policy::from_flag_or_env(args.policy.as_deref(), &cwd) {
+        Ok(p) => p,
+        Err(e) => {
+            write_once("", &human_error(&e, None));
+            return e.exit_code();
+        }
+    };
     let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
     let lock_path = cwd.join(LOCK_FILE);
     let mut checker = Checker {
         cache: ArtifactCache::in_state_dir(StateStore::from_env().dir()),
         path: StepPath::from_env(&cwd, &extra),
         pins: None,
+        policy,
+        cwd: cwd.clone(),
         checked: Vec::new(),
         findings: Vec::new(),
     };

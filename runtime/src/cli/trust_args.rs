@@ -1,5 +1,6 @@
 //! argv of `lobster check`, `lobster bundle` and `lobster lock`: value flags
-//! (`--steps DIR`, repeatable; `--format human|json`; `--out PATH`) and
+//! (`--steps DIR`, repeatable; `--format human|json`; `--out PATH`;
+//! `--policy FILE`) and
 //! positional words.
 
 use super::argv::{split_flag, take_value};
@@ -14,6 +15,8 @@ pub struct TrustArgs {
     pub json: bool,
     /// `--out PATH`.
     pub out: Option<String>,
+    /// `--policy FILE`.
+    pub policy: Option<String>,
     /// `--help` / `-h`.
     pub help: bool,
     /// Everything else.
@@ -47,6 +50,7 @@ pub fn parse(command: &str, argv: &[String], flags: &[&str]) -> Result<TrustArgs
         match name {
             "--steps" => out.steps.push(value),
             "--out" => out.out = Some(value),
+            "--policy" => out.policy = Some(value),
             _ => match value.as_str() {
                 "json" => out.json = true,
                 "human" => out.json = false,

@@ -12,6 +12,8 @@
 //! `describe` asks for of that ([`crate::sandbox::WasmStep::granted`]).
 
 use super::enforce::run_excesses;
+use super::Policy;
+use crate::commands::Registry;
 use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::sandbox::Access;
@@ -21,9 +23,7 @@ use std::path::{Path, PathBuf};
 /// Refuse the workflow `wf` when the context's policy, or a `permissions:`
 /// block in it or in a sub-workflow, forbids any part of it.
 pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
-    let mut out = Vec::new();
-    let mut seen = Vec::new();
-    walk(wf, ctx, &mut seen, &mut out);
+    let mut out = workflow_excesses(wf, &ctx.registry, &ctx.policy, &ctx.cwd);
     out.extend(run_excesses(&ctx.policy, ctx));
     if out.is_empty() {
         return check_workflow_pins(wf, ctx);
@@ -34,105 +34,188 @@ pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
     )
 }
 
-fn walk(wf: &Workflow, ctx: &Context, seen: &mut Vec<PathBuf>, out: &mut Vec<String>) {
-    if seen.contains(&wf.source.path) {
-        return;
-    }
-    seen.push(wf.source.path.clone());
-    for step in &wf.steps {
-        let at = format!("{}:{}:{}", wf.source.shown, step.pos.line, step.pos.col);
-        let mut actions: Vec<(&str, &Action)> = vec![(&step.id, &step.action)];
-        match &step.action {
-            Action::Parallel(p) => {
-                actions.extend(p.branches.iter().map(|b| (b.id.as_str(), &b.action)))
+/// Every way `wf` and the sub-workflows it names by a literal path exceed
+/// `policy` or their own `permissions:`, each as `file:line:col: message`:
+/// host steps where they are forbidden, and declared permissions beyond
+/// the policy's roots, variables, maxima or trust. Commands are looked up
+/// in `registry`; directories are relative to `cwd`.
+pub fn workflow_excesses(
+    wf: &Workflow,
+    registry: &Registry,
+    policy: &Policy,
+    cwd: &Path,
+) -> Vec<String> {
+    let mut w = Walker {
+        registry,
+        policy,
+        cwd,
+        seen: Vec::new(),
+        out: Vec::new(),
+    };
+    w.workflow(wf);
+    w.out
+}
+
+/// The state of one [`workflow_excesses`] walk.
+struct Walker<'a> {
+    registry: &'a Registry,
+    policy: &'a Policy,
+    cwd: &'a Path,
+    /// Files already walked (a sub-workflow named twice is checked once).
+    seen: Vec<PathBuf>,
+    out: Vec<String>,
+}
+
+impl Walker<'_> {
+    fn workflow(&mut self, wf: &Workflow) {
+        if self.seen.contains(&wf.source.path) {
+            return;
+        }
+        self.seen.push(wf.source.path.clone());
+        if let Some(p) = &wf.permissions {
+            self.declared(wf, p);
+        }
+        for step in &wf.steps {
+            if let Some(p) = &step.permissions {
+                self.declared(wf, p);
             }
-            Action::ForEach(f) => {
-                actions.extend(f.steps.iter().map(|b| (b.id.as_str(), &b.action)))
+            let at = format!("{}:{}:{}", wf.source.shown, step.pos.line, step.pos.col);
+            let mut actions: Vec<(&str, &Action)> = vec![(&step.id, &step.action)];
+            match &step.action {
+                Action::Parallel(p) => {
+                    actions.extend(p.branches.iter().map(|b| (b.id.as_str(), &b.action)))
+                }
+                Action::ForEach(f) => {
+                    actions.extend(f.steps.iter().map(|b| (b.id.as_str(), &b.action)))
+                }
+                _ => {}
+            }
+            let forbidder = self.forbidder(wf, step);
+            for (id, action) in actions {
+                self.action(id, action, &at, forbidder, wf);
+            }
+        }
+    }
+
+    /// A `permissions:` block asking for more than the policy allows.
+    fn declared(&mut self, wf: &Workflow, p: &Permissions) {
+        let at = format!("{}:{}:{}", wf.source.shown, p.pos.line, p.pos.col);
+        if let Some(roots) = self.policy.allowed_roots() {
+            for (key, dirs) in [("read", &p.read), ("write", &p.write)] {
+                for dir in dirs {
+                    if !roots
+                        .iter()
+                        .any(|r| super::enforce::inside_root(self.cwd, Path::new(dir), r))
+                    {
+                        self.out.push(format!(
+                            "{at}: permissions.{key} {dir} is outside the allowed roots [{}]",
+                            roots.join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+        for name in p.env.iter().filter(|n| !self.policy.allows_env(n)) {
+            let allowed = self.policy.env.as_deref().unwrap_or_default().join(", ");
+            self.out.push(format!(
+                "{at}: permissions.env {name} is not among the allowed variables [{allowed}]"
+            ));
+        }
+        if p.host_exec == Some(true) && self.policy.untrusted() {
+            self.out.push(format!(
+                "{at}: permissions.host_exec: true asks for host processes, which the untrusted policy forbids"
+            ));
+        }
+        let max = &self.policy.max;
+        for (key, asked, cap) in [
+            ("fuel", p.limits.fuel, max.fuel),
+            ("memory_bytes", p.limits.memory_bytes, max.memory_bytes),
+            ("timeout_ms", p.limits.timeout_ms, max.timeout_ms),
+            ("output_bytes", p.limits.output_bytes, max.output_bytes),
+        ] {
+            if let (Some(asked), Some(cap)) = (asked, cap) {
+                if asked > cap {
+                    self.out.push(format!(
+                        "{at}: permissions.limits.{key} {asked} is above the maximum {cap}"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn action(
+        &mut self,
+        id: &str,
+        action: &Action,
+        at: &str,
+        forbidder: Option<&str>,
+        wf: &Workflow,
+    ) {
+        match action {
+            Action::Shell(_) => {
+                if let Some(why) = forbidder {
+                    self.out.push(format!(
+                        "{at}: step {id} runs a host shell command, which {why}"
+                    ))
+                }
+            }
+            Action::Pipeline(text) => {
+                let Some(why) = forbidder else {
+                    return;
+                };
+                // Templates fill in quoted arguments only, so the stages are
+                // known now, except a templated stage name: that is refused
+                // here, since nothing may run before the whole plan is known.
+                let Ok(p) = crate::dsl::parse(text) else {
+                    self.out.push(format!(
+                        "{at}: step {id} has a pipeline that cannot be checked before it runs, which {why}"
+                    ));
+                    return;
+                };
+                for (i, stage) in p.stages.iter().enumerate() {
+                    if stage.name.contains('$') {
+                        self.out.push(format!(
+                            "{at}: step {id} stage {} takes its command name from a template ({}), which {why}",
+                            i + 1,
+                            stage.name,
+                        ));
+                        continue;
+                    }
+                    let exec = self
+                        .registry
+                        .get(&stage.name)
+                        .is_some_and(|c| c.signature().side_effects.contains(&"local_exec"));
+                    if exec {
+                        self.out.push(format!(
+                            "{at}: step {id} stage {} ({}) runs host processes, which {why}",
+                            i + 1,
+                            stage.name,
+                        ));
+                    }
+                }
+            }
+            Action::Workflow { path, .. } if !path.contains('$') => {
+                let full = crate::workflow::steps::compose::resolve_path(&wf.source.path, path);
+                if let Ok(child) = crate::workflow::load_workflow(&full, Some(self.registry)) {
+                    self.workflow(&child);
+                }
             }
             _ => {}
         }
-        let forbidder = forbidder(wf, step, ctx);
-        for (id, action) in actions {
-            action_excesses(id, action, &at, forbidder, wf, ctx, seen, out);
-        }
     }
-}
 
-#[allow(clippy::too_many_arguments)]
-fn action_excesses(
-    id: &str,
-    action: &Action,
-    at: &str,
-    forbidder: Option<&str>,
-    wf: &Workflow,
-    ctx: &Context,
-    seen: &mut Vec<PathBuf>,
-    out: &mut Vec<String>,
-) {
-    match action {
-        Action::Shell(_) => {
-            if let Some(why) = forbidder {
-                out.push(format!(
-                    "{at}: step {id} runs a host shell command, which {why}"
-                ))
-            }
+    /// Why host processes are refused in `step` of `wf`; `None`: they are not.
+    fn forbidder(&self, wf: &Workflow, step: &Step) -> Option<&'static str> {
+        let refuses = |p: &Option<Permissions>| p.as_ref().is_some_and(Permissions::forbids_exec);
+        if self.policy.untrusted() {
+            Some("the untrusted policy forbids")
+        } else if refuses(&step.permissions) {
+            Some("the step's permissions forbid (host_exec: false)")
+        } else if refuses(&wf.permissions) {
+            Some("the workflow's permissions forbid (host_exec: false)")
+        } else {
+            None
         }
-        Action::Pipeline(text) => {
-            let Some(why) = forbidder else {
-                return;
-            };
-            // Templates fill in quoted arguments only, so the stages are
-            // known now, except a templated stage name: that is refused
-            // here, since nothing may run before the whole plan is known.
-            let Ok(p) = crate::dsl::parse(text) else {
-                out.push(format!(
-                    "{at}: step {id} has a pipeline that cannot be checked before it runs, which {why}"
-                ));
-                return;
-            };
-            for (i, stage) in p.stages.iter().enumerate() {
-                if stage.name.contains('$') {
-                    out.push(format!(
-                        "{at}: step {id} stage {} takes its command name from a template ({}), which {why}",
-                        i + 1,
-                        stage.name,
-                    ));
-                    continue;
-                }
-                let exec = ctx
-                    .registry
-                    .get(&stage.name)
-                    .is_some_and(|c| c.signature().side_effects.contains(&"local_exec"));
-                if exec {
-                    out.push(format!(
-                        "{at}: step {id} stage {} ({}) runs host processes, which {why}",
-                        i + 1,
-                        stage.name,
-                    ));
-                }
-            }
-        }
-        Action::Workflow { path, .. } if !path.contains('$') => {
-            let full = crate::workflow::steps::compose::resolve_path(&wf.source.path, path);
-            if let Ok(child) = crate::workflow::load_workflow(&full, Some(&ctx.registry)) {
-                walk(&child, ctx, seen, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Why host processes are refused in `step` of `wf`; `None`: they are not.
-fn forbidder(wf: &Workflow, step: &Step, ctx: &Context) -> Option<&'static str> {
-    let refuses = |p: &Option<Permissions>| p.as_ref().is_some_and(|p| !p.host_exec);
-    if ctx.policy.untrusted() {
-        Some("the untrusted policy forbids")
-    } else if refuses(&step.permissions) {
-        Some("the step's permissions forbid (host_exec: false)")
-    } else if refuses(&wf.permissions) {
-        Some("the workflow's permissions forbid (host_exec: false)")
-    } else {
-        None
     }
 }
 

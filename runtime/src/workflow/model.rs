@@ -36,10 +36,21 @@ pub struct Permissions {
     /// `tools: [NAME…]`: host tools steps may call through the host. This
     /// Lobster provides none yet, so validation accepts only an empty list.
     pub tools: Vec<String>,
-    /// `host_exec: false` refuses `run:` steps and `exec` stages.
-    pub host_exec: bool,
+    /// `host_exec: false` refuses `run:` steps and `exec` stages; `true`
+    /// asks for them; `None`: not said (allowed unless a policy or another
+    /// block forbids them).
+    pub host_exec: Option<bool>,
     /// `limits: {fuel, memory_bytes, timeout_ms, output_bytes}`.
     pub limits: crate::policy::Maxima,
+    /// Where the `permissions` key is, for messages.
+    pub pos: Pos,
+}
+
+impl Permissions {
+    /// Whether the block says `host_exec: false`.
+    pub fn forbids_exec(&self) -> bool {
+        self.host_exec == Some(false)
+    }
 }
 
 /// The declared type of an arg.

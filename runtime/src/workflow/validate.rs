@@ -283,8 +283,9 @@ fn parse_permissions(v: &mut V, ptr: &str, what: &str, raw: Option<&Item>) -> Op
         write: list("write"),
         env: list("env"),
         tools: list("tools"),
-        host_exec: true,
+        host_exec: None,
         limits: Default::default(),
+        pos: v.doc.key_pos(ptr),
     };
     for tool in &p.tools {
         v.val(
@@ -294,7 +295,7 @@ fn parse_permissions(v: &mut V, ptr: &str, what: &str, raw: Option<&Item>) -> Op
     }
     match map.get("host_exec") {
         None | Some(Item::Null) => {}
-        Some(Item::Bool(b)) => p.host_exec = *b,
+        Some(Item::Bool(b)) => p.host_exec = Some(*b),
         Some(_) => v.val(
             &format!("{ptr}/host_exec"),
             format!("{what}: host_exec must be true or false"),
@@ -346,7 +347,7 @@ fn parse_permissions(v: &mut V, ptr: &str, what: &str, raw: Option<&Item>) -> Op
 /// A step's `permissions:` may only narrow the workflow's: every directory,
 /// variable, `host_exec: true` and limit above the workflow's block is an
 /// error at the offending key.
-fn check_step_permissions(v: &mut V, ptr: &str, id: &str, step: &Permissions, raw: Option<&Item>) {
+fn check_step_permissions(v: &mut V, ptr: &str, id: &str, step: &Permissions) {
     let Some(wf) = v.declared.clone() else {
         return;
     };
@@ -387,8 +388,7 @@ fn check_step_permissions(v: &mut V, ptr: &str, id: &str, step: &Permissions, ra
             ),
         );
     }
-    let asks_exec = raw.and_then(|r| r.get("host_exec")) == Some(&Item::Bool(true));
-    if asks_exec && !wf.host_exec {
+    if step.host_exec == Some(true) && wf.forbids_exec() {
         v.val(
             &format!("{ptr}/host_exec"),
             format!("{what}: host_exec: true, but the workflow's permissions say host_exec: false"),
@@ -732,7 +732,7 @@ fn parse_step(
     let what = format!("Workflow step {id} permissions");
     let permissions = parse_permissions(v, &p("permissions"), &what, obj.get("permissions"));
     if let Some(own) = &permissions {
-        check_step_permissions(v, &p("permissions"), &id, own, obj.get("permissions"));
+        check_step_permissions(v, &p("permissions"), &id, own);
     }
     Some(Step {
         id,
