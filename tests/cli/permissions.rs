@@ -49,6 +49,15 @@ fn run_wide(env: &Env, tail: &[&str]) -> Run {
     )
 }
 
+/// Write `text` to `wf.lobster` and run it in tool mode with `extra` flags.
+fn run_wf(env: &Env, text: &str, extra: &[&str]) -> Run {
+    write(env, "wf.lobster", text);
+    let mut args = vec!["run", "--mode", "tool"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--file", "wf.lobster"]);
+    env.run(&args)
+}
+
 fn output(r: &Run) -> Value {
     let doc = r.json();
     assert_eq!(doc["ok"], true, "{r:?}");
@@ -136,12 +145,7 @@ fn a_steps_own_permissions_narrow_it_before_anything_runs() {
 #[test]
 fn a_steps_own_limits_apply_to_that_step_only() {
     let Some(env) = setup() else { return };
-    write(
-        &env,
-        "wf.lobster",
-        "steps:\n  - id: calm\n    pipeline: probe args\n    permissions:\n      limits: { fuel: 100000000 }\n  - id: spin\n    pipeline: hostile loop\n    permissions:\n      limits: { fuel: 1000000 }\n",
-    );
-    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    let r = run_wf(&env, "steps:\n  - id: calm\n    pipeline: probe args\n    permissions:\n      limits: { fuel: 100000000 }\n  - id: spin\n    pipeline: hostile loop\n    permissions:\n      limits: { fuel: 1000000 }\n", &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         err_message(&r).contains("step hostile ran out of fuel (limit 1000000)"),
@@ -152,12 +156,7 @@ fn a_steps_own_limits_apply_to_that_step_only() {
 #[test]
 fn step_host_exec_false_refuses_that_steps_host_commands_at_plan_time() {
     let env = Env::new();
-    write(
-        &env,
-        "wf.lobster",
-        "steps:\n  - id: ok\n    run: touch ran\n  - id: sealed\n    pipeline: exec --shell 'touch sealed'\n    permissions:\n      host_exec: false\n",
-    );
-    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    let r = run_wf(&env, "steps:\n  - id: ok\n    run: touch ran\n  - id: sealed\n    pipeline: exec --shell 'touch sealed'\n    permissions:\n      host_exec: false\n", &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         err_message(&r).contains(
@@ -242,32 +241,14 @@ fn templated_pipelines_are_checked_before_anything_runs() {
     let Some(env) = setup() else { return };
     // A wasm stage in a templated pipeline is still preflighted at plan
     // time: capgrab's missing grants refuse the run before `first` runs.
-    write(
-        &env,
-        "wf.lobster",
-        "args:\n  tag: { default: x }\nsteps:\n  - id: first\n    run: touch ran\n  - id: see\n    pipeline: capgrab see --tag ${tag}\n",
-    );
-    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    let r = run_wf(&env, "args:\n  tag: { default: x }\nsteps:\n  - id: first\n    run: touch ran\n  - id: see\n    pipeline: capgrab see --tag ${tag}\n", &[]);
     assert_eq!(r.code, 2, "{r:?}");
     assert!(err_message(&r).contains("write access to /mail"), "{r:?}");
     assert!(!env.work_path("ran").exists());
     // A stage name that comes from a template cannot be checked before it
     // runs, so where host processes are forbidden it is refused outright.
     write(&env, "policy.toml", "trust = \"untrusted\"\n");
-    write(
-        &env,
-        "wf.lobster",
-        "args:\n  tool: { default: exec }\nsteps:\n  - id: first\n    pipeline: head\n  - id: sneaky\n    pipeline: ${tool} --shell 'touch sneaky'\n",
-    );
-    let r = env.run(&[
-        "run",
-        "--mode",
-        "tool",
-        "--policy",
-        "policy.toml",
-        "--file",
-        "wf.lobster",
-    ]);
+    let r = run_wf(&env, "args:\n  tool: { default: exec }\nsteps:\n  - id: first\n    pipeline: head\n  - id: sneaky\n    pipeline: ${tool} --shell 'touch sneaky'\n", &["--policy", "policy.toml"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         err_message(&r).contains(
@@ -282,21 +263,11 @@ fn templated_pipelines_are_checked_before_anything_runs() {
 fn declared_timeouts_bound_host_steps_too() {
     let env = Env::new();
     // The step's ceiling is below the workflow's and below its timeout_ms.
-    write(
-        &env,
-        "wf.lobster",
-        "permissions:\n  limits: { timeout_ms: 5000 }\nsteps:\n  - id: nap\n    run: sleep 5\n    timeout_ms: 4000\n    permissions:\n      limits: { timeout_ms: 300 }\n",
-    );
-    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    let r = run_wf(&env, "permissions:\n  limits: { timeout_ms: 5000 }\nsteps:\n  - id: nap\n    run: sleep 5\n    timeout_ms: 4000\n    permissions:\n      limits: { timeout_ms: 300 }\n", &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(err_message(&r), "Step 'nap' timed out after 300ms");
     // Without a step block, the workflow's ceiling applies.
-    write(
-        &env,
-        "wf.lobster",
-        "permissions:\n  limits: { timeout_ms: 400 }\nsteps:\n  - id: nap\n    pipeline: exec --shell 'sleep 5'\n",
-    );
-    let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
+    let r = run_wf(&env, "permissions:\n  limits: { timeout_ms: 400 }\nsteps:\n  - id: nap\n    pipeline: exec --shell 'sleep 5'\n", &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(err_message(&r), "Step 'nap' timed out after 400ms");
 }
@@ -320,15 +291,7 @@ fn declared_permissions_beyond_the_policy_are_refused_with_each_excess() {
         "wf.lobster:1:1: permissions.host_exec: true asks for host processes, which the untrusted policy forbids",
         "wf.lobster:1:1: permissions.limits.fuel 5000000000 is above the maximum 1000000000",
     ];
-    let r = env.run(&[
-        "run",
-        "--mode",
-        "tool",
-        "--policy",
-        "policy.toml",
-        "--file",
-        "wf.lobster",
-    ]);
+    let r = env.run(&["run", "--mode=tool", "--policy=policy.toml", "wf.lobster"]);
     assert_eq!(r.code, 1, "{r:?}");
     let msg = err_message(&r);
     for excess in excesses {
