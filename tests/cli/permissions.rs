@@ -338,4 +338,22 @@ fn check_reports_host_steps_a_workflow_forbids_itself() {
         "{}",
         r.stdout
     );
+    // The same in a sub-workflow that also names a step on the step path.
+    write(
+        &env,
+        "child.lobster",
+        "permissions:\n  host_exec: false\nsteps:\n  - id: see\n    pipeline: capgrab see\n  - id: sh\n    run: echo hi\n",
+    );
+    write(
+        &env,
+        "parent.lobster",
+        "steps:\n  - id: call\n    workflow: child.lobster\n",
+    );
+    let r = env.run(&["check", "parent.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains("child.lobster:6: step sh runs a host shell command"),
+        "{}",
+        r.stdout
+    );
 }

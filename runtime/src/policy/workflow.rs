@@ -196,7 +196,9 @@ impl Walker<'_> {
             }
             Action::Workflow { path, .. } if !path.contains('$') => {
                 let full = crate::workflow::steps::compose::resolve_path(&wf.source.path, path);
-                if let Ok(child) = crate::workflow::load_workflow(&full, Some(self.registry)) {
+                // Validation proper (stage names included) is load_plan's;
+                // here the file only has to parse.
+                if let Ok(child) = crate::workflow::load_workflow(&full, None) {
                     self.workflow(&child);
                 }
             }
