@@ -2,21 +2,21 @@
 //!
 //! Claiming renames the state file to a name unique to this process. rename(2)
 //! is atomic: when many `lobster resume` processes race for one token, exactly
-//! one rename succeeds and the others find the file gone. The claimed file is
-//! removed when the claim is dropped; if the process is killed first, it stays
-//! behind as a tombstone and the token can never run again.
+//! one rename succeeds and the others find the file gone. The winner reads the
+//! claimed file and removes it at once: the state now lives only in memory,
+//! and the token can never run again. A process killed between the rename and
+//! the removal leaves the claimed file behind; the next claim sweeps it
+//! ([`crate::state::sweep_orphans`]).
 
 use crate::error::{Error, Result};
-use crate::state::{random_hex, sync_dir, StateStore};
+use crate::state::{random_hex, sweep_orphans, sync_dir, StateStore, ORPHAN_AGE};
 use serde_json::Value;
 use std::fs;
 use std::io::ErrorKind;
-use std::path::PathBuf;
 
 /// A resume state this process owns.
 #[derive(Debug)]
 pub struct Claim {
-    path: PathBuf,
     /// The state as it was when claimed.
     pub state: Value,
 }
@@ -39,25 +39,16 @@ pub fn claim(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
             )))
         }
     }
-    // From here the claim owns the file: dropping it (even on error) removes it.
-    let mut claim = Claim {
-        path: claimed,
-        state: Value::Null,
-    };
-    let bytes = fs::read(&claim.path)?;
-    claim.state = serde_json::from_slice(&bytes)
-        .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
-    Ok(Some(claim))
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if fs::remove_file(&self.path).is_ok() {
-            if let Some(dir) = self.path.parent() {
-                let _ = sync_dir(dir);
-            }
-        }
+    // This process owns the file now: read it, then remove it whatever
+    // the read gave (the token is spent either way).
+    let bytes = fs::read(&claimed);
+    if fs::remove_file(&claimed).is_ok() {
+        let _ = sync_dir(store.dir());
     }
+    sweep_orphans(store.dir(), ORPHAN_AGE);
+    let state = serde_json::from_slice(&bytes?)
+        .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
+    Ok(Some(Claim { state }))
 }
 
 #[cfg(test)]
@@ -89,5 +80,18 @@ mod tests {
             .collect();
         assert_eq!(wins, vec![json!({"a": 1})]);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_claim_leaves_no_file_even_while_its_run_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        store.set("pipeline_resume_y", &json!({"b": 2})).unwrap();
+        let held = claim(&store, "pipeline_resume_y").unwrap().unwrap();
+        assert_eq!(held.state, json!({"b": 2}));
+        // A killed resumer now loses nothing and leaves nothing: the state is
+        // in memory only, and the token finds no state.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(claim(&store, "pipeline_resume_y").unwrap().is_none());
     }
 }

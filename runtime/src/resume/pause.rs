@@ -9,6 +9,7 @@ use crate::dsl::Pipeline;
 use crate::envelope::{ApprovalRequest, Envelope, InputRequest};
 use crate::error::Result;
 use crate::executor::{Context, Outcome};
+use crate::state::StateStore;
 use crate::value::Item;
 
 /// The result of a run or resume: the envelope and any rendered text.
@@ -41,6 +42,26 @@ pub fn finish_run(
             Ok(Paused { envelope, rendered })
         }
     }
+}
+
+/// Write the resume state `value` under `state_key` (atomically). When that
+/// fails, the `approvalId` alias published for it is removed again, so a
+/// failed pause leaves nothing behind; a successful one sweeps what killed
+/// processes left ([`crate::state::sweep_orphans`]).
+pub fn save_state(
+    store: &StateStore,
+    state_key: &str,
+    value: &Item,
+    approval_id: Option<&str>,
+) -> Result<()> {
+    if let Err(e) = store.set(state_key, value) {
+        if let Some(id) = approval_id {
+            approval_id::remove(store, id);
+        }
+        return Err(e);
+    }
+    crate::state::sweep_orphans(store.dir(), crate::state::ORPHAN_AGE);
+    Ok(())
 }
 
 fn save_halt(
@@ -97,12 +118,7 @@ fn save_halt(
         step_digests: step_digests(pipeline, ctx)?,
         plan_digest: plan.as_ref().map(|p| p.digest.clone()),
     };
-    if let Err(e) = store.set(&state_key, &state.to_json()) {
-        if let Some(id) = &approval_id {
-            approval_id::remove(store, id);
-        }
-        return Err(e);
-    }
+    save_state(store, &state_key, &state.to_json(), approval_id.as_deref())?;
     Ok(match halt {
         Halt::Approval {
             prompt,

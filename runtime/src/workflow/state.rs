@@ -244,12 +244,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         Stop::Done => unreachable!("handled above"),
     };
     let value = serde_json::to_value(&state).expect("a resume state serialises");
-    if let Err(e) = store.set(&state_key, &value) {
-        if let Some(id) = &state.approval_id {
-            approval_id::remove(store, id);
-        }
-        return Err(e);
-    }
+    crate::resume::pause::save_state(store, &state_key, &value, state.approval_id.as_deref())?;
     Ok(Paused {
         envelope,
         rendered: None,

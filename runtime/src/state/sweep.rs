@@ -1,0 +1,84 @@
+//! Removing what a killed process left in the state directory.
+//!
+//! Two kinds of file can outlive the process that made them, and only if it
+//! was killed at the wrong instant: an atomic write's `.<name>.<hex>.tmp`
+//! (killed before the rename) and a resume claim's `.<name>.claimed-<hex>`
+//! (killed between claiming the state and reading it). Neither is ever read
+//! again, and both live for milliseconds in a healthy process, so any that
+//! has not changed for a minute is an orphan.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long a temp or claim file must have been unchanged to be an orphan.
+pub const ORPHAN_AGE: Duration = Duration::from_secs(60);
+
+/// Whether `name` is a temp file of [`super::write_atomic`] or a resume
+/// claim.
+fn is_transient(name: &str) -> bool {
+    name.starts_with('.') && (name.ends_with(".tmp") || name.contains(".claimed-"))
+}
+
+/// Remove the transient files in `dir` whose inode has not changed for
+/// `older_than` (the inode change time moves on rename, so a claim counts
+/// from the moment it was claimed). Returns how many were removed; errors
+/// are ignored, since a sweep must never fail the run that does it.
+pub fn sweep_orphans(dir: &Path, older_than: Duration) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(is_transient) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        let age = now.saturating_sub(meta.ctime());
+        if meta.is_file()
+            && age >= older_than.as_secs() as i64
+            && fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removes_only_old_transient_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = ["pipeline_resume_x.json", ".token-key", "tmp", "a.tmp"];
+        let transient = [".x.json.0a1b2c.tmp", ".x.json.claimed-0a1b2c"];
+        for name in keep.iter().chain(&transient) {
+            fs::write(dir.path().join(name), "x").unwrap();
+        }
+        // Fresh files are someone's work in progress.
+        assert_eq!(sweep_orphans(dir.path(), ORPHAN_AGE), 0);
+        // Old enough (here: any age), only the transient ones go.
+        assert_eq!(sweep_orphans(dir.path(), Duration::ZERO), 2);
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want: Vec<String> = keep.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(left, want);
+        assert_eq!(
+            sweep_orphans(&dir.path().join("missing"), Duration::ZERO),
+            0
+        );
+    }
+}
