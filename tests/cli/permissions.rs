@@ -352,7 +352,8 @@ fn check_reports_host_steps_a_workflow_forbids_itself() {
     let r = env.run(&["check", "parent.lobster"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stdout.contains("child.lobster:6: step sh runs a host shell command"),
+        r.stdout
+            .contains("child.lobster:6: step sh runs a host shell command"),
         "{}",
         r.stdout
     );

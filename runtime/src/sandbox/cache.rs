@@ -6,14 +6,23 @@
 //! whose header is missing, stale or does not match its artefact is
 //! recompiled, never deserialised. Both files are written atomically
 //! (artefact first, header last).
+//!
+//! A hit touches the artefact's modification time; every compile then
+//! removes entries unused for [`MAX_IDLE`] (old component versions, other
+//! engine fingerprints) and temp files a killed process left, so the cache
+//! does not grow for ever.
 
 use super::engine::SandboxEngine;
 use super::error::SandboxError;
-use crate::state::write_atomic;
+use crate::state::{sweep_orphans, write_atomic, ORPHAN_AGE};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 use wasmtime::component::Component;
 
 const MAGIC: &str = "lobster-cwasm v1";
+
+/// How long an entry may go unused before the next compile removes it.
+pub const MAX_IDLE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +87,14 @@ impl ArtifactCache {
             return Ok((c, CacheOutcome::Compiled));
         };
         let outcome = match read_valid(engine, digest, &art, &meta) {
-            Ok(c) => return Ok((c, CacheOutcome::Hit)),
+            Ok(c) => {
+                // Mark the entry used (see `prune`); failing that is harmless.
+                let _ = std::fs::File::options()
+                    .write(true)
+                    .open(&art)
+                    .and_then(|f| f.set_modified(SystemTime::now()));
+                return Ok((c, CacheOutcome::Hit));
+            }
             Err(Reject::Missing) => CacheOutcome::Compiled,
             Err(Reject::Invalid(why)) => CacheOutcome::Recompiled(why),
         };
@@ -151,5 +167,76 @@ fn store(
         std::fs::create_dir_all(dir)?;
     }
     write_atomic(art, artefact)?;
-    write_atomic(meta, header(engine, digest, artefact).as_bytes())
+    write_atomic(meta, header(engine, digest, artefact).as_bytes())?;
+    if let Some(dir) = art.parent() {
+        prune(dir, MAX_IDLE);
+    }
+    Ok(())
+}
+
+/// Remove from cache directory `dir` every entry whose artefact has not
+/// been used for `max_idle` (its header with it), every header without an
+/// artefact, and orphaned temp files. Returns how many entries went.
+pub fn prune(dir: &Path, max_idle: Duration) -> usize {
+    sweep_orphans(dir, ORPHAN_AGE);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let cutoff = SystemTime::now()
+        .checked_sub(max_idle)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let stale = match path.extension().and_then(|e| e.to_str()) {
+            Some("cwasm") => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t < cutoff),
+            Some("meta") => !path.with_extension("cwasm").exists(),
+            _ => false,
+        };
+        if stale && std::fs::remove_file(&path).is_ok() {
+            let _ = std::fs::remove_file(path.with_extension("meta"));
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prune_removes_idle_entries_and_lone_headers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str| {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        };
+        for name in [
+            "old.cwasm",
+            "old.meta",
+            "new.cwasm",
+            "new.meta",
+            "lone.meta",
+            "other.txt",
+        ] {
+            file(name);
+        }
+        let long_ago = SystemTime::now() - Duration::from_secs(40 * 24 * 60 * 60);
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("old.cwasm"))
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        assert_eq!(prune(dir.path(), MAX_IDLE), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["new.cwasm", "new.meta", "other.txt"]);
+    }
 }
