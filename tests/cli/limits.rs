@@ -120,3 +120,74 @@ fn human_mode_has_no_default_cap() {
     assert_eq!(r.code, 0);
     assert!(r.stdout.len() > 1_000_000);
 }
+
+/// `steps/` in a fresh work directory with the `hostile` and `probe` guests.
+fn guests() -> Option<Env> {
+    let env = Env::new();
+    std::fs::create_dir_all(env.work_path("steps")).unwrap();
+    for name in ["hostile", "probe"] {
+        let built = crate::common::test_guest(name)?;
+        std::fs::copy(built, env.work_path(&format!("steps/{name}.wasm"))).unwrap();
+    }
+    Some(env)
+}
+
+#[test]
+fn wasm_steps_run_under_a_strict_address_space_limit() {
+    let Some(env) = guests() else { return };
+    // The pooling allocator's reservation does not fit in 2 GiB of address
+    // space; the engine falls back to on-demand allocation, limits intact.
+    let run = |pipeline: &str| {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 2000000 && exec \"$0\" run --mode tool '{pipeline}'"
+            ))
+            .arg(crate::common::bin())
+            .current_dir(env.work.path())
+            .env("LOBSTER_STATE_DIR", env.state.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        crate::common::finish(out)
+    };
+    let r = run("probe args");
+    assert_eq!(r.json()["ok"], true, "{r:?}");
+    let r = run("hostile grow");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exceeded its memory limit"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn the_wasm_allocator_can_be_chosen_and_a_bad_choice_is_named() {
+    let Some(env) = guests() else { return };
+    let run = |allocator: &str, pipeline: &str| {
+        crate::common::finish(
+            env.command(&["run", "--mode", "tool", pipeline])
+                .env("LOBSTER_WASM_ALLOCATOR", allocator)
+                .output()
+                .unwrap(),
+        )
+    };
+    let r = run("on-demand", "hostile loop");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ran out of fuel"),
+        "{r:?}"
+    );
+    let r = run("on-demand", "probe args");
+    assert_eq!(r.json()["ok"], true, "{r:?}");
+    let r = run("mmap-everything", "probe args");
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(
+        r.json()["error"]["message"],
+        "wasm runtime: LOBSTER_WASM_ALLOCATOR must be pooling or on-demand, got \"mmap-everything\""
+    );
+}

@@ -2,6 +2,12 @@
 //! at start-up): component model, fuel, epoch interruption, the pooling
 //! allocator, and a linker with WASI 0.2 and the `lobster:step/host`
 //! functions. An epoch ticker thread runs only while steps run.
+//!
+//! The pooling allocator reserves its address space up front (tens of GiB,
+//! virtual only). Where that is refused — a strict `ulimit -v`, or
+//! `LOBSTER_WASM_ALLOCATOR=on-demand` — the engine allocates per instance
+//! instead, with explicit bounds checks and no large reservations: slower
+//! to instantiate, same limits.
 
 use super::bindings::Step;
 use super::error::SandboxError;
@@ -24,8 +30,28 @@ pub const MAX_CONCURRENT_INSTANCES: u32 = 64;
 /// Major version of wasmtime the cache keys include.
 pub const WASMTIME_MAJOR: &str = "48";
 
+/// How the engine gives instances their memories and tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
+    /// The pooling allocator (the default): fast instantiation.
+    Pooling,
+    /// Per-instance allocation without large reservations (the fallback).
+    OnDemand,
+}
+
+impl Allocation {
+    /// The name `lobster doctor` and `LOBSTER_WASM_ALLOCATOR` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Allocation::Pooling => "pooling",
+            Allocation::OnDemand => "on-demand",
+        }
+    }
+}
+
 /// The process-wide engine and its linker.
 pub struct SandboxEngine {
+    allocation: Allocation,
     engine: Engine,
     linker: Linker<HostState>,
     fingerprint: String,
@@ -37,7 +63,12 @@ static ENGINE: OnceLock<Result<SandboxEngine, String>> = OnceLock::new();
 /// The engine, created on the first call.
 pub fn engine() -> Result<&'static SandboxEngine, SandboxError> {
     ENGINE
-        .get_or_init(|| SandboxEngine::new().map_err(|e| e.to_string()))
+        .get_or_init(|| {
+            SandboxEngine::new().map_err(|e| match e {
+                SandboxError::Engine(message) => message,
+                other => other.to_string(),
+            })
+        })
         .as_ref()
         .map_err(|e| SandboxError::Engine(e.clone()))
 }
@@ -48,7 +79,23 @@ pub fn engine_started() -> bool {
     ENGINE.get().is_some()
 }
 
-fn config() -> Config {
+fn config(allocation: Allocation) -> Config {
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .consume_fuel(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(MAX_WASM_STACK)
+        .parallel_compilation(true);
+    if allocation == Allocation::OnDemand {
+        // No virtual reservations beyond what a memory uses: bounds checks
+        // instead of guard pages, so `ulimit -v` only has to cover real use.
+        config
+            .memory_reservation(0)
+            .memory_guard_size(0)
+            .memory_reservation_for_growth(1 << 20);
+        return config;
+    }
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(MAX_CONCURRENT_INSTANCES)
         .total_core_instances(MAX_CONCURRENT_INSTANCES * 8)
@@ -60,23 +107,42 @@ fn config() -> Config {
         .max_memory_size(MAX_MEMORY_BYTES)
         .linear_memory_keep_resident(1 << 20)
         .table_keep_resident(1 << 16);
-    let mut config = Config::new();
-    config
-        .wasm_component_model(true)
-        .consume_fuel(true)
-        .epoch_interruption(true)
-        .max_wasm_stack(MAX_WASM_STACK)
-        .parallel_compilation(true)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config
 }
 
+/// The engine with the pooling allocator, or on-demand allocation when the
+/// pool cannot be reserved or `LOBSTER_WASM_ALLOCATOR=on-demand` asks.
+fn create_engine() -> Result<(Engine, Allocation), SandboxError> {
+    let forced = std::env::var("LOBSTER_WASM_ALLOCATOR").ok();
+    let pooled_error = match forced.as_deref() {
+        Some("on-demand") => None,
+        None | Some("") | Some("pooling") => match Engine::new(&config(Allocation::Pooling)) {
+            Ok(engine) => return Ok((engine, Allocation::Pooling)),
+            Err(e) => Some(e.to_string()),
+        },
+        Some(other) => {
+            return Err(SandboxError::Engine(format!(
+                "LOBSTER_WASM_ALLOCATOR must be pooling or on-demand, got {other:?}"
+            )))
+        }
+    };
+    Engine::new(&config(Allocation::OnDemand))
+        .map(|engine| (engine, Allocation::OnDemand))
+        .map_err(|e| {
+            SandboxError::Engine(match pooled_error {
+                Some(p) => format!("{p}; and without the pooling allocator: {e}"),
+                None => e.to_string(),
+            })
+        })
+}
+
 /// The parts of our configuration that change compiled code, as text.
-const CONFIG_TEXT: &str = "lobster-sandbox v1; component-model; fuel; epoch; pooling; stack=1MiB";
+const CONFIG_TEXT: &str = "lobster-sandbox v1; component-model; fuel; epoch; stack=1MiB";
 
 impl SandboxEngine {
     fn new() -> Result<Self, SandboxError> {
-        let engine = Engine::new(&config()).map_err(|e| SandboxError::Engine(e.to_string()))?;
+        let (engine, allocation) = create_engine()?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
@@ -84,14 +150,20 @@ impl SandboxEngine {
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
         super::sleep::add_bounded_sleep(&mut linker)
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
-        let fingerprint = fingerprint(&engine);
+        let fingerprint = fingerprint(&engine, allocation);
         let ticker = Ticker::start(engine.clone());
         Ok(SandboxEngine {
+            allocation,
             engine,
             linker,
             fingerprint,
             ticker,
         })
+    }
+
+    /// How instances are allocated (pooling unless that was refused).
+    pub fn allocation(&self) -> Allocation {
+        self.allocation
     }
 
     /// The wasmtime engine.
@@ -129,9 +201,10 @@ impl Hasher for Blake3Hasher {
     }
 }
 
-fn fingerprint(engine: &Engine) -> String {
+fn fingerprint(engine: &Engine, allocation: Allocation) -> String {
     let mut h = Blake3Hasher(blake3::Hasher::new());
     CONFIG_TEXT.hash(&mut h);
+    allocation.name().hash(&mut h);
     WASMTIME_MAJOR.hash(&mut h);
     engine.precompile_compatibility_hash().hash(&mut h);
     h.0.finalize().to_hex()[..32].to_string()

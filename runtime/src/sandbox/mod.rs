@@ -47,7 +47,7 @@ pub use cache::{ArtifactCache, CacheOutcome};
 pub use component::{digest_of, load_bytes, load_file, ComponentKind, LoadedComponent};
 pub use config::SandboxConfig;
 pub use describe::{FlagKind, Requirement, StepFlag, StepMeta};
-pub use engine::{engine, engine_started, SandboxEngine};
+pub use engine::{engine, engine_started, Allocation, SandboxEngine};
 pub use env::StepEnv;
 pub use error::{SandboxError, Stream};
 pub use grants::{Access, DirGrant, Grants, GrantsBuilder, ResolvedDir};
