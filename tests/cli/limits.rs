@@ -135,8 +135,8 @@ fn guests() -> Option<Env> {
 #[test]
 fn wasm_steps_run_under_a_strict_address_space_limit() {
     let Some(env) = guests() else { return };
-    // The pooling allocator's reservation does not fit in 2 GiB of address
-    // space; the engine falls back to on-demand allocation, limits intact.
+    // A 4 GiB reservation per memory does not fit in 2 GiB of address
+    // space; the engine sees the limit and reserves nothing, limits intact.
     let run = |pipeline: &str| {
         let out = std::process::Command::new("sh")
             .arg("-c")
@@ -174,7 +174,7 @@ fn the_wasm_allocator_can_be_chosen_and_a_bad_choice_is_named() {
                 .unwrap(),
         )
     };
-    let r = run("on-demand", "hostile loop");
+    let r = run("compact", "hostile loop");
     assert!(
         r.json()["error"]["message"]
             .as_str()
@@ -182,12 +182,14 @@ fn the_wasm_allocator_can_be_chosen_and_a_bad_choice_is_named() {
             .contains("ran out of fuel"),
         "{r:?}"
     );
-    let r = run("on-demand", "probe args");
-    assert_eq!(r.json()["ok"], true, "{r:?}");
+    for allocator in ["compact", "reserved", "pooling"] {
+        let r = run(allocator, "probe args");
+        assert_eq!(r.json()["ok"], true, "{allocator}: {r:?}");
+    }
     let r = run("mmap-everything", "probe args");
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(
         r.json()["error"]["message"],
-        "wasm runtime: LOBSTER_WASM_ALLOCATOR must be pooling or on-demand, got \"mmap-everything\""
+        "wasm runtime: LOBSTER_WASM_ALLOCATOR must be reserved, compact or pooling, got \"mmap-everything\""
     );
 }

@@ -1,13 +1,15 @@
 //! The one wasmtime [`Engine`] of the process, created on first use (never
-//! at start-up): component model, fuel, epoch interruption, the pooling
-//! allocator, and a linker with WASI 0.2 and the `lobster:step/host`
-//! functions. An epoch ticker thread runs only while steps run.
+//! at start-up): component model, fuel, epoch interruption, and a linker
+//! with WASI 0.2 and the `lobster:step/host` functions. An epoch ticker
+//! thread runs only while steps run.
 //!
-//! The pooling allocator reserves its address space up front (tens of GiB,
-//! virtual only). Where that is refused — a strict `ulimit -v`, or
-//! `LOBSTER_WASM_ALLOCATOR=on-demand` — the engine allocates per instance
-//! instead, with explicit bounds checks and no large reservations: slower
-//! to instantiate, same limits.
+//! Memories are allocated per instance ([`Allocation`]). By default each
+//! linear memory sits in its own 4 GiB reservation with guard pages, so
+//! compiled code needs no bounds checks; under a finite address-space limit
+//! (`ulimit -v`) the engine reserves nothing beyond what memories use and
+//! checks bounds instead. wasmtime's pooling allocator is available, but
+//! not the default: its up-front reservation costs ~3 ms per process, more
+//! than it saves for the few steps one Lobster process runs.
 
 use super::bindings::Step;
 use super::error::SandboxError;
@@ -25,28 +27,62 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// Maximum wasm stack per step.
 pub const MAX_WASM_STACK: usize = 1 << 20;
-/// Steps that may run at the same time in one process (pool size).
+/// Steps that may run at the same time in one process with the pooling
+/// allocator (its pool size).
 pub const MAX_CONCURRENT_INSTANCES: u32 = 64;
 /// Major version of wasmtime the cache keys include.
 pub const WASMTIME_MAJOR: &str = "48";
 
-/// How the engine gives instances their memories and tables.
+/// How the engine gives instances their memories and tables; chosen once
+/// per process (`LOBSTER_WASM_ALLOCATOR`, else by the address-space limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocation {
-    /// The pooling allocator (the default): fast instantiation.
+    /// Per instance; every linear memory in a 4 GiB reservation with guard
+    /// pages, no bounds checks. The default.
+    Reserved,
+    /// Per instance; no reservation beyond a memory's size, explicit
+    /// bounds checks (slower code). The default under a finite `ulimit -v`.
+    Compact,
+    /// wasmtime's pooling allocator: instance slots reserved up front.
     Pooling,
-    /// Per-instance allocation without large reservations (the fallback).
-    OnDemand,
 }
 
 impl Allocation {
-    /// The name `lobster doctor` and `LOBSTER_WASM_ALLOCATOR` use.
+    /// The name `LOBSTER_WASM_ALLOCATOR` uses.
     pub fn name(self) -> &'static str {
         match self {
+            Allocation::Reserved => "reserved",
+            Allocation::Compact => "compact",
             Allocation::Pooling => "pooling",
-            Allocation::OnDemand => "on-demand",
         }
     }
+
+    /// `LOBSTER_WASM_ALLOCATOR` if set, else [`Allocation::Compact`] when the
+    /// process has a finite address-space limit, else
+    /// [`Allocation::Reserved`].
+    pub fn from_env() -> Result<Self, SandboxError> {
+        match std::env::var("LOBSTER_WASM_ALLOCATOR").ok().as_deref() {
+            Some("reserved") => Ok(Allocation::Reserved),
+            Some("compact") => Ok(Allocation::Compact),
+            Some("pooling") => Ok(Allocation::Pooling),
+            None | Some("") if address_space_limited() => Ok(Allocation::Compact),
+            None | Some("") => Ok(Allocation::Reserved),
+            Some(other) => Err(SandboxError::Engine(format!(
+                "LOBSTER_WASM_ALLOCATOR must be reserved, compact or pooling, got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Whether `RLIMIT_AS` (`ulimit -v`) is finite.
+fn address_space_limited() -> bool {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` through a valid pointer.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+    ok && limit.rlim_cur != libc::RLIM_INFINITY
 }
 
 /// The process-wide engine and its linker.
@@ -87,14 +123,17 @@ fn config(allocation: Allocation) -> Config {
         .epoch_interruption(true)
         .max_wasm_stack(MAX_WASM_STACK)
         .parallel_compilation(true);
-    if allocation == Allocation::OnDemand {
-        // No virtual reservations beyond what a memory uses: bounds checks
-        // instead of guard pages, so `ulimit -v` only has to cover real use.
-        config
-            .memory_reservation(0)
-            .memory_guard_size(0)
-            .memory_reservation_for_growth(1 << 20);
-        return config;
+    match allocation {
+        // wasmtime's defaults: a 4 GiB reservation and guard per memory.
+        Allocation::Reserved => return config,
+        Allocation::Compact => {
+            config
+                .memory_reservation(0)
+                .memory_guard_size(0)
+                .memory_reservation_for_growth(1 << 20);
+            return config;
+        }
+        Allocation::Pooling => {}
     }
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(MAX_CONCURRENT_INSTANCES)
@@ -111,38 +150,15 @@ fn config(allocation: Allocation) -> Config {
     config
 }
 
-/// The engine with the pooling allocator, or on-demand allocation when the
-/// pool cannot be reserved or `LOBSTER_WASM_ALLOCATOR=on-demand` asks.
-fn create_engine() -> Result<(Engine, Allocation), SandboxError> {
-    let forced = std::env::var("LOBSTER_WASM_ALLOCATOR").ok();
-    let pooled_error = match forced.as_deref() {
-        Some("on-demand") => None,
-        None | Some("") | Some("pooling") => match Engine::new(&config(Allocation::Pooling)) {
-            Ok(engine) => return Ok((engine, Allocation::Pooling)),
-            Err(e) => Some(e.to_string()),
-        },
-        Some(other) => {
-            return Err(SandboxError::Engine(format!(
-                "LOBSTER_WASM_ALLOCATOR must be pooling or on-demand, got {other:?}"
-            )))
-        }
-    };
-    Engine::new(&config(Allocation::OnDemand))
-        .map(|engine| (engine, Allocation::OnDemand))
-        .map_err(|e| {
-            SandboxError::Engine(match pooled_error {
-                Some(p) => format!("{p}; and without the pooling allocator: {e}"),
-                None => e.to_string(),
-            })
-        })
-}
-
-/// The parts of our configuration that change compiled code, as text.
+/// The parts of our configuration that change compiled code, as text (the
+/// allocation is hashed next to it).
 const CONFIG_TEXT: &str = "lobster-sandbox v1; component-model; fuel; epoch; stack=1MiB";
 
 impl SandboxEngine {
     fn new() -> Result<Self, SandboxError> {
-        let (engine, allocation) = create_engine()?;
+        let allocation = Allocation::from_env()?;
+        let engine =
+            Engine::new(&config(allocation)).map_err(|e| SandboxError::Engine(e.to_string()))?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
@@ -161,7 +177,7 @@ impl SandboxEngine {
         })
     }
 
-    /// How instances are allocated (pooling unless that was refused).
+    /// How instances get their memories.
     pub fn allocation(&self) -> Allocation {
         self.allocation
     }
