@@ -9,7 +9,8 @@ pub const DEFAULT_MEMORY_BYTES: usize = 256 << 20;
 /// Default cap on each of stdout, stderr and the result, when the run sets
 /// no `max_output_bytes`.
 pub const DEFAULT_OUTPUT_BYTES: usize = 512_000;
-/// The largest memory cap the engine supports (the pooling allocator's slot size).
+/// The largest memory cap the engine supports (a 32-bit linear memory's
+/// whole range; also the pooling allocator's slot size).
 pub const MAX_MEMORY_BYTES: usize = 4 << 30;
 /// Table elements a step may grow its tables to.
 pub const MAX_TABLE_ELEMENTS: usize = 1 << 20;

@@ -3,7 +3,8 @@
 //! capabilities a run grants.
 //!
 //! - [`engine`]: one lazily created engine per process (component model,
-//!   fuel, epoch interruption, pooling allocator) and its epoch ticker.
+//!   fuel, epoch interruption, per-instance [`Allocation`]) and its epoch
+//!   ticker.
 //! - [`cache`]: compiled artefacts under `<state dir>/cache/wasm/`, keyed by
 //!   blake3 + engine fingerprint, validated before `deserialize`.
 //! - [`component`]: a loaded component (digest, kind, `InstancePre`,
