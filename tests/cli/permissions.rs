@@ -358,3 +358,39 @@ fn check_reports_host_steps_a_workflow_forbids_itself() {
         r.stdout
     );
 }
+
+#[test]
+fn dry_run_shows_permissions_and_refuses_what_a_run_would() {
+    let Some(env) = setup() else { return };
+    let wf = "permissions:\n  write: [mail]\n  env: [API_TOKEN]\n  host_exec: false\nsteps:\n  - id: see\n    pipeline: capgrab see\n    permissions:\n      write: [mail]\n      env: [API_TOKEN]\n      limits: { timeout_ms: 2000 }\n";
+    write(&env, "wf.lobster", wf);
+    let r = run_wide(&env, &["--dry-run", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("  permissions: read [], write [mail], env [API_TOKEN], host_exec: false\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(
+            "     permissions: read [], write [mail], env [API_TOKEN], limits: timeout_ms 2000\n"
+        ),
+        "{}",
+        r.stderr
+    );
+    // The workflow's block leaves out API_TOKEN: the dry run refuses, as a
+    // run would, and names the capability.
+    write(
+        &env,
+        "wf.lobster",
+        &wf.replacen("  env: [API_TOKEN]\n  host_exec", "  host_exec", 1)
+            .replace("      env: [API_TOKEN]\n", ""),
+    );
+    let r = run_wide(&env, &["--dry-run", "--file", "wf.lobster"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("API_TOKEN") || r.stdout.contains("API_TOKEN"),
+        "{r:?}"
+    );
+}

@@ -17,6 +17,9 @@ pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Strin
     let given = super::args::parse_args_json(args_json, "run --args-json")?;
     let (wf, mut files) = super::load_plan(path, Some(&ctx.registry))?;
     crate::policy::workflow::check_workflow(&wf, ctx)?;
+    // The same narrowing as a real run, so the same plan problems show.
+    let narrowed = crate::policy::workflow::permissions_context(&wf, ctx);
+    let ctx = narrowed.as_ref().unwrap_or(ctx);
     super::steps::wasm::prepare(&wf, ctx)?;
     super::add_components(&mut files, ctx);
     let args = super::args::resolve(&wf, &given)?;
@@ -42,8 +45,11 @@ pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Strin
             wf.source.shown,
             digest_of(&wf.source.path)
         ),
-        String::new(),
     ];
+    if let Some(p) = &wf.permissions {
+        out.push(format!("  permissions: {}", p.summary()));
+    }
+    out.push(String::new());
     for (i, step) in wf.steps.iter().enumerate() {
         let skipped = matches!(&step.when, Some(c) if evaluable(c) && !eval(c, &approved));
         let tag = if skipped {
@@ -104,6 +110,9 @@ pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Strin
                     }
                 }
             }
+        }
+        if let Some(p) = &step.permissions {
+            d.push(format!("permissions: {}", p.summary()));
         }
         if let Some(c) = &step.when {
             d.push(format!("when: {}", c.text()));

@@ -51,6 +51,33 @@ impl Permissions {
     pub fn forbids_exec(&self) -> bool {
         self.host_exec == Some(false)
     }
+
+    /// One line for plans: `read [a], write [b], env [], host_exec: false,
+    /// limits: timeout_ms 2000` (keys left out of the block are left out).
+    pub fn summary(&self) -> String {
+        let list = |key: &str, l: &[String]| format!("{key} [{}]", l.join(", "));
+        let mut parts = vec![
+            list("read", &self.read),
+            list("write", &self.write),
+            list("env", &self.env),
+        ];
+        if let Some(b) = self.host_exec {
+            parts.push(format!("host_exec: {b}"));
+        }
+        let limits: Vec<String> = [
+            ("fuel", self.limits.fuel),
+            ("memory_bytes", self.limits.memory_bytes),
+            ("timeout_ms", self.limits.timeout_ms),
+            ("output_bytes", self.limits.output_bytes),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
+        .collect();
+        if !limits.is_empty() {
+            parts.push(format!("limits: {}", limits.join(", ")));
+        }
+        parts.join(", ")
+    }
 }
 
 /// The declared type of an arg.
