@@ -394,3 +394,21 @@ fn dry_run_shows_permissions_and_refuses_what_a_run_would() {
         "{r:?}"
     );
 }
+
+#[test]
+fn an_approval_shows_the_permissions_of_the_steps_after_it() {
+    let env = Env::new();
+    let r = run_wf(
+        &env,
+        "steps:\n  - id: review\n    approval: Go?\n  - id: apply\n    run: echo applied\n    permissions:\n      read: [mail]\n      limits: { timeout_ms: 2000 }\n",
+        &[],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.json()["requiresApproval"]["capabilities"],
+        json!([
+            "step apply: within its permissions: read [mail], write [], env [], limits: timeout_ms 2000",
+            "step apply: runs a host shell command"
+        ])
+    );
+}

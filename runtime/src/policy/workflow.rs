@@ -258,11 +258,15 @@ pub fn narrow(p: &Permissions, ctx: &Context) -> Context {
 }
 
 /// One line per host effect or capability of the top-level steps after
-/// step `index`, for `requiresApproval.capabilities`.
+/// step `index` (and per step's own `permissions:`), for
+/// `requiresApproval.capabilities`.
 pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<String> {
     let mut out = Vec::new();
     for step in wf.steps.iter().skip(index + 1) {
         let label = format!("step {}", step.id);
+        if let Some(p) = &step.permissions {
+            out.push(format!("{label}: within its permissions: {}", p.summary()));
+        }
         match &step.action {
             Action::Shell(_) => out.push(format!("{label}: runs a host shell command")),
             Action::Pipeline(text) => {
