@@ -194,6 +194,14 @@ fn a_step_block_wider_than_the_workflows_is_refused_with_each_excess() {
         "{}",
         r.stdout
     );
+    // Spelling does not matter: `.` holds everything, `./data/` is `data`.
+    write(
+        &env,
+        "ok.lobster",
+        "permissions:\n  read: [.]\nsteps:\n  - id: a\n    pipeline: head\n    permissions:\n      read: [./data/]\n",
+    );
+    let ok = env.run(&["check", "ok.lobster"]);
+    assert_eq!(ok.code, 0, "{ok:?}");
     // The run refuses the same file before anything runs.
     let r = env.run(&["run", "--mode", "tool", "--file", "wf.lobster"]);
     assert_eq!(r.code, 2, "{r:?}");

@@ -192,6 +192,12 @@ fn limit_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
     out
 }
 
+/// Whether relative path `dir` names `root` or lies below it, by its
+/// components alone (`./a` and `a/` are `a`; `.` holds everything).
+pub fn lexically_inside(dir: &Path, root: &Path) -> bool {
+    normal_parts(dir).starts_with(&normal_parts(root))
+}
+
 fn normal_parts(p: &Path) -> Vec<&std::ffi::OsStr> {
     p.components()
         .filter_map(|c| match c {
@@ -205,7 +211,7 @@ fn normal_parts(p: &Path) -> Vec<&std::ffi::OsStr> {
 /// `cwd`): lexically, and also after following symlinks when both exist.
 pub fn inside_root(cwd: &Path, dir: &Path, root: &str) -> bool {
     let root_path = PathBuf::from(root);
-    if dir.is_absolute() || !normal_parts(dir).starts_with(&normal_parts(&root_path)) {
+    if dir.is_absolute() || !lexically_inside(dir, &root_path) {
         return false;
     }
     match (
@@ -263,6 +269,16 @@ pub fn short(digest: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lexical_containment_ignores_dots_and_slashes() {
+        let inside = |d: &str, r: &str| lexically_inside(Path::new(d), Path::new(r));
+        assert!(inside("./data/", "data"));
+        assert!(inside("data/sub", "./data"));
+        assert!(inside("data", "."));
+        assert!(!inside("data2", "data"));
+        assert!(!inside("data", "data/sub"));
+    }
 
     #[test]
     fn roots_are_component_prefixes() {

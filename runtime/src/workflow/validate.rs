@@ -354,8 +354,10 @@ fn check_step_permissions(v: &mut V, ptr: &str, id: &str, step: &Permissions) {
     let what = format!("Workflow step {id} permissions");
     let inside = |dir: &str, roots: &[&String]| {
         roots.iter().any(|r| {
-            std::path::Path::new(dir.trim_start_matches("./"))
-                .starts_with(r.trim_start_matches("./"))
+            crate::policy::enforce::lexically_inside(
+                std::path::Path::new(dir),
+                std::path::Path::new(r.as_str()),
+            )
         })
     };
     let readable: Vec<&String> = wf.read.iter().chain(&wf.write).collect();
