@@ -109,14 +109,17 @@ impl StepInfo {
         self
     }
 
-    /// Require a directory at `guest_path` (e.g. `/mail`).
+    /// Require a directory at `guest_path` (e.g. `/mail`). The host refuses
+    /// to run the step unless the run grants it, and gives the step no
+    /// directory it did not ask for (and at most the access asked for).
     pub fn needs_dir(mut self, guest_path: &str, access: Access) -> StepInfo {
         self.capabilities
             .push(Capability::Dir(guest_path.to_string(), access));
         self
     }
 
-    /// Require the environment variable `name`.
+    /// Require the environment variable `name`. As with directories, the
+    /// step sees no variable it did not ask for.
     pub fn needs_env(mut self, name: &str) -> StepInfo {
         self.capabilities.push(Capability::Env(name.to_string()));
         self
