@@ -43,6 +43,31 @@ pub struct Maxima {
     pub output_bytes: Option<u64>,
 }
 
+impl Maxima {
+    /// Each limit by its key name (as in policy and `permissions:` files).
+    pub fn entries(&self) -> [(&'static str, Option<u64>); 4] {
+        [
+            ("fuel", self.fuel),
+            ("memory_bytes", self.memory_bytes),
+            ("timeout_ms", self.timeout_ms),
+            ("output_bytes", self.output_bytes),
+        ]
+    }
+
+    /// Every limit set both here and in `caps` that is above its cap, as
+    /// (key, value, cap).
+    pub fn above(&self, caps: &Maxima) -> Vec<(&'static str, u64, u64)> {
+        self.entries()
+            .into_iter()
+            .zip(caps.entries())
+            .filter_map(|((key, value), (_, cap))| match (value, cap) {
+                (Some(v), Some(c)) if v > c => Some((key, v, c)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
 /// unrestricted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

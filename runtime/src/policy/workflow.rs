@@ -126,20 +126,10 @@ impl Walker<'_> {
                 "{at}: permissions.host_exec: true asks for host processes, which the untrusted policy forbids"
             ));
         }
-        let max = &self.policy.max;
-        for (key, asked, cap) in [
-            ("fuel", p.limits.fuel, max.fuel),
-            ("memory_bytes", p.limits.memory_bytes, max.memory_bytes),
-            ("timeout_ms", p.limits.timeout_ms, max.timeout_ms),
-            ("output_bytes", p.limits.output_bytes, max.output_bytes),
-        ] {
-            if let (Some(asked), Some(cap)) = (asked, cap) {
-                if asked > cap {
-                    self.out.push(format!(
-                        "{at}: permissions.limits.{key} {asked} is above the maximum {cap}"
-                    ));
-                }
-            }
+        for (key, asked, cap) in p.limits.above(&self.policy.max) {
+            self.out.push(format!(
+                "{at}: permissions.limits.{key} {asked} is above the maximum {cap}"
+            ));
         }
     }
 

@@ -64,15 +64,12 @@ impl Permissions {
         if let Some(b) = self.host_exec {
             parts.push(format!("host_exec: {b}"));
         }
-        let limits: Vec<String> = [
-            ("fuel", self.limits.fuel),
-            ("memory_bytes", self.limits.memory_bytes),
-            ("timeout_ms", self.limits.timeout_ms),
-            ("output_bytes", self.limits.output_bytes),
-        ]
-        .iter()
-        .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
-        .collect();
+        let limits: Vec<String> = self
+            .limits
+            .entries()
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
+            .collect();
         if !limits.is_empty() {
             parts.push(format!("limits: {}", limits.join(", ")));
         }

@@ -396,28 +396,11 @@ fn check_step_permissions(v: &mut V, ptr: &str, id: &str, step: &Permissions) {
             format!("{what}: host_exec: true, but the workflow's permissions say host_exec: false"),
         );
     }
-    for (key, mine, theirs) in [
-        ("fuel", step.limits.fuel, wf.limits.fuel),
-        (
-            "memory_bytes",
-            step.limits.memory_bytes,
-            wf.limits.memory_bytes,
-        ),
-        ("timeout_ms", step.limits.timeout_ms, wf.limits.timeout_ms),
-        (
-            "output_bytes",
-            step.limits.output_bytes,
-            wf.limits.output_bytes,
-        ),
-    ] {
-        if let (Some(mine), Some(theirs)) = (mine, theirs) {
-            if mine > theirs {
-                v.val(
-                    &format!("{ptr}/limits/{key}"),
-                    format!("{what}: limits.{key} {mine} is above the workflow's {theirs}"),
-                );
-            }
-        }
+    for (key, mine, theirs) in step.limits.above(&wf.limits) {
+        v.val(
+            &format!("{ptr}/limits/{key}"),
+            format!("{what}: limits.{key} {mine} is above the workflow's {theirs}"),
+        );
     }
 }
 
