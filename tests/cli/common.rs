@@ -86,7 +86,7 @@ impl Env {
         self.run(&["run", "--mode", "tool", pipeline])
     }
 
-    /// Files in the state dir other than the token key.
+    /// Files in the state dir other than the token key and the sweep marker.
     pub fn state_files(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.state.path())
             .map(|rd| {
@@ -95,7 +95,7 @@ impl Env {
                     .collect()
             })
             .unwrap_or_default();
-        names.retain(|n| n != ".token-key");
+        names.retain(|n| n != ".token-key" && n != ".swept");
         names.sort();
         names
     }

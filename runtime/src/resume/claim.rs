@@ -9,7 +9,7 @@
 //! ([`crate::state::sweep_orphans`]).
 
 use crate::error::{Error, Result};
-use crate::state::{random_hex, sweep_orphans, sync_dir, StateStore, ORPHAN_AGE};
+use crate::state::{random_hex, sweep_now_and_then, sync_dir, StateStore};
 use serde_json::Value;
 use std::fs;
 use std::io::ErrorKind;
@@ -45,7 +45,7 @@ pub fn claim(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
     if fs::remove_file(&claimed).is_ok() {
         let _ = sync_dir(store.dir());
     }
-    sweep_orphans(store.dir(), ORPHAN_AGE);
+    sweep_now_and_then(store.dir());
     let state = serde_json::from_slice(&bytes?)
         .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
     Ok(Some(Claim { state }))
@@ -56,6 +56,15 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::sync::{Arc, Barrier};
+
+    /// The files in `dir`, without the sweep marker.
+    fn files_in(dir: &std::path::Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".swept")
+            .collect()
+    }
 
     #[test]
     fn exactly_one_of_many_racers_wins_and_nothing_is_left() {
@@ -79,7 +88,7 @@ mod tests {
             .filter_map(|h| h.join().unwrap())
             .collect();
         assert_eq!(wins, vec![json!({"a": 1})]);
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(files_in(dir.path()), Vec::<String>::new());
     }
 
     #[test]
@@ -91,7 +100,7 @@ mod tests {
         assert_eq!(held.state, json!({"b": 2}));
         // A killed resumer now loses nothing and leaves nothing: the state is
         // in memory only, and the token finds no state.
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(files_in(dir.path()), Vec::<String>::new());
         assert!(claim(&store, "pipeline_resume_y").unwrap().is_none());
     }
 }

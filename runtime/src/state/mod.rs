@@ -6,7 +6,8 @@
 //! Every write is atomic (temp file, fsync, rename, fsync of the directory)
 //! and every file is 0600: a killed process leaves either the old file or the
 //! new one, never half of one; the temp or claim file it may leave behind is
-//! swept by the next pause or resume ([`sweep_orphans`]).
+//! swept by a later pause or resume ([`sweep_now_and_then`], which keeps
+//! the time of its last sweep in `.swept`).
 
 mod atomic;
 mod store;
@@ -14,4 +15,4 @@ mod sweep;
 
 pub use atomic::{random_hex, sync_dir, write_atomic};
 pub use store::{key_to_file_name, StateStore};
-pub use sweep::{sweep_orphans, ORPHAN_AGE};
+pub use sweep::{sweep_now_and_then, sweep_orphans, ORPHAN_AGE};

@@ -15,6 +15,31 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// How long a temp or claim file must have been unchanged to be an orphan.
 pub const ORPHAN_AGE: Duration = Duration::from_secs(60);
 
+/// How often [`sweep_now_and_then`] reads the whole directory.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+
+/// The file whose modification time records the last sweep.
+const MARKER: &str = ".swept";
+
+/// [`sweep_orphans`] with [`ORPHAN_AGE`], at most once per
+/// [`SWEEP_EVERY`] per directory: a pause or a claim costs one `stat`, not a
+/// read of a state directory that may hold thousands of files.
+pub fn sweep_now_and_then(dir: &Path) {
+    let marker = dir.join(MARKER);
+    let due = fs::metadata(&marker)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|age| age >= SWEEP_EVERY);
+    if !due {
+        return;
+    }
+    // Claim the sweep first, so racing processes do not all sweep.
+    if fs::write(&marker, b"").is_ok() {
+        sweep_orphans(dir, ORPHAN_AGE);
+    }
+}
+
 /// Whether `name` is a temp file of [`super::write_atomic`] or a resume
 /// claim.
 fn is_transient(name: &str) -> bool {
@@ -80,5 +105,17 @@ mod tests {
             sweep_orphans(&dir.path().join("missing"), Duration::ZERO),
             0
         );
+    }
+
+    #[test]
+    fn sweeps_now_and_then_leave_a_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        sweep_now_and_then(dir.path());
+        let marker = dir.path().join(MARKER);
+        let first = fs::metadata(&marker).unwrap().modified().unwrap();
+        // Not due again yet: the marker is left as it was.
+        std::thread::sleep(Duration::from_millis(20));
+        sweep_now_and_then(dir.path());
+        assert_eq!(fs::metadata(&marker).unwrap().modified().unwrap(), first);
     }
 }
