@@ -420,3 +420,59 @@ fn an_approval_shows_the_permissions_of_the_steps_after_it() {
         ])
     );
 }
+
+#[test]
+fn malformed_permission_blocks_are_named_at_their_keys() {
+    let env = Env::new();
+    write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  read: mail\n  write: [/etc, ../up, \"\"]\n  host_exec: sometimes\n  limits: { fuel: -1, memory: 5 }\nsteps:\n  - id: a\n    pipeline: head\n    permissions: [read]\n",
+    );
+    let r = env.run(&["check", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    for problem in [
+        "wf.lobster:2: Workflow permissions: read must be a list of strings",
+        "wf.lobster:3: Workflow permissions: directory \"/etc\" must be relative to the working directory, without `..`",
+        "wf.lobster:3: Workflow permissions: directory \"../up\" must be relative to the working directory, without `..`",
+        "wf.lobster:3: Workflow permissions: directory \"\" must be relative to the working directory, without `..`",
+        "wf.lobster:4: Workflow permissions: host_exec must be true or false",
+        "wf.lobster:5: Workflow permissions: limits.fuel must be a positive integer",
+        "wf.lobster:5: unknown field `memory` in Workflow permissions.limits",
+        "wf.lobster:9: Workflow step a permissions must be an object",
+    ] {
+        assert!(r.stdout.contains(problem), "missing {problem:?} in\n{}", r.stdout);
+    }
+    assert!(r.stdout.contains("8 problems"), "{}", r.stdout);
+}
+
+#[test]
+fn an_unparsable_templated_pipeline_is_refused_where_host_processes_are_forbidden() {
+    let env = Env::new();
+    // The template hides the unbalanced quote from validation; under
+    // host_exec: false nothing may run that cannot be checked first.
+    let r = run_wf(
+        &env,
+        "args:\n  x: { default: a }\npermissions:\n  host_exec: false\nsteps:\n  - id: odd\n    pipeline: \"head --n '${x}\"\n",
+        &[],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).contains("step odd has a pipeline that cannot be checked before it runs, which the workflow's permissions forbid (host_exec: false)"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn check_names_a_policy_file_it_cannot_read() {
+    let env = Env::new();
+    write(
+        &env,
+        "wf.lobster",
+        "steps:\n  - id: a\n    pipeline: head\n",
+    );
+    let r = env.run(&["check", "--policy", "nope.toml", "wf.lobster"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("cannot read policy file"), "{r:?}");
+    assert!(r.stderr.contains("nope.toml"), "{r:?}");
+}
