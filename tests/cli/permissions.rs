@@ -476,3 +476,30 @@ fn check_names_a_policy_file_it_cannot_read() {
     assert!(r.stderr.contains("cannot read policy file"), "{r:?}");
     assert!(r.stderr.contains("nope.toml"), "{r:?}");
 }
+
+#[test]
+fn a_pipeline_step_resumed_after_ask_keeps_its_permissions() {
+    let Some(env) = setup() else { return };
+    let r = run_wf(
+        &env,
+        "steps:\n  - id: spin\n    pipeline: ask --prompt 'Go?' | hostile loop\n    permissions:\n      limits: { fuel: 1000000 }\n",
+        &[],
+    );
+    let doc = r.json();
+    assert_eq!(doc["status"], "needs_input", "{r:?}");
+    let token = crate::common::token_of(&doc);
+    // The rest of the pipeline runs in the resuming process, still under
+    // the step's own fuel ceiling (the default is 10^10).
+    let r = env.run(&[
+        "resume",
+        "--token",
+        &token,
+        "--response-json",
+        "{\"decision\": \"approve\"}",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        err_message(&r).contains("step hostile ran out of fuel (limit 1000000)"),
+        "{r:?}"
+    );
+}
