@@ -86,6 +86,20 @@ impl Env {
         self.run(&["run", "--mode", "tool", pipeline])
     }
 
+    /// The one state file whose name starts with `prefix` (e.g.
+    /// `pipeline_resume_`); panics when there is none.
+    pub fn state_file(&self, prefix: &str) -> PathBuf {
+        std::fs::read_dir(self.state.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
+            .unwrap_or_else(|| panic!("no state file {prefix}* in {:?}", self.state_files()))
+    }
+
     /// Files in the state dir other than the token key and the sweep marker.
     pub fn state_files(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.state.path())

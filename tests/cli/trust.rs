@@ -388,17 +388,7 @@ fn approvals_carry_a_plan_digest_that_resume_verifies() {
 
     // Tamper with what would run after the gate (the gated items): refused
     // before the claim, so nothing runs and the token stays usable.
-    let state_file = std::fs::read_dir(env.state.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("pipeline_resume_")
-        })
-        .unwrap();
+    let state_file = env.state_file("pipeline_resume_");
     let original = std::fs::read_to_string(&state_file).unwrap();
     let mut state: Value = serde_json::from_str(&original).unwrap();
     state["items"] = serde_json::json!([{"a": 2}]);
@@ -577,17 +567,7 @@ fn workflow_approvals_carry_a_plan_digest_that_resume_verifies() {
         req["capabilities"],
         serde_json::json!(["step apply: runs a host shell command"])
     );
-    let state_file = std::fs::read_dir(env.state.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("workflow_resume_")
-        })
-        .unwrap();
+    let state_file = env.state_file("workflow_resume_");
     let original = std::fs::read_to_string(&state_file).unwrap();
     let mut state: Value = serde_json::from_str(&original).unwrap();
     state["steps"]["list"]["stdout"] = Value::String("[3]\n".into());
