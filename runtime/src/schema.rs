@@ -1,12 +1,15 @@
 //! JSON Schema validation of input responses (`ask --schema`, input gates).
 //!
 //! Schemas without `$schema` are read as draft-07, the reference's (Ajv) default.
+//! Messages use Ajv's wording (`must have required property 'name'`, `must be
+//! string`, …): agents read them to repair their answer, and the reference
+//! prints Ajv's `instancePath` and `message`.
 
 use crate::error::{Error, Result};
 use serde_json::Value;
 
-/// A compiled schema.
-pub struct Schema(jsonschema::Validator);
+/// A compiled schema (and its source, to quote keyword values as Ajv does).
+pub struct Schema(jsonschema::Validator, Value);
 
 /// The first validation failure: where (`/a/0`, or `/` for the root) and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +27,9 @@ impl Schema {
         } else {
             jsonschema::draft7::new(schema)
         };
-        built.map(Schema).map_err(|e| e.to_string())
+        built
+            .map(|v| Schema(v, schema.clone()))
+            .map_err(|e| e.to_string())
     }
 
     /// `Ok` when `value` is valid, else the first violation.
@@ -33,12 +38,78 @@ impl Schema {
             None => Ok(()),
             Some(err) => {
                 let path = err.instance_path().to_string();
+                let keyword_value = self.1.pointer(&err.schema_path().to_string());
                 Err(Violation {
                     path: if path.is_empty() { "/".into() } else { path },
-                    message: err.to_string(),
+                    message: ajv_message(&err, keyword_value),
                 })
             }
         }
+    }
+}
+
+/// Ajv's message for `err` (ajv v8, `allErrors: false`, no custom messages).
+/// `keyword_value` is the failing keyword's value in the schema, when the
+/// schema path leads to it (not through a `$ref`).
+fn ajv_message(err: &jsonschema::ValidationError<'_>, keyword_value: Option<&Value>) -> String {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
+    let num = |v: &Value| crate::value::js_to_string(Some(v));
+    match err.kind() {
+        K::Required { property } => format!(
+            "must have required property '{}'",
+            property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_string)
+        ),
+        K::Type { kind } => {
+            let names = match keyword_value {
+                Some(Value::String(t)) => t.clone(),
+                Some(Value::Array(ts)) => ts
+                    .iter()
+                    .map(|t| t.as_str().unwrap_or_default().to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                _ => match kind {
+                    TypeKind::Single(t) => t.to_string(),
+                    TypeKind::Multiple(set) => set
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                },
+            };
+            format!("must be {names}")
+        }
+        K::Enum { .. } => "must be equal to one of the allowed values".into(),
+        K::Constant { .. } => "must be equal to constant".into(),
+        K::AdditionalProperties { .. } => "must NOT have additional properties".into(),
+        K::Minimum { limit } => format!("must be >= {}", num(limit)),
+        K::Maximum { limit } => format!("must be <= {}", num(limit)),
+        K::ExclusiveMinimum { limit } => format!("must be > {}", num(limit)),
+        K::ExclusiveMaximum { limit } => format!("must be < {}", num(limit)),
+        K::MinLength { limit } => format!("must NOT have fewer than {limit} characters"),
+        K::MaxLength { limit } => format!("must NOT have more than {limit} characters"),
+        K::MinItems { limit } => format!("must NOT have fewer than {limit} items"),
+        K::MaxItems { limit } => format!("must NOT have more than {limit} items"),
+        K::AdditionalItems { limit } => format!("must NOT have more than {limit} items"),
+        K::MinProperties { limit } => format!("must NOT have fewer than {limit} properties"),
+        K::MaxProperties { limit } => format!("must NOT have more than {limit} properties"),
+        K::Pattern { pattern } => format!("must match pattern \"{pattern}\""),
+        K::Format { format } => format!("must match format \"{format}\""),
+        K::MultipleOf { .. } => match keyword_value {
+            Some(v) => format!("must be multiple of {}", num(v)),
+            None => err.to_string(),
+        },
+        K::UniqueItems => "must NOT have duplicate items".into(),
+        K::Not { .. } => "must NOT be valid".into(),
+        K::AnyOf { .. } => "must match a schema in anyOf".into(),
+        K::OneOfNotValid { .. } | K::OneOfMultipleValid { .. } => {
+            "must match exactly one schema in oneOf".into()
+        }
+        K::FalseSchema => "boolean schema is false".into(),
+        K::Contains => "must contain at least 1 valid item(s)".into(),
+        K::PropertyNames { .. } => "property name must be valid".into(),
+        _ => err.to_string(),
     }
 }
 
@@ -74,6 +145,119 @@ mod tests {
         );
         let e = validate_response(&schema, &json!({}), "r").unwrap_err();
         assert!(e.to_string().contains("at /: "), "{e}");
+    }
+
+    /// Ajv v8's wording for the common keywords, with Ajv's instancePath.
+    #[test]
+    fn messages_use_ajv_wording() {
+        let cases = [
+            (
+                json!({"required": ["name"]}),
+                json!({}),
+                "/",
+                "must have required property 'name'",
+            ),
+            (
+                json!({"properties": {"n": {"type": "string"}}}),
+                json!({"n": 1}),
+                "/n",
+                "must be string",
+            ),
+            (
+                json!({"type": ["string", "null"]}),
+                json!(1),
+                "/",
+                "must be string,null",
+            ),
+            (
+                json!({"type": "integer"}),
+                json!(1.5),
+                "/",
+                "must be integer",
+            ),
+            (
+                json!({"enum": ["a", "b"]}),
+                json!("c"),
+                "/",
+                "must be equal to one of the allowed values",
+            ),
+            (
+                json!({"const": 1}),
+                json!(2),
+                "/",
+                "must be equal to constant",
+            ),
+            (
+                json!({"properties": {"a": {}}, "additionalProperties": false}),
+                json!({"a": 1, "b": 2}),
+                "/",
+                "must NOT have additional properties",
+            ),
+            (json!({"minimum": 1}), json!(0), "/", "must be >= 1"),
+            (json!({"maximum": 2.5}), json!(3), "/", "must be <= 2.5"),
+            (json!({"exclusiveMinimum": 1}), json!(1), "/", "must be > 1"),
+            (json!({"exclusiveMaximum": 1}), json!(1), "/", "must be < 1"),
+            (
+                json!({"minLength": 3}),
+                json!("ab"),
+                "/",
+                "must NOT have fewer than 3 characters",
+            ),
+            (
+                json!({"maxLength": 1}),
+                json!("ab"),
+                "/",
+                "must NOT have more than 1 characters",
+            ),
+            (
+                json!({"pattern": "^a"}),
+                json!("b"),
+                "/",
+                "must match pattern \"^a\"",
+            ),
+            (
+                json!({"minItems": 2}),
+                json!([1]),
+                "/",
+                "must NOT have fewer than 2 items",
+            ),
+            (
+                json!({"maxItems": 1}),
+                json!([1, 2]),
+                "/",
+                "must NOT have more than 1 items",
+            ),
+            (
+                json!({"multipleOf": 2}),
+                json!(3),
+                "/",
+                "must be multiple of 2",
+            ),
+            (
+                json!({"items": {"type": "number"}}),
+                json!([1, "x"]),
+                "/1",
+                "must be number",
+            ),
+        ];
+        for (schema, value, path, message) in cases {
+            let v = Schema::compile(&schema).unwrap().check(&value).unwrap_err();
+            assert_eq!(
+                (v.path.as_str(), v.message.as_str()),
+                (path, message),
+                "{schema}"
+            );
+        }
+        let e = validate_response(
+            &json!({"required": ["name"]}),
+            &json!({}),
+            "pipeline input response",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pipeline input response failed schema validation at /: must have required property 'name'"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod cancellation;
 mod data;
 mod envelope;
 mod errors;
+mod fidelity;
 mod gates;
 mod limits;
 mod permissions;

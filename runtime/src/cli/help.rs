@@ -21,9 +21,12 @@ Usage:
   lobster resume --token <token> --response-json '{{...}}'
   lobster resume --token <token> --cancel
   lobster call '{{\"action\":\"run\",\"pipeline\":\"...\"}}'
-  lobster doctor
+  lobster check [--format json] [--policy FILE] [PATHS...]
+  lobster bundle build DIR | lobster bundle verify PATH
+  lobster lock [--steps DIR]... ['<pipeline>' | WORKFLOW]
+  lobster doctor [--steps DIR]... [--policy FILE]
   lobster version
-  lobster help <command>
+  lobster help <command|step>
 
 Flags (run):
   --mode human|tool       Output mode (default human)
@@ -31,6 +34,12 @@ Flags (run):
   --timeout-ms N          Stop the run after N ms (min 200; tool mode default 20000)
   --max-stdout-bytes N    Cap captured and printed output (min 1024; tool mode default 512000)
   --cwd DIR               Working directory, relative and inside the current directory
+
+Sandbox (WebAssembly steps; they get nothing unless granted):
+  --steps DIR             Also look for steps in DIR (then LOBSTER_STEP_PATH, then ./steps)
+  --allow-read DIR[:/G]   Let steps read DIR (seen at /G); --allow-write DIR[:/G] read-write
+  --allow-env NAME        Let steps see the environment variable NAME
+  --policy FILE           Operator policy (also LOBSTER_POLICY): trust, roots, env, maximum limits
 
 Modes:
   - human (default): renderers can write to stdout
@@ -44,6 +53,23 @@ Pipeline commands:
   {commands}
 "
     )
+}
+
+/// The steps section of `lobster help`: what the step path holds.
+pub fn steps_section(found: &[crate::sandbox::survey::FoundStep]) -> String {
+    if found.is_empty() {
+        return "\nSteps: none on the step path (--steps DIR, LOBSTER_STEP_PATH, ./steps)\n".into();
+    }
+    let mut out = String::from("\nSteps on the step path (lobster help <step>):\n");
+    for f in found {
+        let what = match &f.loaded {
+            Ok((_, Some(meta))) => meta.summary.clone(),
+            Ok((_, None)) => "wasi:cli/command (JSON items on stdin, JSON on stdout)".into(),
+            Err(e) => format!("does not load ({e}); see `lobster doctor`"),
+        };
+        out.push_str(&format!("  {}  {what}\n", f.name()));
+    }
+    out
 }
 
 /// `lobster help run` / `lobster run --help`.
@@ -60,7 +86,8 @@ Flags:
   --dry-run               Check every stage and print the plan to stderr; nothing runs
   --timeout-ms N          Stop the whole run after N ms (clamped to >= 200; tool mode default 20000)
   --max-stdout-bytes N    Cap each child's captured output and what Lobster prints (clamped to >= 1024;
-                          tool mode default 512000; also LOBSTER_MAX_OUTPUT_BYTES)
+                          tool mode default 512000). LOBSTER_MAX_OUTPUT_BYTES=N (any N >= 1, also in a
+                          workflow step's env:) caps each child's stdout and stderr exactly
   --cwd DIR               Relative working directory that must stay inside the current directory
   --file PATH             Run a workflow file (docs/WORKFLOWS.md)
   --args-json J           Workflow args: a JSON object

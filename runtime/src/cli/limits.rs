@@ -34,20 +34,20 @@ pub fn parse_count(flag: &str, value: &str) -> Result<u64> {
 }
 
 impl LimitArgs {
-    /// Effective limits: clamped, with tool-mode defaults and `LOBSTER_MAX_OUTPUT_BYTES`.
+    /// Effective limits: clamped, with tool-mode defaults.
+    ///
+    /// `LOBSTER_MAX_OUTPUT_BYTES` is not read here: as in the reference it
+    /// caps each child process exactly, from the child's own environment
+    /// (see `process::spawn::env_output_cap`); the 1024 minimum belongs to
+    /// the tool's `maxStdoutBytes` only.
     pub fn resolve(&self, mode: Mode) -> Result<Limits> {
         let tool = mode == Mode::Tool;
         let timeout_ms = self
             .timeout_ms
             .or(tool.then_some(DEFAULT_TIMEOUT_MS))
             .map(|ms| ms.max(MIN_TIMEOUT_MS));
-        let env_cap = match std::env::var("LOBSTER_MAX_OUTPUT_BYTES") {
-            Ok(v) if !v.trim().is_empty() => Some(parse_count("LOBSTER_MAX_OUTPUT_BYTES", &v)?),
-            _ => None,
-        };
         let cap = self
             .max_stdout_bytes
-            .or(env_cap)
             .or(tool.then_some(DEFAULT_MAX_STDOUT_BYTES as u64))
             .map(|b| (b as usize).max(MIN_MAX_STDOUT_BYTES));
         Ok(Limits {

@@ -34,8 +34,8 @@ use std::time::Duration;
 pub fn main(args: Vec<String>) -> i32 {
     let first = args.first().map(String::as_str);
     match first {
-        None | Some("-h" | "--help") => print_help(&Registry::builtin(), None),
-        Some("help") => print_help(&Registry::builtin(), args.get(1).map(String::as_str)),
+        None | Some("-h" | "--help") => print_help(&[]),
+        Some("help") => print_help(&args[1..]),
         Some("version" | "--version" | "-v") => {
             write_once(&format!("{}\n", crate::VERSION), "");
             0
@@ -52,28 +52,77 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
-fn print_help(registry: &Registry, topic: Option<&str>) -> i32 {
-    let text = match topic {
-        None => help::main_help(registry),
-        Some("run") => help::RUN_HELP.to_string(),
-        Some("resume") => help::RESUME_HELP.to_string(),
-        Some("call") => help::CALL_HELP.to_string(),
-        Some("graph") => help::GRAPH_HELP.to_string(),
-        Some("check") => check::CHECK_HELP.to_string(),
-        Some("bundle") => bundle::BUNDLE_HELP.to_string(),
-        Some("lock") => lock::LOCK_HELP.to_string(),
-        Some(name) => match registry.get(name) {
-            Some(cmd) => cmd.help().to_string(),
-            None => {
-                let hint = crate::executor::suggest(name, registry.names())
-                    .map(|n| format!("  hint: did you mean `{n}`?\n"))
-                    .unwrap_or_default();
-                write_once("", &format!("Unknown command: {name}\n{hint}"));
-                return 2;
+/// `lobster help [--steps DIR]... [topic]`: the main help (with the steps on
+/// the step path), a CLI subcommand's, a built-in's, or a step's `describe`.
+fn print_help(argv: &[String]) -> i32 {
+    let mut extra = Vec::new();
+    let mut topic = None;
+    let mut i = 0;
+    while i < argv.len() {
+        match (argv[i].as_str(), argv.get(i + 1)) {
+            ("--steps", Some(dir)) => {
+                extra.push(PathBuf::from(dir));
+                i += 1;
             }
-        },
+            (t, _) if topic.is_none() => topic = Some(t),
+            _ => {}
+        }
+        i += 1;
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let steps = crate::sandbox::StepResolver::new(
+        StepPath::from_env(&cwd, &extra),
+        crate::sandbox::ArtifactCache::in_state_dir(StateStore::from_env().dir()),
+    );
+    let registry = Registry::builtin();
+    let text = match topic {
+        None => {
+            let found = crate::sandbox::survey::list_steps(&steps);
+            help::main_help(&registry) + &help::steps_section(&found)
+        }
+        Some(name) if registry.get(name).is_none() && !help_topic(name) => {
+            match steps.resolve(name) {
+                Ok(Some(step)) => crate::commands::Command::help(step).to_string(),
+                Ok(None) => {
+                    let hint = crate::executor::suggest(name, registry.names())
+                        .map(|n| format!("  hint: did you mean `{n}`?\n"))
+                        .unwrap_or_default();
+                    write_once("", &format!("Unknown command: {name}\n{hint}"));
+                    return 2;
+                }
+                Err(e) => {
+                    write_once("", &format!("Error: {e}\n"));
+                    return 1;
+                }
+            }
+        }
+        Some(topic) => return print_topic(&registry, topic),
     };
     write_once(&text, "");
+    0
+}
+
+/// Whether `name` is a CLI subcommand with its own help text.
+fn help_topic(name: &str) -> bool {
+    matches!(
+        name,
+        "run" | "resume" | "call" | "graph" | "check" | "bundle" | "lock"
+    )
+}
+
+/// The help of a CLI subcommand or a built-in command.
+fn print_topic(registry: &Registry, topic: &str) -> i32 {
+    let text = match topic {
+        "run" => help::RUN_HELP,
+        "resume" => help::RESUME_HELP,
+        "call" => help::CALL_HELP,
+        "graph" => help::GRAPH_HELP,
+        "check" => check::CHECK_HELP,
+        "bundle" => bundle::BUNDLE_HELP,
+        "lock" => lock::LOCK_HELP,
+        name => registry.get(name).map_or("", |cmd| cmd.help()),
+    };
+    write_once(text, "");
     0
 }
 

@@ -1,4 +1,5 @@
-//! `commands.list`: describe every registered command, for agents.
+//! `commands.list`: describe every registered command, then every step on
+//! the step path, for agents.
 
 use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
@@ -103,7 +104,19 @@ impl Command for CommandsList {
 
     fn run(&self, _args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
         collect(input)?;
-        let items = ctx.registry.iter().map(describe).collect();
+        let mut items: Vec<Value> = ctx.registry.iter().map(describe).collect();
+        // Then the steps on the step path (a built-in name always wins).
+        if let Some(steps) = ctx.registry.steps() {
+            for found in crate::sandbox::survey::list_steps(steps) {
+                let name = found.name();
+                if ctx.registry.get(&name).is_some() || found.loaded.is_err() {
+                    continue;
+                }
+                if let Ok(Some(step)) = steps.resolve(&name) {
+                    items.push(describe(step));
+                }
+            }
+        }
         Ok(Output::Items(stream_of(items)))
     }
 }

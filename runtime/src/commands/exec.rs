@@ -14,7 +14,7 @@ use crate::value::{to_js_json, Item};
 /// `exec [--json] [--stdin raw|json|jsonl] <command...>` or `exec --shell "<line>"`.
 pub struct Exec;
 
-const HELP: &str = "exec — run an OS command\n\nUsage:\n  exec <command...>\n  exec --stdin raw|json|jsonl <command...>\n  exec --json <command...>\n  exec --shell \"<command line>\"\n\nNotes:\n  - With --json, parses stdout as JSON (single value).\n  - With --stdin, writes pipeline input to stdin.\n  - With --shell (or a single arg containing spaces), runs via the system shell.\n";
+const HELP: &str = "exec — run an OS command\n\nUsage:\n  exec <command...>\n  exec --stdin raw|json|jsonl <command...>\n  exec --json <command...>\n  exec --shell \"<command line>\"\n\nNotes:\n  - With --json, parses stdout as JSON (single value).\n  - With --stdin, writes pipeline input to stdin.\n  - With --shell (or a single arg containing spaces), runs via the system shell.\n  - --json is a switch: it never takes the next word, so `exec --json cat items.json` works.\n    Every other flag takes the next word as its value unless that word starts with --.\n";
 
 const SHELL_NOT_FOUND: &str = "exec shell not found; check LOBSTER_SHELL or ComSpec";
 
@@ -199,6 +199,12 @@ impl Command for Exec {
                 pipeline: r#"exec --json --shell "echo '{\"a\":1}'""#,
                 input: "[]",
                 output: r#"[{"a": 1}]"#,
+            },
+            Example {
+                description: "--json is a switch: the program and its arguments follow it",
+                pipeline: r#"exec --json echo '[1,"a"]'"#,
+                input: "[]",
+                output: r#"[1, "a"]"#,
             },
             Example {
                 description: "empty stdout with --json is null",
@@ -388,8 +394,13 @@ mod tests {
         ] {
             assert_eq!(err(p), "exec requires a command", "{p}");
         }
-        // Greedy flags: `--json` swallows the command (the reference's C07).
-        assert_eq!(err(r#"exec --json "echo [1]""#), "exec requires a command");
+        // `--json` is a switch (the current reference's parser): it leaves the
+        // command alone. Other flags stay greedy.
+        assert_eq!(
+            run(r#"exec --json "echo [1]""#, vec![]).unwrap(),
+            vec![json!(1)]
+        );
+        assert_eq!(err(r#"exec --stdin "echo [1]""#), "exec requires a command");
     }
 
     #[test]

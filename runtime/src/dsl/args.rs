@@ -1,4 +1,8 @@
 //! Third pass: tokens → flags and positionals (greedy, as the reference).
+//!
+//! One exception, also the reference's: a stage may declare switches, flags
+//! that never take the next token as their value. Only `exec` has one
+//! (`--json`, see [`switches_of`]), so `exec --json cat items.json` runs `cat`.
 
 use super::Token;
 
@@ -71,11 +75,27 @@ impl Args {
     }
 }
 
-/// Turn a stage's tokens (after its name) into [`Args`].
+/// The switches of stage `name`: flags that are `true` when bare and never
+/// consume the next token (`--k=v` still gives them a value). The reference's
+/// parser passes `["json"]` for `exec` and nothing for every other stage.
+pub fn switches_of(name: &str) -> &'static [&'static str] {
+    match name {
+        "exec" => &["json"],
+        _ => &[],
+    }
+}
+
+/// Turn a stage's tokens (after its name) into [`Args`], with no switches.
 ///
 /// `--k=v` splits at the first `=`; `--k v` consumes the next token unless it
 /// starts with `--`; otherwise `--k` is `true`. Values are never converted.
 pub fn parse_args(tokens: &[Token]) -> Args {
+    parse_args_with(tokens, &[])
+}
+
+/// [`parse_args`], except that the flags named in `switches` never take a value
+/// from the next token.
+pub fn parse_args_with(tokens: &[Token], switches: &[&str]) -> Args {
     let mut args = Args::default();
     let mut i = 0;
     while i < tokens.len() {
@@ -85,7 +105,7 @@ pub fn parse_args(tokens: &[Token]) -> Args {
                 args.set(k.to_string(), FlagValue::Str(v.to_string()));
             } else {
                 match tokens.get(i + 1) {
-                    Some(next) if !next.text.starts_with("--") => {
+                    Some(next) if !next.text.starts_with("--") && !switches.contains(&flag) => {
                         args.set(flag.to_string(), FlagValue::Str(next.text.clone()));
                         i += 1;
                     }
@@ -127,6 +147,26 @@ mod tests {
         assert_eq!(a.positional, ["-x"]);
         assert_eq!(a.str("k"), Some(""));
         assert_eq!(a.str("a"), Some("b=c"));
+    }
+
+    #[test]
+    fn switches_never_take_the_next_token() {
+        let tokens: Vec<Token> = ["--json", "gh", "pr", "--json", "number", "--stdin", "raw"]
+            .iter()
+            .map(|w| Token {
+                text: w.to_string(),
+                span: 0..0,
+            })
+            .collect();
+        let a = parse_args_with(&tokens, switches_of("exec"));
+        assert_eq!(a.flag("json"), Some(&FlagValue::Bool(true)));
+        assert_eq!(a.positional, ["gh", "pr", "number"]);
+        assert_eq!(a.str("stdin"), Some("raw"));
+        // Every other stage stays greedy.
+        assert!(switches_of("where").is_empty());
+        assert_eq!(parse_args(&tokens).str("json"), Some("number"));
+        // `--json=v` still sets a value.
+        assert_eq!(args(&["--json=yes"]).str("json"), Some("yes"));
     }
 
     #[test]

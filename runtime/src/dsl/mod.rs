@@ -2,7 +2,8 @@
 //!
 //! Parsing follows the reference grammar exactly (spec §1.2): `|` is split first,
 //! outside quotes; each stage is then tokenised (quotes removed, empty tokens
-//! dropped); flags are greedy. Every token keeps its byte span in the original
+//! dropped); flags are greedy, except `exec --json`, a switch as in the
+//! reference. Every token keeps its byte span in the original
 //! text so that errors can point at it (see [`diagnostic`]).
 
 mod args;
@@ -10,7 +11,7 @@ pub mod diagnostic;
 mod split;
 mod tokenize;
 
-pub use args::{parse_args, Args, FlagValue};
+pub use args::{parse_args, parse_args_with, switches_of, Args, FlagValue};
 
 use crate::error::{Error, Result, Span};
 
@@ -62,7 +63,7 @@ pub fn parse(text: &str) -> Result<Pipeline> {
         };
         stages.push(Stage {
             name: first.text.clone(),
-            args: parse_args(rest),
+            args: parse_args_with(rest, switches_of(&first.text)),
             raw: text[part.span.clone()].to_string(),
             span: part.span.clone(),
             name_span: first.span.clone(),

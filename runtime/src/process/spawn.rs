@@ -53,6 +53,52 @@ pub struct Invocation {
     max_output_bytes: Option<Option<usize>>,
 }
 
+/// Where a child's output cap comes from.
+///
+/// Two sources, two contracts: the tool's `maxStdoutBytes`
+/// (`--max-stdout-bytes`, at least 1024, also caps the envelope) and the
+/// reference's `LOBSTER_MAX_OUTPUT_BYTES` in the child's environment (the
+/// process's, or a workflow step's `env:`), which caps each stream of that
+/// child exactly, with no minimum. The smaller one is in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CapSource {
+    /// The run's `maxStdoutBytes`: `lobster stdout exceeded maxStdoutBytes`.
+    Tool,
+    /// `LOBSTER_MAX_OUTPUT_BYTES=n`: `Process output exceeded n bytes`.
+    Env(usize),
+}
+
+impl CapSource {
+    /// The error for a stream that went over the cap.
+    pub(super) fn overflow(self, stream: &str) -> Error {
+        match self {
+            CapSource::Tool => Error::runtime(format!("lobster {stream} exceeded maxStdoutBytes")),
+            CapSource::Env(n) => Error::runtime(format!("Process output exceeded {n} bytes")),
+        }
+    }
+}
+
+/// `LOBSTER_MAX_OUTPUT_BYTES` of a child's environment, read as the reference
+/// reads it: unset or blank is no cap; otherwise a positive integer (digits
+/// only, at most 2^53 - 1), else the reference's error.
+pub fn env_output_cap(env: &BTreeMap<String, String>) -> Result<Option<usize>> {
+    let Some(raw) = env.get("LOBSTER_MAX_OUTPUT_BYTES").map(|v| v.trim()) else {
+        return Ok(None);
+    };
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    const MAX_SAFE: u64 = (1 << 53) - 1;
+    match raw.parse::<u64>() {
+        Ok(n) if raw.bytes().all(|b| b.is_ascii_digit()) && n > 0 && n <= MAX_SAFE => {
+            Ok(Some(usize::try_from(n).unwrap_or(usize::MAX)))
+        }
+        _ => Err(Error::runtime(
+            "LOBSTER_MAX_OUTPUT_BYTES must be a positive safe integer (bytes)",
+        )),
+    }
+}
+
 /// A child just spawned by [`Invocation::start`].
 pub(super) struct Started {
     pub child: Child,
@@ -60,6 +106,8 @@ pub(super) struct Started {
     pub pgid: i32,
     /// The output cap in force for this child.
     pub cap: Option<usize>,
+    /// Where that cap came from (it decides the overflow message).
+    pub cap_source: CapSource,
     /// Keeps the group in the run's kill set.
     pub guard: GroupGuard,
 }
@@ -164,16 +212,19 @@ impl Invocation {
     /// - The group is registered with `ctx.cancel`, so a timeout or a signal
     ///   kills the whole tree; the run's cancellation error is returned then.
     /// - stdout or stderr beyond the cap kills the group at once and fails
-    ///   with `lobster stdout exceeded maxStdoutBytes` (or `stderr`).
+    ///   with `lobster stdout exceeded maxStdoutBytes` (or `stderr`), or with
+    ///   `Process output exceeded N bytes` when the child's
+    ///   `LOBSTER_MAX_OUTPUT_BYTES` set the cap (see [`CapSource`]).
     /// - A non-zero exit is **not** an error here: look at [`Finished::code`].
     pub fn run(&self, ctx: &Context) -> Result<Finished> {
         let Started {
             mut child,
             pgid,
             cap,
+            cap_source,
             guard: _guard,
         } = self.start(ctx)?;
-        let result = capture(&mut child, self.stdin.clone(), cap, pgid, ctx);
+        let result = capture(&mut child, self.stdin.clone(), cap, cap_source, pgid, ctx);
         if result.is_err() {
             // Never leave a tree behind on a failure of ours.
             kill_group(pgid, libc::SIGKILL);
@@ -211,7 +262,12 @@ impl Invocation {
         ctx.cancel.check()?;
         let env = self.env.as_ref().unwrap_or(&ctx.env);
         let cwd = self.cwd.as_deref().unwrap_or(&ctx.cwd);
-        let cap = self.max_output_bytes.unwrap_or(ctx.limits.max_output_bytes);
+        let tool_cap = self.max_output_bytes.unwrap_or(ctx.limits.max_output_bytes);
+        let (cap, cap_source) = match (tool_cap, env_output_cap(env)?) {
+            (Some(t), Some(e)) if e < t => (Some(e), CapSource::Env(e)),
+            (None, Some(e)) => (Some(e), CapSource::Env(e)),
+            (t, _) => (t, CapSource::Tool),
+        };
 
         let (program, args) = match &self.target {
             Target::Argv { program, args } => (program.clone(), args.clone()),
@@ -250,6 +306,7 @@ impl Invocation {
             child,
             pgid,
             cap,
+            cap_source,
             guard,
         })
     }
@@ -288,6 +345,7 @@ fn capture(
     child: &mut Child,
     stdin: Option<Vec<u8>>,
     cap: Option<usize>,
+    cap_source: CapSource,
     pgid: i32,
     ctx: &Context,
 ) -> Result<Outputs> {
@@ -334,9 +392,7 @@ fn capture(
             },
             Captured::Overflow => {
                 kill_group(pgid, libc::SIGKILL);
-                problem.get_or_insert_with(|| {
-                    Error::runtime(format!("lobster {} exceeded maxStdoutBytes", stream.name()))
-                });
+                problem.get_or_insert_with(|| cap_source.overflow(stream.name()));
             }
             Captured::Failed(e) => {
                 kill_group(pgid, libc::SIGKILL);

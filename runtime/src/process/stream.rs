@@ -17,7 +17,7 @@
 use super::capture::{spawn_reader, spawn_writer, Captured, Stream};
 use super::decode::{decode_json_to, decode_lines, parse_element, Sink, Stop};
 use super::signals::kill_group;
-use super::spawn::{stop_after_cancel, Finished, Invocation, Started};
+use super::spawn::{stop_after_cancel, CapSource, Finished, Invocation, Started};
 use crate::error::{Error, Result};
 use crate::executor::{Cancel, Context, GroupGuard};
 use crate::value::Item;
@@ -108,6 +108,8 @@ pub struct OutputStream {
     child: Option<Child>,
     pgid: i32,
     cancel: Cancel,
+    /// Where the output cap came from (the overflow message).
+    cap_source: CapSource,
     _guard: GroupGuard,
 }
 
@@ -122,6 +124,7 @@ impl Invocation {
             mut child,
             pgid,
             cap,
+            cap_source,
             guard,
         } = self.start(ctx)?;
         let mut out = OutputStream {
@@ -136,6 +139,7 @@ impl Invocation {
             child: None,
             pgid,
             cancel: ctx.cancel.clone(),
+            cap_source,
             _guard: guard,
         };
         let (stdin, stdout, stderr) =
@@ -271,9 +275,7 @@ impl OutputStream {
             }
         }
         match &self.stderr_done {
-            Some(Captured::Overflow) => {
-                Err(Error::runtime("lobster stderr exceeded maxStdoutBytes"))
-            }
+            Some(Captured::Overflow) => Err(self.cap_source.overflow("stderr")),
             Some(Captured::Failed(e)) => {
                 Err(Error::runtime(format!("reading child stderr failed: {e}")))
             }
@@ -285,9 +287,7 @@ impl OutputStream {
         let parse_error = match problem {
             None => None,
             Some(Problem::Parse(msg)) => Some(msg),
-            Some(Problem::Overflow) => {
-                return Err(Error::runtime("lobster stdout exceeded maxStdoutBytes"))
-            }
+            Some(Problem::Overflow) => return Err(self.cap_source.overflow("stdout")),
             Some(Problem::Failed(e)) => {
                 return Err(Error::runtime(format!("reading child stdout failed: {e}")))
             }

@@ -139,10 +139,15 @@ impl StepMeta {
             "{} — {} (wasm step, version {})\n\nUsage:\n  {}",
             self.name, self.summary, self.version, self.name
         );
+        let kind = |k: FlagKind| match k {
+            FlagKind::Switch => "switch",
+            FlagKind::Text => "text",
+            FlagKind::Number => "number",
+        };
         for f in &self.flags {
             match f.kind {
                 FlagKind::Switch => out.push_str(&format!(" [--{}]", f.name)),
-                _ => out.push_str(&format!(" [--{} <{}>]", f.name, f.name)),
+                k => out.push_str(&format!(" [--{} <{}>]", f.name, kind(k))),
             }
         }
         out.push('\n');
@@ -154,7 +159,12 @@ impl StepMeta {
                     .as_ref()
                     .map(|d| format!(" (default {d})"))
                     .unwrap_or_default();
-                out.push_str(&format!("  --{}  {}{default}\n", f.name, f.description));
+                out.push_str(&format!(
+                    "  --{} ({})  {}{default}\n",
+                    f.name,
+                    kind(f.kind),
+                    f.description
+                ));
             }
         }
         if !self.requires.is_empty() {

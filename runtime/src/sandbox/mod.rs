@@ -42,6 +42,7 @@ mod output;
 pub mod resolve;
 mod sleep;
 mod store;
+pub mod survey;
 pub mod wasm_step;
 
 pub use cache::{ArtifactCache, CacheOutcome};

@@ -99,7 +99,7 @@ pub fn approval_gate(runner: &Runner, step: &Step, cfg: &Approval) -> Result<App
 }
 
 /// Build the input request of `step`: the subject is its `stdin`, else the
-/// last completed step's json, response or stdout.
+/// last completed step's json, response or stdout, else `null`.
 pub fn input_gate(runner: &Runner, step: &Step, cfg: &InputSpec) -> Result<InputGate> {
     let subject = match &step.stdin {
         Some(raw) => resolve_stdin(Some(raw), &runner.scope())?,
@@ -114,6 +114,8 @@ pub fn input_gate(runner: &Runner, step: &Step, cfg: &InputSpec) -> Result<Input
                     .cloned()
             }),
     };
+    // The reference always prints the key: `"subject": null` when there is none.
+    let subject = Some(subject.unwrap_or(Item::Null));
     Ok(InputGate {
         prompt: render(&cfg.prompt, &runner.scope(), Style::Raw, None).text,
         schema: cfg.schema.clone(),
