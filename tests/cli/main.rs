@@ -12,6 +12,7 @@ mod fidelity;
 mod gates;
 mod limits;
 mod permissions;
+mod readme;
 mod resume;
 mod streaming;
 mod trust;
