@@ -32,9 +32,19 @@ impl Schema {
             .map_err(|e| e.to_string())
     }
 
-    /// `Ok` when `value` is valid, else the first violation.
+    /// `Ok` when `value` is valid, else the violation Ajv would report first.
     pub fn check(&self, value: &Value) -> Result<(), Violation> {
-        match self.0.iter_errors(value).next() {
+        // Ajv (allErrors: false) stops at the first failing keyword in its
+        // own evaluation order; the crate reports in another order, so every
+        // violation is ranked by Ajv's order and the first one kept.
+        let mut first: Option<(Vec<u32>, jsonschema::ValidationError<'_>)> = None;
+        for err in self.0.iter_errors(value) {
+            let key = ajv_order(&self.1, &err.schema_path().to_string());
+            if first.as_ref().is_none_or(|(k, _)| key < *k) {
+                first = Some((key, err));
+            }
+        }
+        match first.map(|(_, e)| e) {
             None => Ok(()),
             Some(err) => {
                 let path = err.instance_path().to_string();
@@ -46,6 +56,91 @@ impl Schema {
             }
         }
     }
+}
+
+/// Where a keyword sits in Ajv v8's evaluation order: `type` first, then the
+/// keywords for any type (`$ref`, `const`, `enum`, `not`, `anyOf`, `oneOf`,
+/// `allOf`, `if`), then the number, string, array and object groups, each in
+/// the order Ajv registers its keywords.
+fn keyword_rank(keyword: &str) -> u32 {
+    match keyword {
+        "type" => 0,
+        "$ref" => 1,
+        "const" => 2,
+        "enum" => 3,
+        "not" => 4,
+        "anyOf" => 5,
+        "oneOf" => 6,
+        "allOf" => 7,
+        "if" | "then" | "else" => 8,
+        "maximum" => 10,
+        "minimum" => 11,
+        "exclusiveMaximum" => 12,
+        "exclusiveMinimum" => 13,
+        "multipleOf" => 14,
+        "maxLength" => 20,
+        "minLength" => 21,
+        "pattern" => 22,
+        "format" => 23,
+        "maxItems" => 30,
+        "minItems" => 31,
+        "uniqueItems" => 32,
+        "items" => 33,
+        "additionalItems" => 34,
+        "contains" => 35,
+        "maxProperties" => 40,
+        "minProperties" => 41,
+        "required" => 42,
+        "dependencies" | "dependentRequired" | "dependentSchemas" => 43,
+        "propertyNames" => 44,
+        "additionalProperties" => 45,
+        "properties" => 46,
+        "patternProperties" => 47,
+        _ => 100,
+    }
+}
+
+/// The sort key of a violation at `schema_path` (a JSON pointer into
+/// `schema`): per nesting level, the keyword's rank and, under `properties`
+/// and the like, the position of the name in the schema (Ajv walks them in
+/// order). Smaller is reported first by Ajv.
+fn ajv_order(schema: &Value, schema_path: &str) -> Vec<u32> {
+    let segments: Vec<String> = schema_path
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut key = Vec::new();
+    let mut node = Some(schema);
+    let mut i = 0;
+    while i < segments.len() {
+        let keyword = segments[i].as_str();
+        key.push(keyword_rank(keyword));
+        let inner = node.and_then(|n| n.get(keyword));
+        i += 1;
+        match keyword {
+            "properties" | "patternProperties" | "dependencies" | "definitions" | "$defs" => {
+                let Some(name) = segments.get(i) else { break };
+                let position = inner
+                    .and_then(Value::as_object)
+                    .and_then(|m| m.keys().position(|k| k == name))
+                    .unwrap_or(usize::MAX);
+                key.push(u32::try_from(position).unwrap_or(u32::MAX));
+                node = inner.and_then(|m| m.get(name));
+                i += 1;
+            }
+            "anyOf" | "oneOf" | "allOf" | "items" | "prefixItems"
+                if segments.get(i).is_some_and(|s| s.parse::<usize>().is_ok()) =>
+            {
+                let index: usize = segments[i].parse().unwrap_or(usize::MAX);
+                key.push(u32::try_from(index).unwrap_or(u32::MAX));
+                node = inner.and_then(|v| v.get(index));
+                i += 1;
+            }
+            _ => node = inner,
+        }
+    }
+    key
 }
 
 /// Ajv's message for `err` (ajv v8, `allErrors: false`, no custom messages).
@@ -248,6 +343,24 @@ mod tests {
                 "{schema}"
             );
         }
+        // Several violations: the one Ajv reports first (required before
+        // additionalProperties before properties, properties in schema order).
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "c": {}}, "required": ["c"], "additionalProperties": false});
+        let first = |v: Value| Schema::compile(&schema).unwrap().check(&v).unwrap_err();
+        assert_eq!(
+            first(json!({"b": 1, "a": 1})).message,
+            "must have required property 'c'"
+        );
+        let v = first(json!({"c": 1, "b": 1, "a": 1}));
+        assert_eq!(
+            (v.path.as_str(), v.message.as_str()),
+            ("/a", "must be string")
+        );
+        assert_eq!(
+            first(json!({"c": 1, "x": 1, "a": 1})).message,
+            "must NOT have additional properties"
+        );
+        assert_eq!(first(json!(3)).message, "must be object");
         let e = validate_response(
             &json!({"required": ["name"]}),
             &json!({}),
