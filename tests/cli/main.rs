@@ -3,6 +3,7 @@
 
 mod common;
 
+mod attacks;
 mod call;
 mod cancellation;
 mod data;

@@ -7,7 +7,6 @@ use super::output::{human_error, write_once};
 use super::trust_args;
 use crate::policy::bundle::{self, component_findings, MANIFEST};
 use crate::policy::lock::{LockFile, LOCK_FILE};
-use crate::policy::workflow::workflow_excesses;
 use crate::policy::{Finding, Policy};
 use crate::sandbox::{ArtifactCache, StepPath, StepResolver};
 use crate::state::StateStore;
@@ -42,6 +41,8 @@ struct Checker {
     cwd: PathBuf,
     checked: Vec<PathBuf>,
     findings: Vec<Finding>,
+    /// What only the run can decide (printed, not failing the check).
+    warnings: Vec<Finding>,
 }
 
 impl Checker {
@@ -107,8 +108,20 @@ impl Checker {
         let lines = match crate::workflow::load_plan(path, None) {
             Err(e) => e.to_string(),
             Ok((wf, _)) => {
-                let registry = crate::commands::Registry::builtin();
-                workflow_excesses(&wf, &registry, &self.policy, &self.cwd).join("\n")
+                let resolver = StepResolver::new(self.path.clone(), self.cache.clone());
+                let registry = crate::commands::Registry::builtin().with_steps(resolver);
+                let authority =
+                    crate::policy::Authority::new(self.policy.clone(), self.cwd.clone());
+                let found = crate::workflow::policy::walk(&wf, &registry, &authority, &self.cache);
+                for line in &found.deferred {
+                    self.warnings.push(match locate(line) {
+                        Some((file, at, rest)) => {
+                            Finding::new(Path::new(file), rest).at_line(Some(at))
+                        }
+                        None => Finding::new(path, line.as_str()),
+                    });
+                }
+                found.refused.join("\n")
             }
         };
         for line in lines.lines().filter(|l| !l.trim().is_empty()) {
@@ -259,6 +272,7 @@ pub fn check(argv: &[String]) -> i32 {
         cwd: cwd.clone(),
         checked: Vec::new(),
         findings: Vec::new(),
+        warnings: Vec::new(),
     };
     if lock_path.is_file() {
         match LockFile::load(&lock_path) {
@@ -282,6 +296,7 @@ pub fn check(argv: &[String]) -> i32 {
             "ok": ok,
             "checked": checker.checked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
             "problems": checker.findings,
+            "decidedAtRunTime": checker.warnings,
         });
         write_once(
             &format!(
@@ -292,6 +307,9 @@ pub fn check(argv: &[String]) -> i32 {
         );
     } else {
         let mut text: String = checker.findings.iter().map(|f| format!("{f}\n")).collect();
+        for w in &checker.warnings {
+            text.push_str(&format!("warning: {w}\n"));
+        }
         let n = checker.checked.len();
         text.push_str(&format!(
             "lobster check: {n} file{} checked, {} problem{}\n",

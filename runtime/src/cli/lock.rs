@@ -71,7 +71,7 @@ fn lock_workflow(file: &str, resolver: StepResolver) -> Result<LockFile> {
     let (wf, _) = crate::workflow::load_plan(std::path::Path::new(file), Some(&ctx.registry))?;
     let mut lock = LockFile::new();
     lock.steps
-        .extend(crate::policy::workflow::workflow_steps(&wf, &ctx));
+        .extend(crate::workflow::policy::workflow_steps(&wf, &ctx));
     Ok(lock)
 }
 

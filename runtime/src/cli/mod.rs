@@ -27,7 +27,6 @@ use crate::state::StateStore;
 use limits::LimitArgs;
 use output::{human_error, write_once, Printer};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
@@ -151,7 +150,8 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
     let mut ctx = Context::from_process(mode, StateStore::from_env());
     ctx.limits = limits.resolve(mode)?;
     if let Some(requested) = cwd {
-        ctx.cwd = limits::resolve_cwd(&ctx.cwd, requested)?;
+        let dir = limits::resolve_cwd(&ctx.cwd, requested)?;
+        ctx.set_run_dir(dir);
         let path = StepPath::from_env(&ctx.cwd, &[]);
         ctx.use_step_path(path);
     }
@@ -173,7 +173,7 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
             output: limits.max_stdout_bytes.is_some(),
         },
     );
-    ctx.policy = Arc::new(policy);
+    ctx.set_policy(policy);
     // SAFETY: isatty only inspects file descriptor 0.
     ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
     Ok(ctx)

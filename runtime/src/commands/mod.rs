@@ -113,6 +113,12 @@ pub trait Command: Send + Sync {
         None
     }
 
+    /// Every interface the component behind this command imports (wasm
+    /// steps; empty for built-ins), for the authority's component check.
+    fn imports(&self) -> &[String] {
+        &[]
+    }
+
     /// `Some(n)` when this stage passes on exactly the first `n` items of its
     /// input and nothing else (`head`). The executor tells the stage before
     /// it, so `sort | head --n K` keeps only K items (see

@@ -3,7 +3,7 @@
 
 use super::Cancel;
 use crate::commands::Registry;
-use crate::policy::Policy;
+use crate::policy::{Authority, Policy};
 use crate::sandbox::{ArtifactCache, Grants, SandboxConfig, StepPath, StepResolver};
 use crate::state::StateStore;
 use std::collections::BTreeMap;
@@ -48,12 +48,31 @@ pub struct Context {
     pub grants: Grants,
     /// Limits, state scope and log sink of wasm steps.
     pub sandbox: SandboxConfig,
-    /// The operator policy, enforced at plan time (default: trusted,
-    /// unrestricted; see [`crate::policy`]).
-    pub policy: Arc<Policy>,
+    /// The run's one authority: the operator policy (default: trusted,
+    /// unrestricted) and the run's working directory, judging every
+    /// capability when it is used (see [`crate::policy::authority`]).
+    /// Derived contexts share it, so a step's `cwd` never moves it.
+    pub authority: Arc<Authority>,
 }
 
 impl Context {
+    /// The operator policy (held by the authority).
+    pub fn policy(&self) -> &Policy {
+        self.authority.policy()
+    }
+
+    /// Make `dir` the run's working directory: host processes start there
+    /// and the authority resolves granted directories against it.
+    pub fn set_run_dir(&mut self, dir: PathBuf) {
+        self.authority = Arc::new(self.authority.with_workdir(dir.clone()));
+        self.cwd = dir;
+    }
+
+    /// Put the run under `policy` (keeping its working directory).
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.authority = Arc::new(Authority::new(policy, self.cwd.clone()));
+    }
+
     /// Resolve wasm steps through `path`, caching compiled artefacts in the
     /// state directory.
     pub fn use_step_path(&mut self, path: StepPath) {
@@ -94,7 +113,6 @@ impl Context {
         Context {
             mode,
             interactive: false,
-            cwd,
             env: Arc::new(std::env::vars().collect()),
             state,
             cancel: Cancel::default(),
@@ -102,7 +120,8 @@ impl Context {
             registry: Arc::new(Registry::builtin().with_steps(steps)),
             grants: Grants::default(),
             sandbox: SandboxConfig::default(),
-            policy: Arc::new(Policy::default()),
+            authority: Arc::new(Authority::new(Policy::default(), cwd.clone())),
+            cwd,
         }
     }
 }

@@ -6,6 +6,7 @@
 mod cancel;
 mod context;
 mod plan;
+pub mod policy_check;
 mod run;
 
 pub use cancel::{Cancel, CancelReason, GroupGuard};

@@ -43,7 +43,7 @@ pub fn check_pipeline<'r>(
 }
 
 /// [`check_pipeline`], then the operator policy and the pins of
-/// `./lobster.lock` ([`crate::policy::check_plan`]): everything that must
+/// `./lobster.lock` ([`super::policy_check::check_plan`]): everything that must
 /// hold before the first stage of `from..` runs.
 pub fn plan<'r>(
     pipeline: &Pipeline,
@@ -51,7 +51,7 @@ pub fn plan<'r>(
     ctx: &'r crate::executor::Context,
 ) -> Result<Vec<&'r dyn Command>> {
     let commands = check_pipeline(pipeline, from, &ctx.registry)?;
-    crate::policy::check_plan(pipeline, from, &commands, ctx)?;
+    super::policy_check::check_plan(pipeline, from, &commands, ctx)?;
     Ok(commands)
 }
 

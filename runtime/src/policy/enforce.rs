@@ -1,15 +1,14 @@
-//! The plan-time check: a pipeline against the operator policy and the pins
-//! of `./lobster.lock`, before any stage runs. Every excess is collected, so
-//! one refusal names all of them.
+//! Run-wide judgements: the run's grants and limits against the operator
+//! policy (asked of the [`super::Authority`]; every excess collected, so one
+//! refusal names all of them), and default limits lowered to the maxima.
+//! The walk over a pipeline's stages lives with the planner
+//! (`executor::policy_check`), the walk over workflow files in
+//! `workflow::policy`; both ask the same authority.
 
+use super::authority::Request;
 use super::file::Policy;
-use super::lock::{LockFile, LOCK_FILE};
-use crate::commands::Command;
-use crate::dsl::Pipeline;
-use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::sandbox::Access;
-use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 /// Which limits the caller set explicitly (flags); the others are defaults
@@ -50,120 +49,32 @@ pub fn clamp_defaults(policy: &Policy, ctx: &mut Context, requested: Requested) 
     }
 }
 
-/// Check stages `from..` (already resolved to `commands`) against the
-/// context's policy and `lobster.lock` in its working directory.
-pub fn check_plan(
-    pipeline: &Pipeline,
-    from: usize,
-    commands: &[&dyn Command],
-    ctx: &Context,
-) -> Result<()> {
-    let excesses = policy_excesses(&ctx.policy, pipeline, from, commands, ctx);
-    if !excesses.is_empty() {
-        let source = ctx
-            .policy
-            .source
-            .as_ref()
-            .map_or_else(String::new, |p| format!(" ({})", p.display()));
-        return Err(
-            Error::runtime(format!("policy refuses this run: {}", excesses.join("; "))).with_hint(
-                format!(
-                    "nothing ran; ask the operator to widen the policy{source} or change the run"
-                ),
-            ),
-        );
-    }
-    check_pins(pipeline, from, commands, &ctx.cwd)
-}
-
-/// Every way the run exceeds `policy`, in pipeline order then grants then limits.
-pub fn policy_excesses(
-    policy: &Policy,
-    pipeline: &Pipeline,
-    from: usize,
-    commands: &[&dyn Command],
-    ctx: &Context,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    if policy.untrusted() {
-        for (offset, cmd) in commands.iter().enumerate() {
-            let sig = cmd.signature();
-            if sig.side_effects.contains(&"local_exec") {
-                let index = from + offset;
-                let name = pipeline
-                    .stages
-                    .get(index)
-                    .map_or(sig.name, |s| s.name.as_str());
-                out.push(format!(
-                    "stage {} ({name}) runs host processes, which the untrusted policy forbids",
-                    index + 1
-                ));
-            }
-            if let Some(refused) = refused_imports(pipeline, from + offset, *cmd, ctx) {
-                out.push(refused);
-            }
-        }
-    }
-    out.extend(run_excesses(policy, ctx));
-    out
-}
-
 /// Run-wide excesses: grants outside the allowed roots and env names, and
 /// limits above the maxima.
-pub fn run_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
+pub fn run_excesses(ctx: &Context) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(roots) = policy.allowed_roots() {
-        for d in &ctx.grants.dirs {
-            if !roots.iter().any(|r| inside_root(&ctx.cwd, &d.host, r)) {
-                let flag = match d.access {
-                    Access::Read => "--allow-read",
-                    Access::ReadWrite => "--allow-write",
-                };
-                out.push(format!(
-                    "{flag} {} is outside the allowed roots [{}]",
-                    d.host.display(),
-                    roots.join(", ")
-                ));
-            }
+    for d in &ctx.grants.dirs {
+        let flag = match d.access {
+            Access::Read => "--allow-read",
+            Access::ReadWrite => "--allow-write",
+        };
+        let asked = Request::Dir {
+            dir: &d.host,
+            access: d.access,
+        };
+        if let Err(r) = ctx.authority.judge(&asked) {
+            out.push(format!("{flag} {} {r}", d.host.display()));
         }
     }
     for name in &ctx.grants.env {
-        if !policy.allows_env(name) {
-            let allowed = policy.env.as_deref().unwrap_or_default().join(", ");
-            out.push(format!(
-                "--allow-env {name} is not among the allowed variables [{allowed}]"
-            ));
+        if let Err(r) = ctx.authority.judge(&Request::EnvName {
+            name: name.as_str(),
+        }) {
+            out.push(format!("--allow-env {name} {r}"));
         }
     }
-    out.extend(limit_excesses(policy, ctx));
+    out.extend(limit_excesses(ctx.policy(), ctx));
     out
-}
-
-/// A wasm stage importing interfaces Lobster refuses (sockets, http,
-/// unknown): named under the untrusted policy.
-fn refused_imports(
-    pipeline: &Pipeline,
-    index: usize,
-    cmd: &dyn Command,
-    ctx: &Context,
-) -> Option<String> {
-    cmd.digest()?;
-    let name = &pipeline.stages.get(index)?.name;
-    let step = ctx.registry.steps()?.resolve(name).ok()??;
-    let refused: Vec<&str> = step
-        .component()
-        .imports()
-        .iter()
-        .filter(|i| crate::sandbox::inspect::import_problem(i).is_some())
-        .map(String::as_str)
-        .collect();
-    (!refused.is_empty()).then(|| {
-        format!(
-            "stage {} ({name}) imports {}, which the untrusted policy refuses",
-            index + 1,
-            refused.join(", ")
-        )
-    })
 }
 
 fn limit_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
@@ -192,74 +103,7 @@ fn limit_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
     out
 }
 
-/// Whether relative path `dir` names `root` or lies below it, by its
-/// components alone (`./a` and `a/` are `a`; `.` holds everything).
-pub fn lexically_inside(dir: &Path, root: &Path) -> bool {
-    normal_parts(dir).starts_with(&normal_parts(root))
-}
-
-fn normal_parts(p: &Path) -> Vec<&std::ffi::OsStr> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Whether granted directory `dir` lies inside `root` (both relative to
-/// `cwd`): lexically, and also after following symlinks when both exist.
-pub fn inside_root(cwd: &Path, dir: &Path, root: &str) -> bool {
-    let root_path = PathBuf::from(root);
-    if dir.is_absolute() || !lexically_inside(dir, &root_path) {
-        return false;
-    }
-    match (
-        cwd.join(dir).canonicalize(),
-        cwd.join(&root_path).canonicalize(),
-    ) {
-        (Ok(d), Ok(r)) => d.starts_with(r),
-        _ => true,
-    }
-}
-
-/// Refuse a wasm stage whose component does not match its pin in
-/// `cwd/lobster.lock` (when that file exists).
-pub fn check_pins(
-    pipeline: &Pipeline,
-    from: usize,
-    commands: &[&dyn Command],
-    cwd: &Path,
-) -> Result<()> {
-    let path = cwd.join(LOCK_FILE);
-    if !path.is_file() {
-        return Ok(());
-    }
-    let lock = LockFile::load(&path)?;
-    let mut problems = Vec::new();
-    for (offset, cmd) in commands.iter().enumerate() {
-        let Some(digest) = cmd.digest() else { continue };
-        let Some(stage) = pipeline.stages.get(from + offset) else {
-            continue;
-        };
-        if let Some(pinned) = lock.pin(&stage.name) {
-            if pinned != digest {
-                problems.push(format!(
-                    "step {} does not match its pin in {LOCK_FILE} (pinned blake3 {}, the component now is {})",
-                    stage.name,
-                    short(pinned),
-                    short(digest)
-                ));
-            }
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::runtime(problems.join("; "))
-            .with_hint("nothing ran; review the new component, then run `lobster lock` to pin it"))
-    }
-}
+pub use super::authority::{inside_root, lexically_inside};
 
 /// The first 12 hex digits of a digest.
 pub fn short(digest: &str) -> &str {
@@ -269,6 +113,7 @@ pub fn short(digest: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn lexical_containment_ignores_dots_and_slashes() {

@@ -4,24 +4,28 @@
 //! - [`file`]: the operator policy (`--policy FILE` / `LOBSTER_POLICY`, TOML
 //!   or YAML): trusted or untrusted, allowed directory roots and env names,
 //!   maximum limits.
-//! - [`enforce`]: the plan-time check of a pipeline against the policy and
-//!   the lock file; every excess is collected into one refusal.
+//! - [`authority`]: the one authority of a run: the policy and the run's
+//!   working directory, judging each capability request when it is used.
+//! - [`enforce`]: run-wide grants and limits against the policy (the
+//!   pipeline walk is the planner's: `executor::policy_check`).
 //! - [`lock`]: `lobster.lock` (step name → blake3 digest) and pin checks.
 //! - [`bundle`]: step bundles (component + manifest) and their verification.
+//! - [`pins`]: the components a paused plan runs (name, file, digest).
 //! - [`plan_digest`]: the digest an approval is bound to.
-//! - [`workflow`]: the same policy over workflow files (host `run:` steps).
 
 #![deny(missing_docs)]
 
+pub mod authority;
 pub mod bundle;
 pub mod enforce;
 pub mod file;
 pub mod finding;
 pub mod lock;
+pub mod pins;
 pub mod plan_digest;
-pub mod workflow;
 
-pub use enforce::{check_plan, clamp_defaults};
+pub use authority::{Authority, Refusal, Request};
+pub use enforce::clamp_defaults;
 pub use file::{Maxima, Policy, Trust};
 pub use finding::Finding;
 pub use lock::LockFile;

@@ -114,7 +114,7 @@ fn restore_run_settings(ctx: &mut Context, state: &PipelineResumeState) {
         .map(std::path::PathBuf::from)
         .filter(|p| p.is_dir())
     {
-        ctx.cwd = cwd;
+        ctx.set_run_dir(cwd);
     }
     ctx.grants = state.grants.clone();
     ctx.restore_step_dirs(&state.step_dirs);
@@ -134,13 +134,11 @@ fn verify_steps_unchanged(
             .find(|d| d.stage == was.stage)
             .map(|d| d.digest.as_str());
         if current != Some(was.digest.as_str()) {
-            return Err(Error::runtime(format!(
-                "step {} changed since the run paused (digest {} at the pause, {} now); refusing to resume",
-                was.name,
-                &was.digest[..12.min(was.digest.len())],
-                current.map_or("missing".to_string(), |d| d[..12.min(d.len())].to_string()),
-            ))
-            .with_hint("start the run again to approve the new component"));
+            return Err(crate::policy::pins::changed(
+                &was.name,
+                &was.digest,
+                current,
+            ));
         }
     }
     if let Some(extra) = now

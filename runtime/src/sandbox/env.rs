@@ -41,7 +41,7 @@ impl StepEnv {
 
     /// Resolve `grants` against the run's working directory and environment.
     pub fn from_grants(grants: &Grants, ctx: &Context) -> Result<Self, SandboxError> {
-        let dirs = grants.resolve_dirs(&ctx.cwd)?;
+        let dirs = grants.resolve_dirs(ctx.authority.workdir())?;
         let env = grants
             .env
             .iter()

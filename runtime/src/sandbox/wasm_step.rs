@@ -211,13 +211,17 @@ impl Command for WasmStep {
     }
 
     fn preflight(&self, _args: &Args, ctx: &Context) -> Result<()> {
-        ctx.grants.resolve_dirs(&ctx.cwd)?;
+        ctx.grants.resolve_dirs(ctx.authority.workdir())?;
         self.check_grants(&ctx.grants)?;
         Ok(())
     }
 
     fn digest(&self) -> Option<&str> {
         Some(self.component.digest())
+    }
+
+    fn imports(&self) -> &[String] {
+        self.component.imports()
     }
 
     fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {

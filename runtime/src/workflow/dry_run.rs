@@ -16,9 +16,9 @@ use std::path::Path;
 pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<String> {
     let given = super::args::parse_args_json(args_json, "run --args-json")?;
     let (wf, mut files) = super::load_plan(path, Some(&ctx.registry))?;
-    crate::policy::workflow::check_workflow(&wf, ctx)?;
+    crate::workflow::policy::check_workflow(&wf, ctx)?;
     // The same narrowing as a real run, so the same plan problems show.
-    let narrowed = crate::policy::workflow::permissions_context(&wf, ctx);
+    let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);
     let ctx = narrowed.as_ref().unwrap_or(ctx);
     super::steps::wasm::prepare(&wf, ctx)?;
     super::add_components(&mut files, ctx);

@@ -17,6 +17,7 @@ pub mod gate;
 pub mod graph;
 pub mod load;
 pub mod model;
+pub mod policy;
 pub mod resume;
 pub mod run;
 pub mod state;
@@ -122,8 +123,8 @@ pub fn add_components(files: &mut FileDigests, ctx: &Context) {
 pub fn run_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
     let given = args::parse_args_json(args_json, "run --args-json")?;
     let (wf, mut files) = load_plan(path, Some(&ctx.registry))?;
-    crate::policy::workflow::check_workflow(&wf, ctx)?;
-    let narrowed = crate::policy::workflow::permissions_context(&wf, ctx);
+    crate::workflow::policy::check_workflow(&wf, ctx)?;
+    let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);
     let ctx = narrowed.as_ref().unwrap_or(ctx);
     steps::wasm::prepare(&wf, ctx)?;
     add_components(&mut files, ctx);

@@ -17,14 +17,14 @@ pub struct Workflow {
     pub cwd: Option<String>,
     pub steps: Vec<Step>,
     /// `permissions:`: the most the workflow's steps may use (see
-    /// [`crate::policy::workflow`]); `None` when the file declares none.
+    /// [`crate::workflow::policy`]); `None` when the file declares none.
     pub permissions: Option<Permissions>,
 }
 
 /// `permissions:`: directories, env names, host processes and limits a
 /// workflow (or one of its steps) declares. A step gets the intersection of
 /// the run's grants, the workflow's block, its own block and what its
-/// component's `describe` asks for (see [`crate::policy::workflow`]).
+/// component's `describe` asks for (see [`crate::workflow::policy`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Permissions {
     /// `read: [DIR…]`: directories steps may read (relative to the cwd).

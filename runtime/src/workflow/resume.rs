@@ -88,7 +88,7 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if request.decision == Decision::Approve(false) {
         return Ok(cancelled());
     }
-    let narrowed = crate::policy::workflow::permissions_context(&wf, ctx);
+    let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);
     let ctx = narrowed.as_ref().unwrap_or(ctx);
     let mut runner = Runner::new(wf, state.args.clone(), ctx);
     runner.files = files;
@@ -144,7 +144,10 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
 /// (clock and seed included) and its step path.
 fn restore(ctx: &Context, state: &WorkflowState) -> Context {
     let cwd = state.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir());
-    let mut out = super::run::derive(ctx, None, cwd, None);
+    let mut out = super::run::derive(ctx, None, None, None);
+    if let Some(cwd) = cwd {
+        out.set_run_dir(cwd);
+    }
     out.grants = state.grants.clone();
     out.restore_step_dirs(&state.step_dirs);
     out
@@ -196,7 +199,7 @@ fn verify(
     }
     let (wf, _) = super::load_plan(Path::new(&state.file_path), Some(&ctx.registry))
         .map_err(|_| refused(&state.file_path))?;
-    crate::policy::workflow::check_workflow(&wf, ctx)?;
+    crate::workflow::policy::check_workflow(&wf, ctx)?;
     if wf.source.digest
         != state
             .files
@@ -205,6 +208,15 @@ fn verify(
             .unwrap_or_default()
     {
         return Err(refused(&state.file_path));
+    }
+    // Plans are pinned: every stage name resolves, on a fresh resolver over
+    // the recorded step path, to the file and digest it had at the pause.
+    if let Some(steps) = ctx.registry.steps() {
+        let fresh = crate::sandbox::StepResolver::new(steps.path().clone(), steps.cache().clone());
+        crate::policy::pins::verify(&state.components, |name| {
+            let step = fresh.resolve(name).ok()??;
+            Some((step.path().display().to_string(), step.digest().to_string()))
+        })?;
     }
     super::steps::wasm::prepare(&wf, ctx)?;
     let idx = state.resume_at_index;

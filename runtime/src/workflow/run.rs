@@ -176,8 +176,8 @@ impl<'a> Runner<'a> {
         response: Item,
     ) -> Result<Piped> {
         let env = self.step_env(&step.env);
-        let cwd = self.step_cwd(step.cwd.as_deref());
-        let narrowed = crate::policy::workflow::step_context(step, self.ctx);
+        let cwd = self.step_cwd(step)?;
+        let narrowed = crate::workflow::policy::step_context(step, self.ctx);
         steps::pipeline::continue_from(
             &step.id,
             &pause.text,
@@ -229,24 +229,42 @@ impl<'a> Runner<'a> {
 
     /// The step's environment: the run's, the args, workflow `env`, step `env`.
     pub fn step_env(&self, step_env: &[(String, String)]) -> BTreeMap<String, String> {
-        let mut env = (*self.ctx.env).clone();
-        super::args::export(&self.args, &mut env);
-        let scope = self.scope();
-        for (k, v) in self.wf.env.iter().chain(step_env) {
-            let value = template::render(v, &scope, Style::Env, Some(&env)).text;
-            env.insert(k.clone(), value);
-        }
-        env
+        self.step_envs(step_env).0
     }
 
-    /// The step's working directory: step, then workflow, then the run's.
-    pub fn step_cwd(&self, cwd: Option<&str>) -> PathBuf {
-        match cwd.or(self.wf.cwd.as_deref()) {
-            Some(c) => self
-                .ctx
-                .cwd
-                .join(template::render(c, &self.scope(), Style::Raw, None).text),
-            None => self.ctx.cwd.clone(),
+    /// The step's environment and what its `env:` values may expand from
+    /// (see [`extend_env`]): the args, the workflow's and step's declared
+    /// variables, and the host's only where the authority allows it.
+    pub fn step_envs(
+        &self,
+        step_env: &[(String, String)],
+    ) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+        let mut env = (*self.ctx.env).clone();
+        let mut declared = BTreeMap::new();
+        super::args::export(&self.args, &mut declared);
+        env.extend(declared.clone());
+        let mut lookup = host_lookup(self.ctx);
+        lookup.extend(declared);
+        let pairs: Vec<_> = self.wf.env.iter().chain(step_env).cloned().collect();
+        extend_env(&mut env, &mut lookup, &pairs, &self.scope());
+        (env, lookup)
+    }
+
+    /// The step's working directory: step, then workflow (relative to the
+    /// workflow's directory, judged by the authority), then the run's.
+    pub fn step_cwd(&self, step: &Step) -> Result<PathBuf> {
+        match (&step.cwd, &self.wf.cwd) {
+            (Some(c), _) => super::policy::resolve_cwd(
+                &self.wf,
+                &format!("Workflow step {}", step.id),
+                c,
+                &self.scope(),
+                self.ctx,
+            ),
+            (None, Some(c)) => {
+                super::policy::resolve_cwd(&self.wf, "Workflow", c, &self.scope(), self.ctx)
+            }
+            (None, None) => Ok(self.ctx.cwd.clone()),
         }
     }
 
@@ -308,10 +326,10 @@ impl<'a> Runner<'a> {
     }
 
     fn execute(&mut self, step: &Step, ctx: &Context) -> Result<Piped> {
-        let narrowed = crate::policy::workflow::step_context(step, ctx);
+        let narrowed = crate::workflow::policy::step_context(step, ctx);
         let ctx = narrowed.as_ref().unwrap_or(ctx);
-        let env = self.step_env(&step.env);
-        let cwd = self.step_cwd(step.cwd.as_deref());
+        let (env, lookup) = self.step_envs(&step.env);
+        let cwd = self.step_cwd(step)?;
         let stdin = resolve_stdin(step.stdin.as_ref(), &self.scope())?;
         if let Action::Pipeline(text) = &step.action {
             return steps::pipeline::run_step(&step.id, text, stdin, env, cwd, &self.scope(), ctx);
@@ -332,13 +350,45 @@ impl<'a> Runner<'a> {
                 // Grants are relative to the run's directory, not the step's.
                 &derive(ctx, Some(env), None, None),
             ),
-            Action::Parallel(p) => steps::parallel::run(self, step, p, env, cwd, ctx),
-            Action::ForEach(f) => steps::for_each::run(self, step, f, env, cwd, ctx),
+            Action::Parallel(p) => steps::parallel::run(self, step, p, (env, lookup), cwd, ctx),
+            Action::ForEach(f) => steps::for_each::run(self, step, f, (env, lookup), cwd, ctx),
             Action::Workflow { path, args, .. } => {
                 steps::compose::run(self, step, path, args, env, cwd, ctx)
             }
         };
         done.map(Piped::Done)
+    }
+}
+
+/// The host variables `env:` values may expand from: all of them where
+/// the authority allows reading the host environment (trusted), none under
+/// untrusted.
+pub fn host_lookup(ctx: &Context) -> BTreeMap<String, String> {
+    ctx.env
+        .iter()
+        .filter(|(name, _)| {
+            ctx.authority
+                .judge(&crate::policy::Request::HostEnv {
+                    name: name.as_str(),
+                })
+                .is_ok()
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Render `env:` `pairs` in order into `env`: each value's `$NAME` and
+/// `${NAME}` expand from `lookup` only (which then learns the new value).
+pub fn extend_env(
+    env: &mut BTreeMap<String, String>,
+    lookup: &mut BTreeMap<String, String>,
+    pairs: &[(String, String)],
+    scope: &dyn template::Scope,
+) {
+    for (k, v) in pairs {
+        let value = template::render(v, scope, Style::Env, Some(lookup)).text;
+        env.insert(k.clone(), value.clone());
+        lookup.insert(k.clone(), value);
     }
 }
 
@@ -360,7 +410,7 @@ pub fn derive(
         registry: ctx.registry.clone(),
         grants: ctx.grants.clone(),
         sandbox: ctx.sandbox.clone(),
-        policy: ctx.policy.clone(),
+        authority: ctx.authority.clone(),
     }
 }
 

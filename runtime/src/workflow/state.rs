@@ -75,6 +75,10 @@ pub struct WorkflowState {
     /// ([`WorkflowState::plan_digest`]); resume recomputes and compares it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_digest: Option<String>,
+    /// Every WebAssembly pipeline stage the plan resolved: name, file and
+    /// digest; resume refuses a name that resolves to anything else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<crate::policy::pins::ComponentPin>,
 }
 
 impl WorkflowState {
@@ -98,6 +102,10 @@ impl WorkflowState {
                 "env": self.grants.env,
             },
         });
+        let mut doc = doc;
+        if !self.components.is_empty() {
+            doc["components"] = serde_json::json!(self.components);
+        }
         blake3::hash(&serde_json::to_vec(&doc).unwrap_or_default())
             .to_hex()
             .to_string()
@@ -193,6 +201,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         pipeline: None,
         created_at: now_iso(),
         plan_digest: None,
+        components: component_pins(runner.ctx),
     };
     if let Stop::PipelineInput { pause, .. } = &stop {
         state.pipeline = Some(PipelineResume {
@@ -209,7 +218,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
             let digest = state.plan_digest();
             state.plan_digest = Some(digest.clone());
             let capabilities =
-                crate::policy::workflow::capabilities_after(&runner.wf, index, runner.ctx);
+                crate::workflow::policy::capabilities_after(&runner.wf, index, runner.ctx);
             Envelope::needs_approval(ApprovalRequest {
                 prompt: gate.prompt,
                 items: gate.items,
@@ -249,6 +258,24 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         envelope,
         rendered: None,
     })
+}
+
+/// The run's resolved WebAssembly stages as pins (sorted by name).
+pub fn component_pins(ctx: &crate::executor::Context) -> Vec<crate::policy::pins::ComponentPin> {
+    let Some(steps) = ctx.registry.steps() else {
+        return Vec::new();
+    };
+    let mut out: Vec<_> = steps
+        .resolved()
+        .into_iter()
+        .map(|(name, step)| crate::policy::pins::ComponentPin {
+            name,
+            path: step.path().display().to_string(),
+            digest: step.digest().to_string(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 /// Sub-workflows named by a templated path in the steps after the gate:

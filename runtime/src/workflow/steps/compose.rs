@@ -31,13 +31,25 @@ pub fn run(
     let scope = runner.scope();
     let rendered = render(path, &scope, Style::Raw, None).text;
     let full = resolve_path(&runner.wf.source.path, &rendered);
-    if !full.is_file() {
+    if !full.exists() {
         return Err(Error::runtime(format!(
             "Workflow step {} workflow file not found: {}",
             step.id,
             full.display()
         )));
     }
+    // The authority judges the file now, as the run really loads it: a
+    // templated path, a step's output or a file rewritten by an earlier
+    // step is walked by the same rules as the top file.
+    ctx.authority
+        .judge(&crate::policy::Request::WorkflowFile { path: &full })
+        .map_err(|r| {
+            Error::runtime(format!(
+                "Workflow step {} workflow file {} {r}",
+                step.id,
+                full.display()
+            ))
+        })?;
     let real = std::fs::canonicalize(&full)?;
     if runner.stack.contains(&real) {
         return Err(Error::runtime(format!(
@@ -47,6 +59,12 @@ pub fn run(
         )));
     }
     let child = Arc::new(crate::workflow::load_workflow(&full, Some(&ctx.registry))?);
+    crate::workflow::policy::check_sub_workflow(&child, ctx).map_err(|e| {
+        e.context(&format!(
+            "Workflow step {} sub-workflow {rendered}: ",
+            step.id
+        ))
+    })?;
     let mut given = Map::new();
     for (k, v) in args {
         given.insert(
@@ -60,7 +78,7 @@ pub fn run(
     let child_args = crate::workflow::args::resolve(&child, &given)?;
     // The sub-workflow's own `permissions:` narrow what it gets further
     // (against the run's directory, where the grants are relative to).
-    let narrowed = crate::policy::workflow::permissions_context(&child, ctx);
+    let narrowed = crate::workflow::policy::permissions_context(&child, ctx);
     let sub_ctx = derive(narrowed.as_ref().unwrap_or(ctx), Some(env), Some(cwd), None);
     let mut sub = Runner::new(child.clone(), child_args, &sub_ctx);
     sub.stack = runner.stack.clone();

@@ -6,8 +6,9 @@ use crate::executor::Context;
 use crate::value::{to_js_json, Item};
 use crate::workflow::args::js_type;
 use crate::workflow::model::{Action, ForEach, Step};
-use crate::workflow::run::{allowed, resolve_stdin, sleep_checked, Runner};
-use crate::workflow::template::{render, MapScope, Style};
+use crate::workflow::policy::resolve_cwd;
+use crate::workflow::run::{allowed, extend_env, resolve_stdin, sleep_checked, Runner};
+use crate::workflow::template::MapScope;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,10 +19,11 @@ pub fn run(
     runner: &mut Runner,
     step: &Step,
     f: &ForEach,
-    env: BTreeMap<String, String>,
+    (env, lookup): (BTreeMap<String, String>, BTreeMap<String, String>),
     cwd: PathBuf,
     ctx: &Context,
 ) -> Result<Item> {
+    let wf = runner.wf.clone();
     let list = {
         let scope = runner.scope();
         resolve_stdin(Some(&Item::String(f.expr.clone())), &scope)?
@@ -69,12 +71,12 @@ pub fn run(
                 continue;
             }
             let mut senv = env.clone();
-            for (k, v) in &sub.env {
-                let value = render(v, &scope, Style::Env, Some(&senv)).text;
-                senv.insert(k.clone(), value);
-            }
+            extend_env(&mut senv, &mut lookup.clone(), &sub.env, &scope);
             let scwd = match &sub.cwd {
-                Some(c) => ctx.cwd.join(render(c, &scope, Style::Raw, None).text),
+                Some(c) => {
+                    let what = format!("Workflow step {} sub-step {}", step.id, sub.id);
+                    resolve_cwd(&wf, &what, c, &scope, ctx)?
+                }
                 None => cwd.clone(),
             };
             let stdin = resolve_stdin(sub.stdin.as_ref(), &scope)?;

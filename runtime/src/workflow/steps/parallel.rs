@@ -6,8 +6,9 @@ use crate::error::{Error, Result};
 use crate::executor::{CancelReason, Context};
 use crate::value::{to_js_json, Item};
 use crate::workflow::model::{Action, Parallel, Step};
-use crate::workflow::run::{derive, resolve_stdin, Runner};
-use crate::workflow::template::{render, MapScope, Style};
+use crate::workflow::policy::resolve_cwd;
+use crate::workflow::run::{derive, extend_env, resolve_stdin, Runner};
+use crate::workflow::template::MapScope;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,10 +20,11 @@ pub fn run(
     runner: &mut Runner,
     step: &Step,
     p: &Parallel,
-    env: BTreeMap<String, String>,
+    (env, lookup): (BTreeMap<String, String>, BTreeMap<String, String>),
     cwd: PathBuf,
     ctx: &Context,
 ) -> Result<Item> {
+    let wf = runner.wf.clone();
     let scope = MapScope {
         args: &runner.args,
         results: &runner.results,
@@ -40,18 +42,17 @@ pub fn run(
         for (i, b) in p.branches.iter().enumerate() {
             let tx = tx.clone();
             let mut benv = env.clone();
-            for (k, v) in &b.env {
-                let value = render(v, &scope, Style::Env, Some(&benv)).text;
-                benv.insert(k.clone(), value);
-            }
+            extend_env(&mut benv, &mut lookup.clone(), &b.env, &scope);
+            let what = format!("Workflow step {} branch {}", step.id, b.id);
             let bcwd = match &b.cwd {
-                Some(c) => ctx.cwd.join(render(c, &scope, Style::Raw, None).text),
-                None => cwd.clone(),
+                Some(c) => resolve_cwd(&wf, &what, c, &scope, ctx),
+                None => Ok(cwd.clone()),
             };
             let bctx = derive(ctx, None, None, Some(cancels[i].clone()));
             let scope = &scope;
             s.spawn(move || {
                 let r = (|| {
+                    let bcwd = bcwd?;
                     let stdin = resolve_stdin(b.stdin.as_ref(), scope)?;
                     match &b.action {
                         Action::Shell(line) => {

@@ -30,6 +30,18 @@ pub fn load(
     }
     let component = load_file(&full, &ArtifactCache::in_state_dir(ctx.state.dir()))
         .map_err(|e| Error::from(e).context(&format!("Workflow step {step_id}: ")))?;
+    // Judged here, where every `uses:` component is loaded (templated paths
+    // too), as a pipeline stage's component is judged at plan time.
+    ctx.authority
+        .judge(&crate::policy::Request::Component {
+            imports: component.imports(),
+        })
+        .map_err(|r| {
+            Error::runtime(format!(
+                "policy refuses this run: step {step_id} component {uses} {r}"
+            ))
+            .with_hint("nothing ran; ask the operator to widen the policy or change the workflow")
+        })?;
     let name = component
         .meta()
         .map(|m| m.name.clone())
@@ -56,7 +68,7 @@ fn pipelines(action: &Action) -> Vec<&str> {
 /// describes needing.
 pub fn prepare(wf: &Workflow, ctx: &Context) -> Result<()> {
     for step in &wf.steps {
-        let narrowed = crate::policy::workflow::step_context(step, ctx);
+        let narrowed = crate::workflow::policy::step_context(step, ctx);
         let ctx = narrowed.as_ref().unwrap_or(ctx);
         for text in pipelines(&step.action) {
             // Templates only fill in quoted arguments, so a templated text

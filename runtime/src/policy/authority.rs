@@ -1,0 +1,338 @@
+//! The one authority of a run: it holds the operator policy and the run's
+//! working directory (where every granted directory resolves) and judges
+//! each capability a run asks for, at the moment the run uses it.
+//!
+//! Plan-time walkers (the pipeline planner, the workflow walker in
+//! `workflow::policy`, `lobster check`) ask the same questions early to
+//! give positioned errors; the code that then uses the capability (loading
+//! a component or a sub-workflow, choosing a step's working directory,
+//! building a step's environment, spawning a host process) asks again with
+//! the value it really uses, so a templated path, a step's output or a file
+//! rewritten mid-run is judged exactly like a literal.
+//!
+//! The authority knows nothing of workflow files, pipelines or commands: it
+//! judges [`Request`]s. Adding a capability means adding a request kind and
+//! its arm in [`Authority::judge`].
+
+use super::file::Policy;
+use crate::sandbox::Access;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// One capability a run asks for.
+#[derive(Debug, Clone, Copy)]
+pub enum Request<'a> {
+    /// Start a host process (a `run:` step, an `exec` stage).
+    HostProcess,
+    /// Grant `dir` (relative to the run's working directory) to steps.
+    Dir {
+        /// The directory as asked for.
+        dir: &'a Path,
+        /// Read-only or read-write.
+        access: Access,
+    },
+    /// Hand the environment variable `name` to steps.
+    EnvName {
+        /// The variable.
+        name: &'a str,
+    },
+    /// Read the host's value of `name` while expanding a step's `env:`.
+    HostEnv {
+        /// The variable.
+        name: &'a str,
+    },
+    /// Run `dir` (as written, relative to `base`) as a working directory.
+    Cwd {
+        /// The directory as written (rendered when templated).
+        dir: &'a str,
+        /// What a relative `dir` is relative to (a workflow's directory).
+        base: &'a Path,
+    },
+    /// Load and run a WebAssembly component that imports `imports`.
+    Component {
+        /// Every interface the component imports.
+        imports: &'a [String],
+    },
+    /// Load the workflow file at `path` (a sub-workflow).
+    WorkflowFile {
+        /// The file.
+        path: &'a Path,
+    },
+}
+
+/// Why a request is refused: the reason completes a sentence naming the
+/// request ("step x runs a host shell command, which {reason}").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The reason, e.g. `the untrusted policy forbids`.
+    pub reason: String,
+}
+
+impl Refusal {
+    fn new(reason: impl Into<String>) -> Self {
+        Refusal {
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// The operator policy and the run's working directory; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Authority {
+    policy: Arc<Policy>,
+    /// The run's working directory, canonical when it exists.
+    workdir: PathBuf,
+}
+
+impl Default for Authority {
+    fn default() -> Self {
+        Authority::new(
+            Policy::default(),
+            std::env::current_dir().unwrap_or_default(),
+        )
+    }
+}
+
+impl Authority {
+    /// The authority of a run under `policy` in working directory `workdir`.
+    pub fn new(policy: Policy, workdir: PathBuf) -> Self {
+        Authority::shared(Arc::new(policy), workdir)
+    }
+
+    fn shared(policy: Arc<Policy>, workdir: PathBuf) -> Self {
+        let workdir = workdir.canonicalize().unwrap_or(workdir);
+        Authority { policy, workdir }
+    }
+
+    /// The same policy over another working directory (a resumed run's).
+    pub fn with_workdir(&self, workdir: PathBuf) -> Self {
+        Authority::shared(self.policy.clone(), workdir)
+    }
+
+    /// The operator policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The run's working directory: granted directories resolve here,
+    /// whatever a step's `cwd:` says.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    /// Judge `request`: `Ok` grants it.
+    pub fn judge(&self, request: &Request) -> Result<(), Refusal> {
+        let untrusted = self.policy.untrusted();
+        match *request {
+            Request::HostProcess if untrusted => Err(Refusal::new("the untrusted policy forbids")),
+            Request::HostProcess => Ok(()),
+            Request::Dir { dir, .. } => match self.policy.allowed_roots() {
+                Some(roots) if !roots.iter().any(|r| inside_root(&self.workdir, dir, r)) => {
+                    Err(Refusal::new(format!(
+                        "is outside the allowed roots [{}]",
+                        roots.join(", ")
+                    )))
+                }
+                _ => Ok(()),
+            },
+            Request::EnvName { name } if !self.policy.allows_env(name) => {
+                Err(Refusal::new(format!(
+                    "is not among the allowed variables [{}]",
+                    self.policy.env.as_deref().unwrap_or_default().join(", ")
+                )))
+            }
+            Request::EnvName { .. } => Ok(()),
+            Request::HostEnv { .. } if untrusted => Err(Refusal::new(
+                "the untrusted policy keeps the host environment out of env: values",
+            )),
+            Request::HostEnv { .. } => Ok(()),
+            Request::Cwd { dir, base } => self.resolve_cwd(dir, base).map(|_| ()),
+            Request::Component { imports } => {
+                let refused: Vec<&str> = imports
+                    .iter()
+                    .filter(|i| crate::sandbox::inspect::import_problem(i).is_some())
+                    .map(String::as_str)
+                    .collect();
+                if untrusted && !refused.is_empty() {
+                    return Err(Refusal::new(format!(
+                        "imports {}, which the untrusted policy refuses",
+                        refused.join(", ")
+                    )));
+                }
+                Ok(())
+            }
+            Request::WorkflowFile { path } => match std::fs::metadata(path) {
+                Ok(m) if m.is_file() => Ok(()),
+                Ok(_) => Err(Refusal::new("is not a regular file")),
+                Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
+            },
+        }
+    }
+
+    /// Judge a working directory and return it as the run will use it:
+    /// `dir` is taken relative to `base` and must stay inside the run's
+    /// working directory, lexically and after following symlinks (when it
+    /// exists); an absolute `dir` is refused.
+    pub fn resolve_cwd(&self, dir: &str, base: &Path) -> Result<PathBuf, Refusal> {
+        let inside = format!(
+            "stay inside the run's working directory {}",
+            self.workdir.display()
+        );
+        if Path::new(dir).is_absolute() {
+            return Err(Refusal::new(format!(
+                "is absolute; a cwd is relative to the workflow's directory and must {inside}"
+            )));
+        }
+        let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+        let joined = base.join(dir);
+        let full = normalize(&joined);
+        if !full.starts_with(&self.workdir) {
+            return Err(Refusal::new(format!(
+                "leads to {}; a cwd must {inside}",
+                full.display()
+            )));
+        }
+        // Symlinks: the deepest part of the path as written that exists,
+        // resolved (`link/..` and `link/new` are judged by where `link`
+        // really points).
+        if let Some(real) = joined.ancestors().find_map(|a| a.canonicalize().ok()) {
+            if !real.starts_with(&self.workdir) {
+                return Err(Refusal::new(format!(
+                    "leads through a link to {}; a cwd must {inside}",
+                    real.display()
+                )));
+            }
+        }
+        if let Ok(real) = joined.canonicalize() {
+            return Ok(real);
+        }
+        Ok(full)
+    }
+}
+
+/// `p` with `.` dropped and `..` applied to the parts before it.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether relative path `dir` names `root` or lies below it, by its
+/// components alone (`./a` and `a/` are `a`; `.` holds everything).
+pub fn lexically_inside(dir: &Path, root: &Path) -> bool {
+    normal_parts(dir).starts_with(&normal_parts(root))
+}
+
+fn normal_parts(p: &Path) -> Vec<&std::ffi::OsStr> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether granted directory `dir` lies inside `root` (both relative to
+/// `workdir`): lexically (no `..`), and also after following symlinks when
+/// both exist.
+pub fn inside_root(workdir: &Path, dir: &Path, root: &str) -> bool {
+    let root_path = PathBuf::from(root);
+    if dir.is_absolute()
+        || dir.components().any(|c| c == Component::ParentDir)
+        || !lexically_inside(dir, &root_path)
+    {
+        return false;
+    }
+    match (
+        workdir.join(dir).canonicalize(),
+        workdir.join(&root_path).canonicalize(),
+    ) {
+        (Ok(d), Ok(r)) => d.starts_with(r),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn untrusted(dir: &Path) -> Authority {
+        let policy = Policy::parse(
+            "trust = \"untrusted\"\nroots = [\"mail\"]\nenv = [\"LANG\"]\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        Authority::new(policy, dir.to_path_buf())
+    }
+
+    #[test]
+    fn cwd_stays_inside_the_working_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = tmp.path().join("w");
+        std::fs::create_dir_all(w.join("sub")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("out"), w.join("link")).unwrap();
+        let a = untrusted(&w);
+        let real = w.canonicalize().unwrap();
+        assert_eq!(a.resolve_cwd("sub", &w).unwrap(), real.join("sub"));
+        assert_eq!(a.resolve_cwd("sub/..", &w).unwrap(), real);
+        assert_eq!(a.resolve_cwd("..", &w.join("sub")).unwrap(), real);
+        for bad in ["..", "../out", "sub/../../out", "link", "link/x", "link/.."] {
+            let e = a.resolve_cwd(bad, &w).unwrap_err();
+            assert!(e.reason.contains("must stay inside"), "{bad}: {e}");
+        }
+        let e = a.resolve_cwd("/tmp", &w).unwrap_err();
+        assert!(e.reason.starts_with("is absolute"), "{e}");
+        // A workflow outside the working directory has no cwd inside it.
+        assert!(a.resolve_cwd(".", &tmp.path().join("out")).is_err());
+    }
+
+    #[test]
+    fn requests_are_judged_by_trust() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = untrusted(tmp.path());
+        assert!(a.judge(&Request::HostProcess).is_err());
+        assert!(a.judge(&Request::HostEnv { name: "HOME" }).is_err());
+        assert!(a.judge(&Request::EnvName { name: "LANG" }).is_ok());
+        assert!(a.judge(&Request::EnvName { name: "TOKEN" }).is_err());
+        let dir = |d: &'static str| Request::Dir {
+            dir: Path::new(d),
+            access: Access::Read,
+        };
+        assert!(a.judge(&dir("mail/sub")).is_ok());
+        for d in ["mail/../x", "../mail", "/mail", "mailbox"] {
+            assert!(a.judge(&dir(d)).is_err(), "{d}");
+        }
+        let sockets = ["wasi:sockets/tcp@0.2.0".to_string()];
+        let e = a
+            .judge(&Request::Component { imports: &sockets })
+            .unwrap_err();
+        assert_eq!(
+            e.reason,
+            "imports wasi:sockets/tcp@0.2.0, which the untrusted policy refuses"
+        );
+        let trusted = Authority::new(Policy::default(), tmp.path().to_path_buf());
+        assert!(trusted.judge(&Request::HostProcess).is_ok());
+        assert!(trusted.judge(&Request::HostEnv { name: "HOME" }).is_ok());
+        assert!(trusted
+            .judge(&Request::Component { imports: &sockets })
+            .is_ok());
+        assert!(trusted
+            .judge(&Request::WorkflowFile { path: tmp.path() })
+            .is_err());
+    }
+}
