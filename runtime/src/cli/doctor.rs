@@ -99,7 +99,7 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
     };
     // The reference's probe runs a host process; an untrusted policy forbids
     // that, so a pure pipeline proves tool mode instead.
-    let (probe, expected) = if ctx.policy.untrusted() {
+    let (probe, expected) = if ctx.policy().untrusted() {
         (
             "commands.list | head --n 1 | pick name",
             json!({"name": "approve"}),
@@ -331,7 +331,7 @@ fn check_cache(ctx: &Context) -> Check {
 /// The policy in force.
 fn check_policy(ctx: &Context) -> Check {
     const NAME: &str = "policy";
-    let p = &ctx.policy;
+    let p = ctx.policy();
     let Some(source) = &p.source else {
         return Check::ok(
             NAME,
