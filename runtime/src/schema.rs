@@ -27,6 +27,20 @@ impl Schema {
         built.map(Schema).map_err(|e| e.to_string())
     }
 
+    /// Every violation, in the validator's order (empty when valid).
+    pub fn violations(&self, value: &Value) -> Vec<Violation> {
+        self.0
+            .iter_errors(value)
+            .map(|err| {
+                let path = err.instance_path().to_string();
+                Violation {
+                    path: if path.is_empty() { "/".into() } else { path },
+                    message: err.to_string(),
+                }
+            })
+            .collect()
+    }
+
     /// `Ok` when `value` is valid, else the first violation.
     pub fn check(&self, value: &Value) -> Result<(), Violation> {
         match self.0.iter_errors(value).next() {

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod broker;
 mod call;
 mod cancellation;
 mod data;

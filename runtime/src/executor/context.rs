@@ -51,6 +51,9 @@ pub struct Context {
     /// The operator policy, enforced at plan time (default: trusted,
     /// unrestricted; see [`crate::policy`]).
     pub policy: Arc<Policy>,
+    /// The run's broker for gateway tool and model calls: its ledger of
+    /// recorded answers and spent budget is shared by every stage and step.
+    pub broker: Arc<crate::broker::Broker>,
 }
 
 impl Context {
@@ -103,6 +106,7 @@ impl Context {
             grants: Grants::default(),
             sandbox: SandboxConfig::default(),
             policy: Arc::new(Policy::default()),
+            broker: Arc::default(),
         }
     }
 }

@@ -10,9 +10,11 @@
 //! - [`bundle`]: step bundles (component + manifest) and their verification.
 //! - [`plan_digest`]: the digest an approval is bound to.
 //! - [`workflow`]: the same policy over workflow files (host `run:` steps).
+//! - [`broker`]: brokered tool and model calls: allowlists, grants, per-run budgets.
 
 #![deny(missing_docs)]
 
+pub mod broker;
 pub mod bundle;
 pub mod enforce;
 pub mod file;

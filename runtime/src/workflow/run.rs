@@ -361,6 +361,7 @@ pub fn derive(
         grants: ctx.grants.clone(),
         sandbox: ctx.sandbox.clone(),
         policy: ctx.policy.clone(),
+        broker: ctx.broker.clone(),
     }
 }
 
