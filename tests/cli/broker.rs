@@ -748,3 +748,72 @@ fn llm_invoke_http_adapter_retry_context_state_key_and_envelope_errors() {
     );
     assert_eq!(gw.requests()[0]["auth"], "Bearer t");
 }
+
+/// Resume the paused run of envelope `paused` with a yes, with `vars` set.
+fn approve(env: &Env, vars: &[(&str, &str)], paused: &Run) -> Run {
+    let token = crate::common::token_of(&paused.json());
+    let mut c = env.command(&["resume", "--token", &token, "--approve", "yes"]);
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    crate::common::finish(c.output().unwrap())
+}
+
+#[test]
+fn resume_after_approval_repeats_no_recorded_call() {
+    let gw = Stub::start("gateway", None);
+    let env = Env::new();
+    let vars = [("OPENCLAW_URL", gw.url.as_str())];
+    // A pipeline: the same request after the gate is answered from the
+    // ledger the pause recorded.
+    let call = r#"openclaw.invoke --tool echo --action a --args-json '{"n":1}'"#;
+    let r = run(
+        &env,
+        &vars,
+        &[],
+        &format!("{call} | approve --prompt ok | {call}"),
+    );
+    assert_eq!(r.json()["status"], "needs_approval", "{r:?}");
+    assert_eq!(
+        r.json()["requiresApproval"]["capabilities"],
+        json!(["stage 3 (openclaw.invoke): calls gateway tool echo (action a)"]),
+        "{r:?}"
+    );
+    assert_eq!(gw.requests().len(), 1);
+    let r = approve(&env, &vars, &r);
+    assert_eq!(r.json()["status"], "ok", "{r:?}");
+    assert_eq!(r.json()["output"][0]["args"], json!({"n": 1}));
+    assert_eq!(gw.requests().len(), 1, "the resumed run asked again");
+    // A workflow: the same, across steps, with the budget carried over.
+    crate::common::write(
+        &env,
+        "wf.lobster",
+        &format!(
+            "steps:\n  - id: draft\n    pipeline: {call}\n  - id: review\n    approval:\n      prompt: Send?\n  - id: send\n    pipeline: {call}\n  - id: more\n    pipeline: openclaw.invoke --tool echo --action b\n"
+        ),
+    );
+    let policy = crate::common::write(&env, "p.toml", "[max]\ntool_calls = 1\n");
+    let mut pvars = vars.to_vec();
+    let p = policy.to_str().unwrap().to_string();
+    pvars.push(("LOBSTER_POLICY", &p));
+    let r = run(&env, &pvars, &[], "wf.lobster");
+    assert_eq!(r.json()["status"], "needs_approval", "{r:?}");
+    let caps = r.json()["requiresApproval"]["capabilities"].clone();
+    assert_eq!(
+        caps,
+        json!([
+            "step send (openclaw.invoke): calls gateway tool echo (action a)",
+            "step more (openclaw.invoke): calls gateway tool echo (action b)"
+        ]),
+        "{r:?}"
+    );
+    assert_eq!(gw.requests().len(), 2);
+    let r = approve(&env, &pvars, &r);
+    // `send` replayed (no charge); `more` is a new call over the budget of 1.
+    assert_eq!(
+        err_message(&r),
+        "this run has used its tool call budget (1, the policy's [max] tool_calls)",
+        "{r:?}"
+    );
+    assert_eq!(gw.requests().len(), 2);
+}

@@ -224,6 +224,38 @@ pub fn policy_allows_llm(policy: &Policy) -> bool {
     policy.llm.unwrap_or(policy.trust == Trust::Trusted)
 }
 
+/// What a built-in stage will ask the broker for, in words, for approval
+/// previews and `capabilities` (`None` for stages that call nothing).
+pub fn brokered_call_text(stage: &crate::dsl::Stage) -> Option<String> {
+    let arg = |k: &str| stage.args.str(k).filter(|v| !v.is_empty());
+    match stage.name.as_str() {
+        "openclaw.invoke" | "clawd.invoke" => {
+            let tool = arg("tool").unwrap_or("?");
+            let each = if stage.args.is_set("each") {
+                ", once per item"
+            } else {
+                ""
+            };
+            Some(match arg("action") {
+                Some(a) => format!("calls gateway tool {tool} (action {a}){each}"),
+                None => format!("calls gateway tool {tool}{each}"),
+            })
+        }
+        "llm.invoke" | "llm_task.invoke" => {
+            let provider = arg("provider").unwrap_or(if stage.name == "llm_task.invoke" {
+                "openclaw"
+            } else {
+                "the configured provider"
+            });
+            Some(match arg("model") {
+                Some(m) => format!("calls a model ({provider}, model {m})"),
+                None => format!("calls a model ({provider})"),
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Calls and tokens a run has spent, checked against `[max]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Spent {

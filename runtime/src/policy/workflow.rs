@@ -239,6 +239,8 @@ pub fn narrow(p: &Permissions, ctx: &Context) -> Context {
         inside(&d.host, &p.write) || inside(&d.host, &p.read)
     });
     out.grants.env.retain(|e| p.env.contains(e));
+    out.grants.tools.retain(|t| p.tools.contains(t));
+    out.grants.llm &= p.tools.iter().any(|t| t == super::broker::LLM_PERMISSION);
     let as_policy = super::Policy {
         max: p.limits.clone(),
         ..super::Policy::default()
@@ -265,6 +267,9 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
                 };
                 for stage in &p.stages {
                     let sig = ctx.registry.get(&stage.name).map(|c| c.signature());
+                    if let Some(call) = super::broker::brokered_call_text(stage) {
+                        out.push(format!("{label} ({}): {call}", stage.name));
+                    }
                     if sig.is_some_and(|s| s.side_effects.contains(&"local_exec")) {
                         out.push(format!("{label} ({}): runs host processes", stage.name));
                     } else if sig.is_none() {

@@ -147,6 +147,7 @@ fn restore(ctx: &Context, state: &WorkflowState) -> Context {
     let mut out = super::run::derive(ctx, None, cwd, None);
     out.grants = state.grants.clone();
     out.restore_step_dirs(&state.step_dirs);
+    out.broker.restore(state.broker.clone());
     out
 }
 
