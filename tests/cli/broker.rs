@@ -817,3 +817,64 @@ fn resume_after_approval_repeats_no_recorded_call() {
     );
     assert_eq!(gw.requests().len(), 2);
 }
+
+#[test]
+fn the_email_triage_llm_example_drafts_gates_and_sends_once() {
+    let env = Env::new();
+    if env.copy_examples("steps").is_none() {
+        return;
+    }
+    let gw = Stub::start("gateway", Some("gt"));
+    let model = Stub::start("model", Some("mk"));
+    let base = format!("{}/v1", model.url);
+    let vars = [
+        ("OPENCLAW_URL", gw.url.as_str()),
+        ("OPENCLAW_TOKEN", "gt"),
+        ("LOBSTER_LLM_BASE_URL", base.as_str()),
+        ("LOBSTER_LLM_MODEL", "stub-model"),
+        ("LOBSTER_LLM_API_KEY", "mk"),
+    ];
+    let workflow = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/workflows/email-triage-llm.lobster");
+    let r = run(
+        &env,
+        &vars,
+        &["--allow-read", "mail"],
+        workflow.to_str().unwrap(),
+    );
+    let v = r.json();
+    assert_eq!(v["status"], "needs_approval", "{r:?}");
+    let items = v["requiresApproval"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    for it in items {
+        let category = it["draft"]["category"].as_str().unwrap();
+        assert!(["action", "fyi", "ignore"].contains(&category), "{it}");
+        let subject = it["item"]["subject"].as_str().unwrap();
+        assert!(it["draft"]["reply"].as_str().unwrap().contains(subject));
+    }
+    assert_eq!(
+        v["requiresApproval"]["capabilities"],
+        json!([
+            "step send (openclaw.invoke): calls gateway tool message (action send), once per item"
+        ])
+    );
+    assert_eq!(model.requests().len(), 3);
+    assert!(
+        gw.requests().is_empty(),
+        "nothing is sent before the approval"
+    );
+    let r = approve(&env, &vars, &r);
+    assert_eq!(r.json()["status"], "ok", "{r:?}");
+    let sent = items
+        .iter()
+        .filter(|it| it["draft"]["category"] != "ignore")
+        .count();
+    assert_eq!(gw.requests().len(), sent);
+    assert_eq!(r.json()["output"].as_array().unwrap().len(), sent);
+    assert_eq!(
+        model.requests().len(),
+        3,
+        "the resumed run asked the model again"
+    );
+    assert_eq!(gw.requests()[0]["auth"], "Bearer gt");
+}

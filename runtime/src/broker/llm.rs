@@ -542,12 +542,17 @@ fn openai_reply(text: &str, sse: bool) -> Result<Reply, AskError> {
             v.get("usage").cloned(),
         )
     };
+    let tokens = usage_tokens(usage.as_ref());
+    let mut result = Map::new();
+    if let Some(u) = usage {
+        result.insert("usage".into(), u);
+    }
     Ok(Reply {
         data: parse_json_text(&content),
         text: Some(content),
         model,
-        tokens: usage_tokens(usage.as_ref()),
-        result: Map::new(),
+        tokens,
+        result,
     })
 }
 
