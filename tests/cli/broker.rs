@@ -878,3 +878,48 @@ fn the_email_triage_llm_example_drafts_gates_and_sends_once() {
     );
     assert_eq!(gw.requests()[0]["auth"], "Bearer gt");
 }
+
+#[test]
+fn workflow_tool_permissions_are_checked_against_the_policy_and_each_other() {
+    let env = Env::new();
+    crate::common::write(
+        &env,
+        "wf.lobster",
+        "permissions:\n  tools: [message, llm]\nsteps:\n  - id: a\n    pipeline: head\n    permissions:\n      tools: [message, cron]\n",
+    );
+    let r = env.run(&["check", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains(
+            "wf.lobster:7: Workflow step a permissions: tools \"cron\" is not in the workflow's permissions.tools [message, llm]"
+        ),
+        "{}",
+        r.stdout
+    );
+    crate::common::write(
+        &env,
+        "ok.lobster",
+        "permissions:\n  tools: [message, llm]\nsteps:\n  - id: a\n    pipeline: head\n",
+    );
+    let policy = crate::common::write(
+        &env,
+        "p.toml",
+        "trust = \"untrusted\"\ntools = [\"message\"]\n",
+    );
+    let r = env.run(&["check", "--policy", policy.to_str().unwrap(), "ok.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains(
+            "permissions.tools llm is not allowed by the policy (tools [message], llm = false)"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("permissions.tools message"),
+        "{}",
+        r.stdout
+    );
+    let r = env.run(&["check", "ok.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+}

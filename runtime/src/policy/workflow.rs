@@ -121,6 +121,20 @@ impl Walker<'_> {
                 "{at}: permissions.env {name} is not among the allowed variables [{allowed}]"
             ));
         }
+        for tool in &p.tools {
+            let allowed = if tool == super::broker::LLM_PERMISSION {
+                super::broker::policy_allows_llm(self.policy)
+            } else {
+                super::broker::policy_allows_tool(self.policy, tool)
+            };
+            if !allowed {
+                let list = self.policy.tools.as_deref().unwrap_or_default().join(", ");
+                self.out.push(format!(
+                    "{at}: permissions.tools {tool} is not allowed by the policy (tools [{list}], llm = {})",
+                    super::broker::policy_allows_llm(self.policy)
+                ));
+            }
+        }
         if p.host_exec == Some(true) && self.policy.untrusted() {
             self.out.push(format!(
                 "{at}: permissions.host_exec: true asks for host processes, which the untrusted policy forbids"
