@@ -923,3 +923,70 @@ fn workflow_tool_permissions_are_checked_against_the_policy_and_each_other() {
     let r = env.run(&["check", "ok.lobster"]);
     assert_eq!(r.code, 0, "{r:?}");
 }
+
+#[test]
+fn model_calls_obey_the_deadline_the_size_caps_and_the_call_budget() {
+    let model = Stub::start("model", None);
+    let env = Env::new();
+    let base = format!("{}/v1", model.url);
+    let vars = [
+        ("LOBSTER_LLM_BASE_URL", base.as_str()),
+        ("LOBSTER_LLM_MODEL", "stub-slow"),
+    ];
+    let start = Instant::now();
+    let r = run(
+        &env,
+        &vars,
+        &["--timeout-ms", "400"],
+        "llm.invoke --prompt hi --disable-cache",
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(err_message(&r), "lobster runtime timed out", "{r:?}");
+    let small = [
+        ("LOBSTER_LLM_BASE_URL", base.as_str()),
+        ("LOBSTER_LLM_MODEL", "stub-model"),
+        ("LOBSTER_MAX_HTTP_RESPONSE_BYTES", "50"),
+    ];
+    let r = run(&env, &small, &[], "llm.invoke --prompt hi --disable-cache");
+    assert_eq!(
+        err_message(&r),
+        "HTTP response body exceeded 50 bytes",
+        "{r:?}"
+    );
+    let policy = crate::common::write(&env, "p.toml", "[max]\nllm_calls = 1\n");
+    let r = run(
+        &env,
+        &[
+            ("LOBSTER_LLM_BASE_URL", base.as_str()),
+            ("LOBSTER_LLM_MODEL", "stub-malformed"),
+        ],
+        &["--policy", policy.to_str().unwrap()],
+        "llm.invoke --prompt hi --disable-cache --output-schema '{\"type\":\"object\"}'",
+    );
+    assert_eq!(
+        err_message(&r),
+        "this run has used its model call budget (1, the policy's [max] llm_calls)",
+        "{r:?}"
+    );
+    let before = model.requests().len();
+    let tokens = crate::common::write(&env, "t.toml", "[max]\nllm_tokens = 1\n");
+    let r = run(
+        &env,
+        &[
+            ("LOBSTER_LLM_BASE_URL", base.as_str()),
+            ("LOBSTER_LLM_MODEL", "stub-malformed"),
+        ],
+        &["--policy", tokens.to_str().unwrap()],
+        "llm.invoke --prompt hi --disable-cache --output-schema '{\"type\":\"object\"}'",
+    );
+    assert!(err_message(&r).contains("model token budget (1"), "{r:?}");
+    assert_eq!(
+        model.requests().len() - before,
+        1,
+        "the second call was refused before sending"
+    );
+}
