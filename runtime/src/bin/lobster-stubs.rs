@@ -23,7 +23,9 @@
 //! **model** is an OpenAI-compatible `POST /v1/chat/completions` (plain or
 //! `stream: true` server-sent events, `usage` counted) and a generic LLM
 //! adapter `POST /invoke` (`{ok, result: {output: {data}}}`). The answer is
-//! JSON made to fit the requested schema from the input; model names select
+//! JSON made to fit the requested schema from the input (without a
+//! `response_format` schema, as OpenClaw's `llm-task` asks: `{intent,
+//! draft}`); model names select
 //! misbehaviour: `stub-malformed` (not JSON), `stub-violate-once` (a
 //! schema-violating answer unless the request carries the validation
 //! feedback of a retry, then a valid one), `stub-fail` (500), `stub-slow` (answers after 3 s).
@@ -303,12 +305,17 @@ impl Server {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        // OpenClaw's llm-task sends no schema (it validates the answer
+        // itself) and puts the input after `INPUT_JSON:`; answer its seed
+        // shape `{intent, draft}` then.
         let schema = body
             .pointer("/response_format/json_schema/schema")
             .cloned()
-            .unwrap_or(json!({"type": "object"}));
+            .unwrap_or(json!({"type": "object", "properties": {
+                "intent": {"type": "string"}, "draft": {"type": "string"}}}));
         let input = user
             .split_once("\nInput:\n")
+            .or_else(|| user.split_once("\nINPUT_JSON:\n"))
             .and_then(|(_, i)| serde_json::from_str(i.trim()).ok())
             .unwrap_or(Value::Null);
         let content = match model.as_str() {
