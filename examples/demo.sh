@@ -37,4 +37,36 @@ echo "==> 2. resume with approval: lobster resume --token <token> --approve yes"
 
 echo "==> the mail folder now:" >&2
 (cd mail && find . -type f | sort) >&2
+
+# Part 2: examples/workflows/email-triage-llm.lobster — a model classifies
+# each message and drafts a reply, the gate shows the drafts, and the gateway
+# sends the approved ones. Both services are loopback stand-ins
+# (`lobster-stubs`, built with lobster) that follow the documented contracts.
+echo "==> part 2: email triage with a model and the OpenClaw gateway (loopback stubs)" >&2
+stubs="$root/target/debug/lobster-stubs"
+"$stubs" gateway --token demo-gateway-token --log "$work/gateway-requests.jsonl" >"$work/gateway.url" &
+gateway_pid=$!
+"$stubs" model --key demo-model-key --log "$work/model-requests.jsonl" >"$work/model.url" &
+model_pid=$!
+trap 'kill "$gateway_pid" "$model_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  [ -s "$work/gateway.url" ] && [ -s "$work/model.url" ] && break
+  sleep 0.05
+done
+export OPENCLAW_URL="$(head -n1 "$work/gateway.url")" OPENCLAW_TOKEN=demo-gateway-token
+export LOBSTER_LLM_BASE_URL="$(head -n1 "$work/model.url")/v1" LOBSTER_LLM_MODEL=stub-model
+export LOBSTER_LLM_API_KEY=demo-model-key
+triage="$root/examples/workflows/email-triage-llm.lobster"
+# A fresh copy of the sample mail (part 1 filed the first one into folders).
+mkdir -p "$work/triage" && cp -r "$root/examples/mail" "$work/triage/mail" && cd "$work/triage"
+echo "==> 3. run: list (sandboxed, read-only ./mail), classify + draft (model), stop at the gate" >&2
+echo "    lobster run --mode tool --allow-read mail examples/workflows/email-triage-llm.lobster" >&2
+"$lobster" run --mode tool --allow-read mail "$triage" >"$work/triage-paused.json"
+sed -n '/"items"/,/"preview"/p' "$work/triage-paused.json" | grep -E '"(subject|category|reply)"' >&2 || true
+token=$(sed -n 's/.*"resumeToken": "\([^"]*\)".*/\1/p' "$work/triage-paused.json")
+[ -n "$token" ] || { echo "demo: the triage run did not stop at the gate" >&2; cat "$work/triage-paused.json" >&2; exit 1; }
+echo "==> model calls so far: $(wc -l <"$work/model-requests.jsonl"); gateway calls: $(wc -l <"$work/gateway-requests.jsonl" 2>/dev/null || echo 0)" >&2
+echo "==> 4. approve: the drafts are sent, one openclaw.invoke call per draft" >&2
+"$lobster" resume --token "$token" --approve yes
+echo "==> model calls: $(wc -l <"$work/model-requests.jsonl") (none repeated on resume); gateway calls: $(wc -l <"$work/gateway-requests.jsonl")" >&2
 echo "==> done (scratch copy: $work)" >&2

@@ -13,7 +13,9 @@
 //! - [`state`]: atomic, durable files and tokens.
 //! - [`value`]: JSON items with JavaScript semantics.
 //! - [`workflow`]: workflow files (steps, gates, durable resume).
+//! - [`broker`]: brokered gateway tool and model calls (judged, recorded, replayed).
 
+pub mod broker;
 pub mod cli;
 pub mod commands;
 pub mod dsl;

@@ -32,6 +32,22 @@ impl Schema {
             .map_err(|e| e.to_string())
     }
 
+    /// Every violation, in the validator's order (empty when valid), each
+    /// worded as Ajv words it.
+    pub fn violations(&self, value: &Value) -> Vec<Violation> {
+        self.0
+            .iter_errors(value)
+            .map(|err| {
+                let path = err.instance_path().to_string();
+                let keyword_value = self.1.pointer(&err.schema_path().to_string());
+                Violation {
+                    path: if path.is_empty() { "/".into() } else { path },
+                    message: ajv_message(&err, keyword_value),
+                }
+            })
+            .collect()
+    }
+
     /// `Ok` when `value` is valid, else the violation Ajv would report first.
     pub fn check(&self, value: &Value) -> Result<(), Violation> {
         // Ajv (allErrors: false) stops at the first failing keyword in its

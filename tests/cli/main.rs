@@ -4,6 +4,7 @@
 mod common;
 
 mod attacks;
+mod broker;
 mod call;
 mod cancellation;
 mod data;

@@ -183,7 +183,7 @@ fn a_step_block_wider_than_the_workflows_is_refused_with_each_excess() {
         "wf.lobster:12: Workflow step greedy permissions: write \"data\" is not inside the workflow's permissions.write [out]",
         "wf.lobster:13: Workflow step greedy permissions: env \"API_TOKEN\" is not in the workflow's permissions.env [LANG]",
         "wf.lobster:14: Workflow step greedy permissions: host_exec: true, but the workflow's permissions say host_exec: false",
-        "wf.lobster:15: Workflow step greedy permissions: unknown host tool \"git\"",
+        "wf.lobster:15: Workflow step greedy permissions: tools \"git\" is not in the workflow's permissions.tools []",
         "wf.lobster:16: Workflow step greedy permissions: limits.fuel 5000 is above the workflow's 1000",
     ] {
         assert!(r.stdout.contains(excess), "missing {excess:?} in\n{}", r.stdout);

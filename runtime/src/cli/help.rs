@@ -94,6 +94,8 @@ Flags:
   --steps DIR             Also look for WebAssembly steps in DIR (repeatable)
   --allow-read DIR[:/G]   Let wasm steps read DIR (at /G); --allow-write the same read-write
   --allow-env NAME        Let wasm steps see the environment variable NAME
+  --allow-tool NAME       Let wasm steps call gateway tool NAME through the host broker (repeatable)
+  --allow-llm             Let wasm steps ask a model through the host broker
   --policy FILE           Operator policy (TOML/YAML; also LOBSTER_POLICY): trust, allowed roots,
                           env names and maximum limits, enforced before anything runs
 

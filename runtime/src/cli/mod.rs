@@ -192,6 +192,10 @@ pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs
     for name in &args.allow_env {
         builder = builder.allow_env(name);
     }
+    for name in &args.allow_tool {
+        builder = builder.allow_tool(name);
+    }
+    builder = builder.allow_llm(args.allow_llm);
     ctx.grants = builder
         .fresh_run()
         .build()

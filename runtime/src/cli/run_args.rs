@@ -21,6 +21,10 @@ pub struct SandboxArgs {
     pub allow_write: Vec<String>,
     /// `--allow-env NAME` (repeatable).
     pub allow_env: Vec<String>,
+    /// `--allow-tool NAME` (repeatable): gateway tools steps may call through the broker.
+    pub allow_tool: Vec<String>,
+    /// `--allow-llm`: steps may call a model through the broker.
+    pub allow_llm: bool,
 }
 
 /// Everything `run` was asked.
@@ -79,8 +83,15 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
                 | "--allow-read"
                 | "--allow-write"
                 | "--allow-env"
+                | "--allow-tool"
                 | "--policy"
         );
+        // A bare switch, recognised anywhere as a whole argv element like the others.
+        if tok == "--allow-llm" {
+            result.sandbox.allow_llm = true;
+            i += 1;
+            continue;
+        }
         if result.rest.is_empty() && inline.is_none() && matches!(tok, "--dry-run") {
             result.dry_run = true;
             i += 1;
@@ -110,6 +121,7 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
             "--allow-read" => result.sandbox.allow_read.push(value),
             "--allow-write" => result.sandbox.allow_write.push(value),
             "--allow-env" => result.sandbox.allow_env.push(value),
+            "--allow-tool" => result.sandbox.allow_tool.push(value),
             "--policy" => result.limits.policy = Some(value),
             "--timeout-ms" => match parse_count("--timeout-ms", &value) {
                 Ok(n) => result.limits.timeout_ms = Some(n),

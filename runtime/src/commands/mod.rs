@@ -168,7 +168,9 @@ mod head;
 mod interactive;
 mod js;
 mod json;
+mod llm_invoke;
 mod map;
+mod openclaw_invoke;
 mod pick;
 mod sort;
 mod state_get;
@@ -191,7 +193,11 @@ pub(crate) fn all() -> Vec<Box<dyn Command>> {
         Box::new(group_by::GroupBy),
         Box::new(head::Head),
         Box::new(json::Json),
+        Box::new(llm_invoke::LLM),
+        Box::new(llm_invoke::LLM_TASK),
         Box::new(map::MapCmd),
+        Box::new(openclaw_invoke::OPENCLAW),
+        Box::new(openclaw_invoke::CLAWD),
         Box::new(pick::Pick),
         Box::new(sort::Sort),
         Box::new(state_get::StateGet),

@@ -53,6 +53,9 @@ pub struct Context {
     /// capability when it is used (see [`crate::policy::authority`]).
     /// Derived contexts share it, so a step's `cwd` never moves it.
     pub authority: Arc<Authority>,
+    /// The run's broker for gateway tool and model calls: its ledger of
+    /// recorded answers and spent budget is shared by every stage and step.
+    pub broker: Arc<crate::broker::Broker>,
 }
 
 impl Context {
@@ -122,6 +125,7 @@ impl Context {
             sandbox: SandboxConfig::default(),
             authority: Arc::new(Authority::new(Policy::default(), cwd.clone())),
             cwd,
+            broker: Arc::default(),
         }
     }
 }

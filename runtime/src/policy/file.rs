@@ -41,6 +41,12 @@ pub struct Maxima {
     pub timeout_ms: Option<u64>,
     /// Output cap (`--max-stdout-bytes`).
     pub output_bytes: Option<u64>,
+    /// Brokered tool calls per run (`0`: none).
+    pub tool_calls: Option<u64>,
+    /// Brokered model calls per run (`0`: none).
+    pub llm_calls: Option<u64>,
+    /// Model tokens (as the provider reports usage) per run.
+    pub llm_tokens: Option<u64>,
 }
 
 impl Maxima {
@@ -68,6 +74,16 @@ impl Maxima {
     }
 }
 
+/// `[gateway]`: the gateway brokered tool calls go to, set by the operator.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayPolicy {
+    /// Base URL (`http://127.0.0.1:18789`).
+    pub url: Option<String>,
+    /// Name of the environment variable that holds the gateway's token.
+    pub token_env: Option<String>,
+}
+
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
 /// unrestricted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -83,6 +99,15 @@ pub struct Policy {
     /// Maximum limits.
     #[serde(default)]
     pub max: Maxima,
+    /// Gateway tools brokered calls may name (`None`: any when trusted,
+    /// none when untrusted). See [`super::broker`].
+    pub tools: Option<Vec<String>>,
+    /// Whether brokered model calls are allowed (`None`: yes when trusted,
+    /// no when untrusted).
+    pub llm: Option<bool>,
+    /// The operator's gateway (its URL and the variable holding its token).
+    #[serde(default)]
+    pub gateway: GatewayPolicy,
     /// Where the policy was read from (not part of the file).
     #[serde(skip)]
     pub source: Option<PathBuf>,

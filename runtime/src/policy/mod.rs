@@ -12,10 +12,12 @@
 //! - [`bundle`]: step bundles (component + manifest) and their verification.
 //! - [`pins`]: the components a paused plan runs (name, file, digest).
 //! - [`plan_digest`]: the digest an approval is bound to.
+//! - [`broker`]: brokered tool and model calls: allowlists, grants, per-run budgets.
 
 #![deny(missing_docs)]
 
 pub mod authority;
+pub mod broker;
 pub mod bundle;
 pub mod enforce;
 pub mod file;

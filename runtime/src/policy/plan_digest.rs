@@ -68,6 +68,9 @@ pub fn plan_summary(
         for r in &requires {
             lines.push(format!("{label}: {}", r.describe().0));
         }
+        if let Some(call) = super::broker::brokered_call_text(stage) {
+            lines.push(format!("{label}: {call}"));
+        }
         stages.push(json!({
             "text": stage.raw,
             "digest": cmd.digest(),

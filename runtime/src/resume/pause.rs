@@ -117,6 +117,7 @@ fn save_halt(
         step_dirs: ctx.step_dirs(),
         step_digests: step_digests(pipeline, ctx)?,
         plan_digest: plan.as_ref().map(|p| p.digest.clone()),
+        broker: ctx.broker.ledger(),
     };
     save_state(store, &state_key, &state.to_json(), approval_id.as_deref())?;
     Ok(match halt {

@@ -118,6 +118,7 @@ fn restore_run_settings(ctx: &mut Context, state: &PipelineResumeState) {
     }
     ctx.grants = state.grants.clone();
     ctx.restore_step_dirs(&state.step_dirs);
+    ctx.broker.restore(state.broker.clone());
 }
 
 /// Refuse when a wasm step of the pipeline is not the component that was

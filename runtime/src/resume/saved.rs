@@ -53,6 +53,10 @@ pub struct PipelineResumeState {
     /// ([`crate::policy::plan_digest`]); resume recomputes and compares it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_digest: Option<String>,
+    /// Brokered answers recorded so far (by request digest) and the budget
+    /// spent: the resumed run replays them instead of asking again.
+    #[serde(default, skip_serializing_if = "crate::broker::Ledger::is_empty")]
+    pub broker: crate::broker::Ledger,
 }
 
 /// The component behind one stage.

@@ -52,6 +52,12 @@ pub struct Grants {
     pub wall_clock_ms: u64,
     /// Seed of the steps' random numbers (secure and insecure).
     pub random_seed: u64,
+    /// Gateway tools steps may call through the host broker (`--allow-tool NAME`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Whether steps may call a model through the host broker (`--allow-llm`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub llm: bool,
 }
 
 /// A directory grant checked against the working directory.
@@ -212,6 +218,24 @@ impl GrantsBuilder {
         let _ = getrandom::fill(&mut seed);
         self.wall_clock_ms(now)
             .random_seed(u64::from_le_bytes(seed))
+    }
+
+    /// `--allow-tool NAME`: steps may call gateway tool `NAME` through the broker.
+    pub fn allow_tool(mut self, name: &str) -> Self {
+        let valid = !name.trim().is_empty() && !name.chars().any(char::is_control);
+        if !valid {
+            self.errors
+                .push(format!("--allow-tool needs a tool name, got {name:?}"));
+        } else if !self.grants.tools.iter().any(|t| t == name) {
+            self.grants.tools.push(name.to_string());
+        }
+        self
+    }
+
+    /// `--allow-llm`: steps may call a model through the broker.
+    pub fn allow_llm(mut self, allow: bool) -> Self {
+        self.grants.llm |= allow;
+        self
     }
 
     /// The grants, or the first malformed spec.

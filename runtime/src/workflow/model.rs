@@ -33,8 +33,9 @@ pub struct Permissions {
     pub write: Vec<String>,
     /// `env: [NAME…]`.
     pub env: Vec<String>,
-    /// `tools: [NAME…]`: host tools steps may call through the host. This
-    /// Lobster provides none yet, so validation accepts only an empty list.
+    /// `tools: [NAME…]`: gateway tools (and `llm` for model calls) that
+    /// steps may call through the host broker; narrows `--allow-tool` /
+    /// `--allow-llm` like `read`/`write`/`env` narrow the other grants.
     pub tools: Vec<String>,
     /// `host_exec: false` refuses `run:` steps and `exec` stages; `true`
     /// asks for them; `None`: not said (allowed unless a policy or another

@@ -214,6 +214,20 @@ impl Walker<'_> {
                     .push(format!("{at}: permissions.env {name} {r}"));
             }
         }
+        for tool in &p.tools {
+            let allowed = if tool == crate::policy::broker::LLM_PERMISSION {
+                crate::policy::broker::policy_allows_llm(policy)
+            } else {
+                crate::policy::broker::policy_allows_tool(policy, tool)
+            };
+            if !allowed {
+                let list = policy.tools.as_deref().unwrap_or_default().join(", ");
+                self.out.refused.push(format!(
+                    "{at}: permissions.tools {tool} is not allowed by the policy (tools [{list}], llm = {})",
+                    crate::policy::broker::policy_allows_llm(policy)
+                ));
+            }
+        }
         if p.host_exec == Some(true) {
             if let Err(r) = self.authority.judge(&Request::HostProcess) {
                 self.out.refused.push(format!(
@@ -384,6 +398,11 @@ pub fn narrow(p: &Permissions, ctx: &Context) -> Context {
         inside(&d.host, &p.write) || inside(&d.host, &p.read)
     });
     out.grants.env.retain(|e| p.env.contains(e));
+    out.grants.tools.retain(|t| p.tools.contains(t));
+    out.grants.llm &= p
+        .tools
+        .iter()
+        .any(|t| t == crate::policy::broker::LLM_PERMISSION);
     let as_policy = crate::policy::Policy {
         max: p.limits.clone(),
         ..crate::policy::Policy::default()
@@ -414,6 +433,9 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
                 };
                 for stage in &p.stages {
                     let sig = ctx.registry.get(&stage.name).map(|c| c.signature());
+                    if let Some(call) = crate::policy::broker::brokered_call_text(stage) {
+                        out.push(format!("{label} ({}): {call}", stage.name));
+                    }
                     if sig.is_some_and(|s| s.side_effects.contains(&"local_exec")) {
                         out.push(format!("{label} ({}): runs host processes", stage.name));
                     } else if sig.is_none() {

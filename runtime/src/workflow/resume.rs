@@ -150,6 +150,7 @@ fn restore(ctx: &Context, state: &WorkflowState) -> Context {
     }
     out.grants = state.grants.clone();
     out.restore_step_dirs(&state.step_dirs);
+    out.broker.restore(state.broker.clone());
     out
 }
 

@@ -411,6 +411,7 @@ pub fn derive(
         grants: ctx.grants.clone(),
         sandbox: ctx.sandbox.clone(),
         authority: ctx.authority.clone(),
+        broker: ctx.broker.clone(),
     }
 }
 

@@ -79,6 +79,10 @@ pub struct WorkflowState {
     /// digest; resume refuses a name that resolves to anything else.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<crate::policy::pins::ComponentPin>,
+    /// Brokered answers recorded so far (by request digest) and the budget
+    /// spent: the resumed run replays them instead of asking again.
+    #[serde(default, skip_serializing_if = "crate::broker::Ledger::is_empty")]
+    pub broker: crate::broker::Ledger,
 }
 
 impl WorkflowState {
@@ -185,6 +189,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         args_digest: super::args::digest(&runner.args),
         cwd: Some(runner.ctx.cwd.display().to_string()),
         grants: runner.ctx.grants.clone(),
+        broker: runner.ctx.broker.ledger(),
         step_dirs: runner.ctx.step_dirs(),
         resume_at_index: index + 1,
         steps: runner.results.clone(),

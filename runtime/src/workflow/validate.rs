@@ -287,10 +287,10 @@ fn parse_permissions(v: &mut V, ptr: &str, what: &str, raw: Option<&Item>) -> Op
         limits: Default::default(),
         pos: v.doc.key_pos(ptr),
     };
-    for tool in &p.tools {
+    for tool in p.tools.iter().filter(|t| t.trim().is_empty()) {
         v.val(
             &format!("{ptr}/tools"),
-            format!("{what}: unknown host tool {tool:?} (this Lobster provides no host tools yet; remove it)"),
+            format!("{what}: tools entry {tool:?} must name a gateway tool (or llm)"),
         );
     }
     match map.get("host_exec") {
@@ -380,6 +380,15 @@ fn check_step_permissions(v: &mut V, ptr: &str, id: &str, step: &Permissions) {
                 ),
             );
         }
+    }
+    for tool in step.tools.iter().filter(|t| !wf.tools.contains(t)) {
+        v.val(
+            &format!("{ptr}/tools"),
+            format!(
+                "{what}: tools {tool:?} is not in the workflow's permissions.tools {}",
+                shown(&wf.tools.iter().collect::<Vec<_>>())
+            ),
+        );
     }
     for name in step.env.iter().filter(|n| !wf.env.contains(n)) {
         v.val(

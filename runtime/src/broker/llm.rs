@@ -1,0 +1,723 @@
+//! Model providers and the schema-checked ask loop.
+//!
+//! Providers:
+//! - `openclaw`: the gateway's `llm-task` tool as it really is —
+//!   `{tool: "llm-task", action: "json", args: {prompt, input, schema}}`,
+//!   answer in `result.details.json` (the reference sent `{artifacts,
+//!   outputSchema}` and read `result.output`, which the real gateway never
+//!   returns; that legacy shape is still accepted in answers);
+//! - `http` / `pi`: a generic LLM adapter (`POST` the reference's payload,
+//!   answer `{ok, result: {output: {data, text}}}`);
+//! - `openai`: any OpenAI-compatible `POST <base>/chat/completions`, JSON
+//!   output requested with `response_format`, plain or streamed (SSE).
+//!
+//! [`ask_json`] asks, checks the answer against the schema and asks again
+//! with `retryContext.validationErrors` up to the retry budget.
+
+use super::gateway::{self, Endpoint, GatewayError};
+use super::http::{HttpError, Post, Url, UrlError};
+use crate::executor::Cancel;
+use crate::schema::Schema;
+use crate::value::to_js_json;
+use serde_json::{json, Map, Value};
+
+/// Where model calls go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Provider {
+    /// The gateway's `llm-task` tool.
+    Openclaw(Endpoint),
+    /// A generic adapter (`http` or `pi`).
+    Adapter {
+        /// `http` or `pi`.
+        name: &'static str,
+        /// The adapter URL (`/invoke` when the path is `/`).
+        url: Url,
+        /// Bearer token.
+        token: Option<String>,
+    },
+    /// An OpenAI-compatible chat-completions endpoint.
+    Openai {
+        /// `<base>/chat/completions`.
+        url: Url,
+        /// API key.
+        key: Option<String>,
+        /// Ask for a streamed answer.
+        stream: bool,
+    },
+}
+
+impl Provider {
+    /// `openclaw`, `http`, `pi` or `openai`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Provider::Openclaw(_) => "openclaw",
+            Provider::Adapter { name, .. } => name,
+            Provider::Openai { .. } => "openai",
+        }
+    }
+
+    /// Where requests go, for request digests (never the token).
+    pub fn target(&self) -> String {
+        let url = match self {
+            Provider::Openclaw(e) => &e.url,
+            Provider::Adapter { url, .. } | Provider::Openai { url, .. } => url,
+        };
+        format!("{}:{}{}", url.host, url.port, url.path)
+    }
+}
+
+/// Build a provider from its name and the environment (`prefix` names the
+/// calling command in errors). `token` is `--token`.
+pub fn provider(
+    name: &str,
+    prefix: &str,
+    token: Option<&str>,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Result<Provider, String> {
+    let get = |k: &str| {
+        env.get(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let url = |raw: &str, adapter: bool| -> Result<Url, String> {
+        let mut u = Url::parse(raw).map_err(|e| match e {
+            UrlError::Https => format!("{prefix} cannot use {raw}: {e}"),
+            other => format!("{prefix} {other}: {raw}"),
+        })?;
+        if adapter && u.path == "/" {
+            u.path = "/invoke".into();
+        }
+        Ok(u)
+    };
+    match name {
+        "openclaw" => {
+            if get("OPENCLAW_URL").or_else(|| get("CLAWD_URL")).is_none() {
+                return Err(format!(
+                    "{prefix} requires OPENCLAW_URL (or CLAWD_URL) for provider=openclaw"
+                ));
+            }
+            gateway::resolve(None, token, env)
+                .map(Provider::Openclaw)
+                .map_err(|e| e.message(prefix))
+        }
+        "pi" | "http" => {
+            let (var, token_var, name) = if name == "pi" {
+                (
+                    "LOBSTER_PI_LLM_ADAPTER_URL",
+                    "LOBSTER_PI_LLM_ADAPTER_TOKEN",
+                    "pi",
+                )
+            } else {
+                (
+                    "LOBSTER_LLM_ADAPTER_URL",
+                    "LOBSTER_LLM_ADAPTER_TOKEN",
+                    "http",
+                )
+            };
+            let raw =
+                get(var).ok_or_else(|| format!("{prefix} requires {var} for provider={name}"))?;
+            Ok(Provider::Adapter {
+                name,
+                url: url(&raw, true)?,
+                token: token.map(str::to_string).or_else(|| get(token_var)),
+            })
+        }
+        "openai" => {
+            let raw = get("LOBSTER_LLM_BASE_URL").ok_or_else(|| {
+                format!("{prefix} requires LOBSTER_LLM_BASE_URL for provider=openai")
+            })?;
+            let mut u = url(&raw, false)?;
+            let base = u.path.trim_end_matches('/').to_string();
+            u.path = format!("{base}/chat/completions");
+            let stream = get("LOBSTER_LLM_STREAM")
+                .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "yes"));
+            Ok(Provider::Openai {
+                url: u,
+                key: token
+                    .map(str::to_string)
+                    .or_else(|| get("LOBSTER_LLM_API_KEY")),
+                stream,
+            })
+        }
+        other => Err(format!("Unsupported llm provider: {other}")),
+    }
+}
+
+/// One question for a model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Question {
+    /// Instructions.
+    pub prompt: String,
+    /// The input (one artifact as itself, several as an array).
+    pub input: Value,
+    /// Artifacts as sent to generic adapters.
+    pub artifacts: Vec<Value>,
+    /// Their hashes (generic adapters).
+    pub artifact_hashes: Vec<String>,
+    /// JSON Schema the answer must satisfy.
+    pub schema: Option<Value>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Maximum output tokens.
+    pub max_tokens: Option<u64>,
+    /// Extra fields for generic adapters (`metadata`, `schemaVersion`).
+    pub extra: Map<String, Value>,
+}
+
+/// One answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    /// The parsed JSON answer (`None` when the model's text is not JSON).
+    pub data: Option<Value>,
+    /// The answer's text.
+    pub text: Option<String>,
+    /// The model that answered, if reported.
+    pub model: Option<String>,
+    /// Tokens used, if reported.
+    pub tokens: u64,
+    /// The adapter's `result` object (generic adapters), for item fields.
+    pub result: Map<String, Value>,
+}
+
+impl Reply {
+    /// As recorded in the broker's ledger.
+    pub fn to_value(&self) -> Value {
+        json!({"data": self.data, "text": self.text, "model": self.model, "tokens": self.tokens, "result": self.result})
+    }
+
+    /// Back from the ledger.
+    pub fn from_value(v: &Value) -> Reply {
+        Reply {
+            data: v.get("data").filter(|d| !d.is_null()).cloned(),
+            text: v.get("text").and_then(Value::as_str).map(str::to_string),
+            model: v.get("model").and_then(Value::as_str).map(str::to_string),
+            tokens: v.get("tokens").and_then(Value::as_u64).unwrap_or(0),
+            result: v
+                .get("result")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The request as sent for attempt `attempt` (1-based) after `errors`.
+pub fn request_body(p: &Provider, q: &Question, attempt: u32, errors: &[String]) -> Value {
+    let retry_note = if attempt > 1 && !errors.is_empty() {
+        format!(
+            "\n\nYour previous answer did not match the schema: {}. Answer again with JSON that matches it.",
+            errors.join("; ")
+        )
+    } else {
+        String::new()
+    };
+    match p {
+        Provider::Openclaw(_) => {
+            let mut args = Map::new();
+            args.insert("prompt".into(), json!(format!("{}{retry_note}", q.prompt)));
+            args.insert("input".into(), q.input.clone());
+            if let Some(s) = &q.schema {
+                args.insert("schema".into(), s.clone());
+            }
+            if let Some(m) = &q.model {
+                args.insert("model".into(), json!(m));
+            }
+            if let Some(t) = q.temperature {
+                args.insert("temperature".into(), json!(t));
+            }
+            if let Some(t) = q.max_tokens {
+                args.insert("maxTokens".into(), json!(t));
+            }
+            json!({"tool": "llm-task", "action": "json", "args": args})
+        }
+        Provider::Adapter { .. } => {
+            let mut m = Map::new();
+            m.insert("prompt".into(), json!(q.prompt));
+            if let Some(model) = &q.model {
+                m.insert("model".into(), json!(model));
+            }
+            m.insert("artifacts".into(), json!(q.artifacts));
+            m.insert("artifactHashes".into(), json!(q.artifact_hashes));
+            for (k, v) in &q.extra {
+                m.insert(k.clone(), v.clone());
+            }
+            if let Some(s) = &q.schema {
+                m.insert("outputSchema".into(), s.clone());
+            }
+            if let Some(t) = q.max_tokens {
+                m.insert("maxOutputTokens".into(), json!(t));
+            }
+            if let Some(t) = q.temperature {
+                m.insert("temperature".into(), json!(t));
+            }
+            if attempt > 1 {
+                let mut rc = Map::new();
+                rc.insert("attempt".into(), json!(attempt));
+                if !errors.is_empty() {
+                    rc.insert("validationErrors".into(), json!(errors));
+                }
+                m.insert("retryContext".into(), Value::Object(rc));
+            }
+            Value::Object(m)
+        }
+        Provider::Openai { stream, .. } => {
+            let system =
+                "You answer with one JSON value and nothing else: no prose, no code fences.";
+            let user = format!("{}{retry_note}\nInput:\n{}", q.prompt, to_js_json(&q.input));
+            let mut m = Map::new();
+            m.insert("model".into(), json!(q.model.clone().unwrap_or_default()));
+            m.insert(
+                "messages".into(),
+                json!([{"role": "system", "content": system}, {"role": "user", "content": user}]),
+            );
+            m.insert(
+                "response_format".into(),
+                match &q.schema {
+                    Some(s) => json!({"type": "json_schema", "json_schema": {"name": "output", "schema": s}}),
+                    None => json!({"type": "json_object"}),
+                },
+            );
+            if let Some(t) = q.temperature {
+                m.insert("temperature".into(), json!(t));
+            }
+            if let Some(t) = q.max_tokens {
+                m.insert("max_tokens".into(), json!(t));
+            }
+            if *stream {
+                m.insert("stream".into(), json!(true));
+                m.insert("stream_options".into(), json!({"include_usage": true}));
+            }
+            Value::Object(m)
+        }
+    }
+}
+
+/// Why one ask failed (text after `<command> `).
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// Transport or remote failure: `request failed: …`.
+    #[error("request failed: {0}")]
+    Request(String),
+    /// The answer does not have the provider's shape.
+    #[error("received invalid response envelope")]
+    Envelope,
+    /// `{ok: false}` from an adapter.
+    #[error("remote error: {0}")]
+    Remote(String),
+    /// The body is larger than the cap.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The run was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+fn http_err(e: HttpError) -> AskError {
+    match e {
+        HttpError::Cancelled => AskError::Cancelled,
+        HttpError::TooLarge(_) => AskError::TooLarge(e.to_string()),
+        other => AskError::Request(other.to_string()),
+    }
+}
+
+/// Send `body` to `p` once and read the reply.
+pub fn send(
+    p: &Provider,
+    body: &Value,
+    cancel: &Cancel,
+    cap: Option<usize>,
+) -> Result<Reply, AskError> {
+    match p {
+        Provider::Openclaw(endpoint) => {
+            let parsed = gateway::post_json(endpoint, body, cancel, cap).map_err(|e| match e {
+                GatewayError::Cancelled => AskError::Cancelled,
+                GatewayError::TooLarge(m) => AskError::TooLarge(m),
+                GatewayError::Status { status, text } => {
+                    AskError::Request(format!("{status}: {text}"))
+                }
+                GatewayError::NotJson => AskError::Request("Response was not JSON".into()),
+                other => AskError::Request(other.to_string()),
+            })?;
+            let result = gateway::unwrap_ok(parsed).map_err(|e| match e {
+                GatewayError::Tool(m) => AskError::Request(format!("openclaw adapter error: {m}")),
+                other => AskError::Request(other.to_string()),
+            })?;
+            openclaw_reply(result)
+        }
+        Provider::Adapter { url, token, .. } => {
+            let parsed = post(url, token.as_deref(), body, cancel, cap, None)?;
+            adapter_reply(parsed)
+        }
+        Provider::Openai { url, key, .. } => {
+            let bytes = to_js_json(body).into_bytes();
+            let res = Post {
+                url,
+                bearer: key.as_deref(),
+                body: &bytes,
+                accept: None,
+            }
+            .send(cancel, cap)
+            .map_err(http_err)?;
+            let text = res.text();
+            if !res.ok() {
+                return Err(AskError::Request(format!(
+                    "{} {}: {}",
+                    res.status,
+                    res.reason,
+                    text.chars().take(400).collect::<String>()
+                )));
+            }
+            let sse = res
+                .content_type
+                .as_deref()
+                .is_some_and(|c| c.starts_with("text/event-stream"));
+            openai_reply(&text, sse)
+        }
+    }
+}
+
+fn post(
+    url: &Url,
+    token: Option<&str>,
+    body: &Value,
+    cancel: &Cancel,
+    cap: Option<usize>,
+    accept: Option<&str>,
+) -> Result<Value, AskError> {
+    let bytes = to_js_json(body).into_bytes();
+    let res = Post {
+        url,
+        bearer: token,
+        body: &bytes,
+        accept,
+    }
+    .send(cancel, cap)
+    .map_err(http_err)?;
+    let text = res.text();
+    if !res.ok() {
+        return Err(AskError::Request(format!(
+            "{} {}: {}",
+            res.status,
+            res.reason,
+            text.chars().take(400).collect::<String>()
+        )));
+    }
+    if text.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&text).map_err(|_| AskError::Request("Response was not JSON".into()))
+}
+
+/// `llm-task`'s real result `{content, details: {json, provider, model}}`;
+/// the reference's `{output: {data, text}}` is accepted too.
+fn openclaw_reply(result: Value) -> Result<Reply, AskError> {
+    let Value::Object(r) = result else {
+        return Err(AskError::Envelope);
+    };
+    if let Some(details) = r.get("details").and_then(Value::as_object) {
+        if let Some(j) = details.get("json") {
+            let text = r
+                .get("content")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find_map(|p| p.get("text").and_then(Value::as_str)))
+                .map(str::to_string);
+            return Ok(Reply {
+                data: Some(j.clone()),
+                text,
+                model: details
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                tokens: usage_tokens(details.get("usage")),
+                result: Map::new(),
+            });
+        }
+    }
+    if r.get("output").is_some_and(Value::is_object) {
+        return adapter_reply(json!({"ok": true, "result": r}));
+    }
+    Err(AskError::Envelope)
+}
+
+/// A generic adapter's `{ok, result: {output: {data, text}, model, usage, …}}`.
+fn adapter_reply(parsed: Value) -> Result<Reply, AskError> {
+    let Value::Object(mut m) = parsed else {
+        return Err(AskError::Envelope);
+    };
+    let Some(ok) = m.get("ok").and_then(Value::as_bool) else {
+        return Err(AskError::Envelope);
+    };
+    if !ok {
+        let msg = m
+            .get("error")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or("llm adapter returned an error");
+        return Err(AskError::Remote(msg.to_string()));
+    }
+    let Some(Value::Object(result)) = m.remove("result") else {
+        return Err(AskError::Envelope);
+    };
+    let Some(output) = result.get("output").and_then(Value::as_object) else {
+        return Err(AskError::Envelope);
+    };
+    Ok(Reply {
+        data: output.get("data").filter(|d| !d.is_null()).cloned(),
+        text: output
+            .get("text")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        model: result
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tokens: usage_tokens(result.get("usage")),
+        result,
+    })
+}
+
+/// Tokens in a usage object: `total_tokens` / `totalTokens`, else the sum of its parts.
+fn usage_tokens(u: Option<&Value>) -> u64 {
+    let Some(u) = u else { return 0 };
+    let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    n("total_tokens")
+        .or_else(|| n("totalTokens"))
+        .unwrap_or_else(|| {
+            n("prompt_tokens").or(n("inputTokens")).unwrap_or(0)
+                + n("completion_tokens").or(n("outputTokens")).unwrap_or(0)
+        })
+}
+
+/// A chat completion, plain or as server-sent events.
+fn openai_reply(text: &str, sse: bool) -> Result<Reply, AskError> {
+    let (content, model, usage) = if sse || text.trim_start().starts_with("data:") {
+        let mut content = String::new();
+        let mut model = None;
+        let mut usage = None;
+        for line in text.lines() {
+            let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+                continue;
+            };
+            if data == "[DONE]" {
+                break;
+            }
+            let chunk: Value = serde_json::from_str(data).map_err(|_| AskError::Envelope)?;
+            if let Some(e) = chunk.get("error") {
+                let msg = e
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("stream error");
+                return Err(AskError::Remote(msg.to_string()));
+            }
+            if let Some(piece) = chunk
+                .pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
+            {
+                content.push_str(piece);
+            }
+            if model.is_none() {
+                model = chunk
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            if chunk.get("usage").is_some_and(|u| !u.is_null()) {
+                usage = chunk.get("usage").cloned();
+            }
+        }
+        (content, model, usage)
+    } else {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|_| AskError::Request("Response was not JSON".into()))?;
+        let content = v
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .ok_or(AskError::Envelope)?
+            .to_string();
+        (
+            content,
+            v.get("model").and_then(Value::as_str).map(str::to_string),
+            v.get("usage").cloned(),
+        )
+    };
+    let tokens = usage_tokens(usage.as_ref());
+    let mut result = Map::new();
+    if let Some(u) = usage {
+        result.insert("usage".into(), u);
+    }
+    Ok(Reply {
+        data: parse_json_text(&content),
+        text: Some(content),
+        model,
+        tokens,
+        result,
+    })
+}
+
+/// The JSON in a model's text: the whole text, or inside one ```json fence.
+fn parse_json_text(text: &str) -> Option<Value> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .and_then(|r| r.strip_suffix("```"))
+        .unwrap_or(t);
+    serde_json::from_str(t.trim()).ok()
+}
+
+/// What checking one reply found: `Ok` or the validation errors to send back.
+pub fn check(schema: Option<&Schema>, reply: &Reply) -> Result<(), Vec<String>> {
+    let Some(schema) = schema else { return Ok(()) };
+    match &reply.data {
+        None => Err(vec!["/ the answer is not valid JSON".to_string()]),
+        Some(data) => {
+            let v = schema.violations(data);
+            if v.is_empty() {
+                Ok(())
+            } else {
+                Err(v
+                    .into_iter()
+                    .map(|v| format!("{} {}", v.path, v.message))
+                    .collect())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn providers_come_from_the_environment_with_the_reference_errors() {
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let e = provider("openclaw", "llm_task.invoke", None, &env(&[])).unwrap_err();
+        assert_eq!(
+            e,
+            "llm_task.invoke requires OPENCLAW_URL (or CLAWD_URL) for provider=openclaw"
+        );
+        assert_eq!(
+            provider("pi", "llm.invoke", None, &env(&[])).unwrap_err(),
+            "llm.invoke requires LOBSTER_PI_LLM_ADAPTER_URL for provider=pi"
+        );
+        assert_eq!(
+            provider("http", "llm.invoke", None, &env(&[])).unwrap_err(),
+            "llm.invoke requires LOBSTER_LLM_ADAPTER_URL for provider=http"
+        );
+        assert_eq!(
+            provider("openai", "llm.invoke", None, &env(&[])).unwrap_err(),
+            "llm.invoke requires LOBSTER_LLM_BASE_URL for provider=openai"
+        );
+        assert_eq!(
+            provider("x", "llm.invoke", None, &env(&[])).unwrap_err(),
+            "Unsupported llm provider: x"
+        );
+        let p = provider(
+            "http",
+            "llm.invoke",
+            None,
+            &env(&[("LOBSTER_LLM_ADAPTER_URL", "http://127.0.0.1:5")]),
+        )
+        .unwrap();
+        assert_eq!(p.target(), "127.0.0.1:5/invoke");
+        let p = provider(
+            "openai",
+            "llm.invoke",
+            None,
+            &env(&[("LOBSTER_LLM_BASE_URL", "http://127.0.0.1:5/v1/")]),
+        )
+        .unwrap();
+        assert_eq!(p.target(), "127.0.0.1:5/v1/chat/completions");
+        // The gateway's loopback rule holds for model calls too.
+        let remote = env(&[
+            ("OPENCLAW_URL", "http://gw.example"),
+            ("OPENCLAW_TOKEN", "t"),
+        ]);
+        assert!(provider("openclaw", "llm.invoke", None, &remote)
+            .unwrap_err()
+            .contains("refuses to send OPENCLAW_TOKEN"));
+    }
+
+    #[test]
+    fn replies_of_every_shape() {
+        let r = openclaw_reply(json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "details": {"json": {"a": 1}, "provider": "p", "model": "m"}})).unwrap();
+        assert_eq!(
+            (r.data, r.model.as_deref()),
+            (Some(json!({"a": 1})), Some("m"))
+        );
+        let r = openclaw_reply(json!({"output": {"data": [1]}})).unwrap();
+        assert_eq!(r.data, Some(json!([1])));
+        assert!(matches!(
+            openclaw_reply(json!({"content": []})),
+            Err(AskError::Envelope)
+        ));
+        assert!(
+            matches!(adapter_reply(json!({"ok": false, "error": {"message": "no"}})), Err(AskError::Remote(m)) if m == "no")
+        );
+        assert!(matches!(
+            adapter_reply(json!({"result": {}})),
+            Err(AskError::Envelope)
+        ));
+        let plain = r#"{"model":"m","choices":[{"message":{"content":"```json\n{\"b\":2}\n```"}}],"usage":{"total_tokens":7}}"#;
+        let r = openai_reply(plain, false).unwrap();
+        assert_eq!((r.data, r.tokens), (Some(json!({"b": 2})), 7));
+        let sse = "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"{\\\"c\\\":\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"3}\"}}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n";
+        let r = openai_reply(sse, true).unwrap();
+        assert_eq!(
+            (r.data, r.tokens, r.model.as_deref()),
+            (Some(json!({"c": 3})), 5, Some("m"))
+        );
+        let r = openai_reply(r#"{"choices":[{"message":{"content":"{nope"}}]}"#, false).unwrap();
+        assert_eq!(r.data, None);
+        let schema = Schema::compile(&json!({"type": "object", "required": ["a"]})).unwrap();
+        assert_eq!(
+            check(Some(&schema), &r).unwrap_err(),
+            vec!["/ the answer is not valid JSON"]
+        );
+        let r2 = Reply {
+            data: Some(json!({})),
+            ..Reply::default()
+        };
+        assert!(check(Some(&schema), &r2).unwrap_err()[0].contains("\"a\" is a required property"));
+        assert_eq!(Reply::from_value(&r2.to_value()), r2);
+    }
+
+    #[test]
+    fn retries_carry_the_validation_errors() {
+        let adapter = Provider::Adapter {
+            name: "http",
+            url: Url::parse("http://h").unwrap(),
+            token: None,
+        };
+        let q = Question {
+            prompt: "p".into(),
+            ..Question::default()
+        };
+        let b = request_body(&adapter, &q, 2, &["/ bad".into()]);
+        assert_eq!(
+            b["retryContext"],
+            json!({"attempt": 2, "validationErrors": ["/ bad"]})
+        );
+        assert!(request_body(&adapter, &q, 1, &[])
+            .get("retryContext")
+            .is_none());
+        let gw = Provider::Openclaw(Endpoint {
+            url: Url::parse("http://h").unwrap(),
+            token: None,
+        });
+        let b = request_body(&gw, &q, 2, &["/ bad".into()]);
+        assert_eq!(
+            (b["tool"].as_str(), b["action"].as_str()),
+            (Some("llm-task"), Some("json"))
+        );
+        assert!(b["args"]["prompt"].as_str().unwrap().contains("/ bad"));
+    }
+}

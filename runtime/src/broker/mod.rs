@@ -1,0 +1,245 @@
+//! The broker: the one place where a run reaches a gateway tool or a model.
+//!
+//! Every brokered call — from the `openclaw.invoke` / `llm.invoke` built-ins
+//! or from a sandboxed step's `broker` import — goes through [`Broker`]:
+//! 1. the caller is judged by [`crate::policy::broker`] (allowlists, grants,
+//!    the untrusted rule on `--url`/`--token`) before anything is sent;
+//! 2. an answer already recorded for the same request digest in this run is
+//!    replayed (a resumed run, a retried step or a re-run never asks twice);
+//! 3. otherwise the per-run budget is charged and the call is made under the
+//!    run's cancellation (deadline, signals) and size caps;
+//! 4. the answer is recorded under the request's digest; the record travels
+//!    in the run's resume state ([`Ledger`]).
+//!
+//! - [`http`]: the minimal HTTP/1.1 client.
+//! - [`gateway`]: the `/tools/invoke` contract.
+//! - [`llm`]: model providers (OpenClaw `llm-task`, generic adapters, OpenAI-compatible).
+
+pub mod gateway;
+pub mod http;
+pub mod llm;
+
+use crate::error::{Error, Result};
+use crate::policy::broker::{self as judge, BrokerGrants, Caller, Refusal, Spent};
+use crate::policy::Policy;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// What a run has asked and been answered, plus what it has spent; saved in
+/// the resume state so a resumed run replays instead of asking again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Request digest (blake3 hex) → the answer.
+    #[serde(default)]
+    pub answers: BTreeMap<String, Value>,
+    /// Calls and tokens spent so far.
+    #[serde(default)]
+    pub spent: Spent,
+}
+
+impl Ledger {
+    /// Whether nothing was recorded or spent.
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.spent == Spent::default()
+    }
+}
+
+/// The run's broker: its ledger behind a lock (parallel workflow branches
+/// share it).
+#[derive(Debug, Default)]
+pub struct Broker {
+    ledger: Mutex<Ledger>,
+}
+
+/// Whether a call is a tool call or a model call (for budgets and digests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A gateway tool.
+    Tool,
+    /// A model.
+    Llm,
+}
+
+impl Broker {
+    /// A broker that starts from a recorded ledger (resume).
+    pub fn with_ledger(ledger: Ledger) -> Broker {
+        Broker {
+            ledger: Mutex::new(ledger),
+        }
+    }
+
+    /// A copy of the ledger, for the resume state.
+    pub fn ledger(&self) -> Ledger {
+        self.ledger.lock().unwrap().clone()
+    }
+
+    /// Replace the ledger (a resumed run restores the recorded one).
+    pub fn restore(&self, ledger: Ledger) {
+        *self.ledger.lock().unwrap() = ledger;
+    }
+
+    /// The recorded answer for `digest`, if any.
+    pub fn replay(&self, digest: &str) -> Option<Value> {
+        self.ledger.lock().unwrap().answers.get(digest).cloned()
+    }
+
+    /// Judge a tool call by `caller` (nothing is sent on refusal).
+    pub fn judge_tool(
+        &self,
+        policy: &Policy,
+        grants: &crate::sandbox::Grants,
+        caller: Caller<'_>,
+        tool: &str,
+    ) -> Result<()> {
+        judge::judge_tool(policy, &BrokerGrants::of(grants), caller, tool).map_err(refused)
+    }
+
+    /// Judge a model call by `caller`.
+    pub fn judge_llm(
+        &self,
+        policy: &Policy,
+        grants: &crate::sandbox::Grants,
+        caller: Caller<'_>,
+    ) -> Result<()> {
+        judge::judge_llm(policy, &BrokerGrants::of(grants), caller).map_err(refused)
+    }
+
+    /// Answer `request` from the ledger, or charge the budget, call `ask`,
+    /// and record what it returns. `ask` returns the answer and the model
+    /// tokens it used (0 for tools).
+    pub fn call(
+        &self,
+        policy: &Policy,
+        kind: Kind,
+        request: &Value,
+        ask: impl FnOnce() -> Result<(Value, u64)>,
+    ) -> Result<Value> {
+        let digest = request_digest(kind, request);
+        {
+            let mut ledger = self.ledger.lock().unwrap();
+            if let Some(answer) = ledger.answers.get(&digest) {
+                return Ok(answer.clone());
+            }
+            match kind {
+                Kind::Tool => ledger.spent.charge_tool(policy),
+                Kind::Llm => ledger.spent.charge_llm(policy),
+            }
+            .map_err(refused)?;
+        }
+        let (answer, tokens) = ask()?;
+        let mut ledger = self.ledger.lock().unwrap();
+        ledger.spent.add_tokens(tokens);
+        ledger.answers.insert(digest, answer.clone());
+        Ok(answer)
+    }
+}
+
+/// The digest a request is recorded under: blake3 of its kind and canonical JSON.
+pub fn request_digest(kind: Kind, request: &Value) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(match kind {
+        Kind::Tool => b"lobster-broker-tool\0",
+        Kind::Llm => b"lobster-broker-llm\0\0",
+    });
+    h.update(crate::value::to_js_json(request).as_bytes());
+    h.finalize().to_hex().to_string()
+}
+
+fn refused(r: Refusal) -> Error {
+    Error::runtime(r.to_string()).with_hint("nothing was sent")
+}
+
+/// `LOBSTER_MAX_HTTP_RESPONSE_BYTES`, if set (a positive integer).
+pub fn http_limit_from_env(env: &BTreeMap<String, String>) -> Result<Option<usize>> {
+    let Some(raw) = env.get("LOBSTER_MAX_HTTP_RESPONSE_BYTES").map(|s| s.trim()) else {
+        return Ok(None);
+    };
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    match raw.parse::<u64>() {
+        Ok(v) if raw.bytes().all(|b| b.is_ascii_digit()) && v > 0 && v < (1 << 53) => {
+            Ok(Some(usize::try_from(v).unwrap_or(usize::MAX)))
+        }
+        _ => Err(Error::runtime(
+            "LOBSTER_MAX_HTTP_RESPONSE_BYTES must be a positive safe integer (bytes)",
+        )),
+    }
+}
+
+/// The body cap of one brokered response: the HTTP limit and the run's
+/// output cap (`--max-stdout-bytes`), whichever is lower (a response counts
+/// against the output cap like a child's stdout).
+pub fn body_cap(
+    env: &BTreeMap<String, String>,
+    output_cap: Option<usize>,
+) -> Result<Option<usize>> {
+    let http = http_limit_from_env(env)?;
+    Ok(match (http, output_cap) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_recorded_answer_is_replayed_and_not_charged_again() {
+        let broker = Broker::default();
+        let policy =
+            Policy::parse("[max]\ntool_calls = 1\n", std::path::Path::new("p.toml")).unwrap();
+        let req = json!({"tool": "message", "args": {"a": 1}});
+        let mut asked = 0;
+        let a = broker
+            .call(&policy, Kind::Tool, &req, || {
+                asked += 1;
+                Ok((json!("one"), 0))
+            })
+            .unwrap();
+        let b = broker
+            .call(&policy, Kind::Tool, &req, || {
+                asked += 1;
+                Ok((json!("two"), 0))
+            })
+            .unwrap();
+        assert_eq!((a, b, asked), (json!("one"), json!("one"), 1));
+        let other = json!({"tool": "message", "args": {"a": 2}});
+        let e = broker
+            .call(&policy, Kind::Tool, &other, || Ok((json!(0), 0)))
+            .unwrap_err();
+        assert!(e.to_string().contains("tool call budget (1"), "{e}");
+        // A restored ledger replays too.
+        let resumed = Broker::with_ledger(broker.ledger());
+        assert_eq!(
+            resumed.replay(&request_digest(Kind::Tool, &req)),
+            Some(json!("one"))
+        );
+        assert_ne!(
+            request_digest(Kind::Tool, &req),
+            request_digest(Kind::Llm, &req)
+        );
+    }
+
+    #[test]
+    fn http_limit_parses_like_the_reference() {
+        let env = |v: &str| {
+            BTreeMap::from([("LOBSTER_MAX_HTTP_RESPONSE_BYTES".to_string(), v.to_string())])
+        };
+        assert_eq!(http_limit_from_env(&BTreeMap::new()).unwrap(), None);
+        assert_eq!(http_limit_from_env(&env(" 10 ")).unwrap(), Some(10));
+        for bad in ["0", "-1", "1.5", "1e3", "abc", "9007199254740992"] {
+            assert_eq!(
+                http_limit_from_env(&env(bad)).unwrap_err().to_string(),
+                "LOBSTER_MAX_HTTP_RESPONSE_BYTES must be a positive safe integer (bytes)",
+                "{bad}"
+            );
+        }
+        assert_eq!(body_cap(&env("10"), Some(5)).unwrap(), Some(5));
+        assert_eq!(body_cap(&BTreeMap::new(), Some(5)).unwrap(), Some(5));
+    }
+}

@@ -1,0 +1,670 @@
+//! `llm.invoke` and `llm_task.invoke`: ask a model for (schema-checked) JSON
+//! through the run's broker, with the reference's flags, payload, item shape,
+//! run-state reuse and file cache.
+//!
+//! Providers and their wire shapes live in [`crate::broker::llm`]; this file
+//! resolves flags and environment, keeps the cache (`LOBSTER_CACHE_DIR`,
+//! default `./.lobster-cache`, `--refresh`, `--disable-cache`) and the
+//! run-state record (`--state-key` / `LOBSTER_RUN_STATE_KEY`), and runs the
+//! validation retry loop (`--max-validation-retries`, default 1).
+
+use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
+use crate::broker::llm::{self, AskError, Provider, Question, Reply};
+use crate::broker::{body_cap, Kind};
+use crate::dsl::{Args, FlagValue};
+use crate::error::{Error, Result};
+use crate::executor::Context;
+use crate::policy::broker::{judge_endpoint_flags, Caller};
+use crate::schema::Schema;
+use crate::value::{to_js_json, Item};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// `llm.invoke` / `llm_task.invoke`.
+pub struct LlmInvoke {
+    name: &'static str,
+    default_provider: Option<&'static str>,
+    help: &'static str,
+}
+
+/// `llm.invoke`: any provider.
+pub const LLM: LlmInvoke = LlmInvoke {
+    name: "llm.invoke",
+    default_provider: None,
+    help: "llm.invoke — call a configured LLM adapter with caching and schema validation\n\nUsage:\n  llm.invoke --prompt 'Write summary'\n  llm.invoke --provider openclaw --model claude-3-sonnet --prompt 'Write summary'\n  cat artifacts.json | llm.invoke --provider pi --prompt 'Score each item'\n  ... | llm.invoke --prompt 'Plan next steps' --output-schema '{\"type\":\"object\"}'\n  ... | llm.invoke --provider openai --model gpt-4o-mini --prompt 'Classify' --output-schema '{...}'\n\nFeatures:\n  - Typed payload validation before invoking the adapter.\n  - Run-state + file cache so resumes do not re-call the LLM.\n  - Optional JSON-schema enforcement, retried at most --max-validation-retries times\n    after the first call.\n\nConfig:\n  - Provider resolution order: --provider, LOBSTER_LLM_PROVIDER, then environment auto-detect.\n  - Built-in providers: openclaw, pi, http, openai.\n  - OpenClaw provider uses OPENCLAW_URL (CLAWD_URL also supported) and OPENCLAW_TOKEN;\n    it calls the gateway's llm-task tool with {prompt, input, schema}.\n  - Pi provider uses LOBSTER_PI_LLM_ADAPTER_URL and is intended to be supplied by a Pi extension.\n  - Generic http provider uses LOBSTER_LLM_ADAPTER_URL and optional LOBSTER_LLM_ADAPTER_TOKEN.\n  - OpenAI-compatible provider uses LOBSTER_LLM_BASE_URL (e.g. http://127.0.0.1:8080/v1),\n    LOBSTER_LLM_API_KEY and LOBSTER_LLM_MODEL; LOBSTER_LLM_STREAM=1 asks for a streamed answer.\n",
+};
+
+/// `llm_task.invoke`: the same with the OpenClaw provider by default.
+pub const LLM_TASK: LlmInvoke = LlmInvoke {
+    name: "llm_task.invoke",
+    default_provider: Some("openclaw"),
+    help: "llm_task.invoke — backward-compatible alias for llm.invoke using OpenClaw\n\nUsage:\n  llm_task.invoke --prompt 'Write summary'\n  llm_task.invoke --model claude-3-sonnet --prompt 'Write summary'\n  cat artifacts.json | llm_task.invoke --prompt 'Score each item'\n\nFeatures:\n  - Typed payload validation before invoking the adapter.\n  - Run-state + file cache so resumes do not re-call the LLM.\n  - Optional JSON-schema enforcement, retried at most --max-validation-retries times\n    after the first call.\n\nConfig:\n  - Requires OPENCLAW_URL (or CLAWD_URL) and optionally OPENCLAW_TOKEN.\n  - Use llm.invoke for new workflows and non-OpenClaw adapters.\n",
+};
+
+const FLAGS: &[FlagSpec] = &[
+    FlagSpec {
+        name: "provider",
+        value: Some("name"),
+        description:
+            "LLM adapter provider (openclaw, pi, http, openai). Optional if auto-detected.",
+    },
+    FlagSpec {
+        name: "token",
+        value: Some("token"),
+        description: "Optional bearer token for providers that support it.",
+    },
+    FlagSpec {
+        name: "prompt",
+        value: Some("text"),
+        description: "Primary prompt / instructions",
+    },
+    FlagSpec {
+        name: "model",
+        value: Some("name"),
+        description: "Model identifier. Optional; adapter defaults may apply if omitted.",
+    },
+    FlagSpec {
+        name: "artifacts-json",
+        value: Some("json"),
+        description: "JSON array of artifacts to send",
+    },
+    FlagSpec {
+        name: "metadata-json",
+        value: Some("json"),
+        description: "JSON object of metadata to include",
+    },
+    FlagSpec {
+        name: "output-schema",
+        value: Some("json"),
+        description: "JSON schema LLM output must satisfy",
+    },
+    FlagSpec {
+        name: "schema-version",
+        value: Some("v"),
+        description: "Logical schema version for caching",
+    },
+    FlagSpec {
+        name: "max-validation-retries",
+        value: Some("n"),
+        description:
+            "Extra model calls allowed after the first when schema validation fails (default 1)",
+    },
+    FlagSpec {
+        name: "temperature",
+        value: Some("n"),
+        description: "Sampling temperature",
+    },
+    FlagSpec {
+        name: "max-output-tokens",
+        value: Some("n"),
+        description: "Max completion tokens",
+    },
+    FlagSpec {
+        name: "state-key",
+        value: Some("key"),
+        description: "Run-state key override (else LOBSTER_RUN_STATE_KEY)",
+    },
+    FlagSpec {
+        name: "refresh",
+        value: None,
+        description: "Bypass run-state + cache",
+    },
+    FlagSpec {
+        name: "disable-cache",
+        value: None,
+        description: "Skip persistent cache",
+    },
+];
+
+/// Flags and environment, resolved.
+struct Plan {
+    provider: String,
+    prompt: String,
+    model: Option<String>,
+    schema_version: String,
+    max_tokens: Option<f64>,
+    temperature: Option<f64>,
+    artifacts: Vec<Value>,
+    metadata: Option<Value>,
+    schema: Option<Value>,
+    retries: u32,
+    disable_cache: bool,
+    refresh: bool,
+    state_key: Option<String>,
+}
+
+fn env_first(env: &BTreeMap<String, String>, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| {
+        env.get(*k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    })
+}
+
+fn flag_bool(v: Option<String>) -> bool {
+    match v.as_deref().map(|s| s.trim().to_lowercase()) {
+        None => false,
+        Some(s) => !(s.is_empty() || s == "false" || s == "0" || s == "no"),
+    }
+}
+
+fn number(v: Option<&FlagValue>) -> Option<f64> {
+    v.and_then(|f| f.as_str().trim().parse::<f64>().ok())
+        .filter(|n| n.is_finite())
+}
+
+impl LlmInvoke {
+    fn err(&self, msg: impl std::fmt::Display) -> Error {
+        Error::runtime(format!("{} {msg}", self.name))
+    }
+
+    fn plan(&self, args: &Args, env: &BTreeMap<String, String>) -> Result<Plan> {
+        let explicit = args
+            .str("provider")
+            .map(str::to_string)
+            .or_else(|| env.get("LOBSTER_LLM_PROVIDER").cloned())
+            .unwrap_or_default()
+            .trim()
+            .to_lowercase();
+        let provider = if !explicit.is_empty() {
+            if !["openclaw", "pi", "http", "openai"].contains(&explicit.as_str()) {
+                return Err(Error::runtime(format!(
+                    "Unsupported llm provider: {explicit}"
+                )));
+            }
+            explicit
+        } else if let Some(d) = self.default_provider {
+            d.to_string()
+        } else if env_first(env, &["LOBSTER_PI_LLM_ADAPTER_URL"]).is_some() {
+            "pi".into()
+        } else if env_first(env, &["OPENCLAW_URL", "CLAWD_URL"]).is_some() {
+            "openclaw".into()
+        } else if env_first(env, &["LOBSTER_LLM_ADAPTER_URL"]).is_some() {
+            "http".into()
+        } else if env_first(env, &["LOBSTER_LLM_BASE_URL"]).is_some() {
+            "openai".into()
+        } else {
+            return Err(Error::runtime(
+                "llm.invoke could not resolve a provider. Set --provider or LOBSTER_LLM_PROVIDER",
+            ));
+        };
+        let prompt = match args.flag("prompt") {
+            Some(p) if !p.as_str().is_empty() => p.as_str().to_string(),
+            _ => args.positional.join(" "),
+        };
+        if prompt.is_empty() {
+            return Err(self.err("requires --prompt or positional text"));
+        }
+        let model = args
+            .str("model")
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .or_else(|| env_first(env, &["LOBSTER_LLM_MODEL", "LLM_TASK_MODEL"]));
+        let schema_version = args
+            .str("schema-version")
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .or_else(|| {
+                env_first(
+                    env,
+                    &["LOBSTER_LLM_SCHEMA_VERSION", "LLM_TASK_SCHEMA_VERSION"],
+                )
+            })
+            .unwrap_or_else(|| "v1".into());
+        let parse = |flag: &str, want_array: bool| -> Result<Option<Value>> {
+            let Some(raw) = args.str(flag).filter(|s| !s.is_empty()) else {
+                return Ok(None);
+            };
+            let kind = if want_array {
+                "a JSON array"
+            } else {
+                "a JSON object"
+            };
+            match serde_json::from_str::<Value>(raw) {
+                Ok(v) if (want_array && v.is_array()) || (!want_array && v.is_object()) => {
+                    Ok(Some(v))
+                }
+                _ => Err(self.err(format!("--{flag} must be {kind}"))),
+            }
+        };
+        let artifacts = match parse("artifacts-json", true)? {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        let metadata = parse("metadata-json", false)?;
+        let schema = parse("output-schema", false)?;
+        if let Some(s) = &schema {
+            Schema::compile(s)
+                .map_err(|e| self.err(format!("--output-schema is not a valid schema: {e}")))?;
+        }
+        let retries_raw = args
+            .str("max-validation-retries")
+            .map(str::to_string)
+            .or_else(|| {
+                env_first(
+                    env,
+                    &[
+                        "LOBSTER_LLM_VALIDATION_RETRIES",
+                        "LLM_TASK_VALIDATION_RETRIES",
+                    ],
+                )
+            });
+        let retries = match (
+            &schema,
+            retries_raw.and_then(|r| r.trim().parse::<f64>().ok()),
+        ) {
+            (None, _) => 0,
+            (Some(_), Some(n)) if n.is_finite() => n.clamp(0.0, 100.0) as u32,
+            (Some(_), _) => 1,
+        };
+        Ok(Plan {
+            provider,
+            prompt,
+            model,
+            schema_version,
+            max_tokens: number(args.flag("max-output-tokens")),
+            temperature: number(args.flag("temperature")),
+            artifacts,
+            metadata,
+            schema,
+            retries,
+            disable_cache: args.is_set("disable-cache"),
+            refresh: flag_bool(args.str("refresh").map(str::to_string))
+                || flag_bool(env_first(
+                    env,
+                    &["LOBSTER_LLM_FORCE_REFRESH", "LLM_TASK_FORCE_REFRESH"],
+                )),
+            state_key: args
+                .str("state-key")
+                .map(str::to_string)
+                .or_else(|| env.get("LOBSTER_RUN_STATE_KEY").cloned())
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+        })
+    }
+
+    fn provider(&self, plan: &Plan, args: &Args, ctx: &Context) -> Result<Provider> {
+        let token = args.str("token");
+        judge_endpoint_flags(ctx.policy(), self.name, false, token.is_some())
+            .map_err(|r| Error::runtime(r.to_string()).with_hint("nothing was sent"))?;
+        llm::provider(&plan.provider, self.name, token, &ctx.env).map_err(Error::runtime)
+    }
+}
+
+/// The reference's artifact normalisation: objects as they are, strings,
+/// numbers and booleans as text, anything else as JSON data.
+fn normalize_artifact(v: Value) -> Value {
+    match v {
+        Value::Object(_) => v,
+        Value::String(s) => json!({"kind": "text", "text": s}),
+        Value::Number(_) | Value::Bool(_) => {
+            json!({"kind": "text", "text": crate::value::js_to_string(Some(&v))})
+        }
+        other => json!({"kind": "json", "data": other}),
+    }
+}
+
+/// JSON with object keys sorted at every level (the cache key's identity).
+fn stable(v: &Value) -> String {
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<_> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sort(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    to_js_json(&sort(v))
+}
+
+fn hash(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+fn cache_dir(ctx: &Context) -> PathBuf {
+    match ctx.env.get("LOBSTER_CACHE_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => ctx.cwd.join(d),
+        None => ctx.cwd.join(".lobster-cache"),
+    }
+}
+
+impl Command for LlmInvoke {
+    fn signature(&self) -> Signature {
+        Signature {
+            name: self.name,
+            description: if self.default_provider.is_some() {
+                "Backward-compatible alias for llm.invoke using the OpenClaw adapter"
+            } else {
+                "Call a configured LLM adapter with typed payloads and caching"
+            },
+            flags: FLAGS,
+            positional: Some("Prompt text (instead of --prompt)"),
+            side_effects: &["calls_llm"],
+        }
+    }
+
+    fn help(&self) -> &'static str {
+        self.help
+    }
+
+    /// None offline: every run asks a model. The usage lines of the help
+    /// are run against the loopback stub model by `tests/cli/broker.rs`.
+    fn examples(&self) -> &'static [Example] {
+        &[]
+    }
+
+    fn preflight(&self, args: &Args, ctx: &Context) -> Result<()> {
+        let plan = self.plan(args, &ctx.env)?;
+        self.provider(&plan, args, ctx)?;
+        ctx.broker
+            .judge_llm(ctx.policy(), &ctx.grants, Caller::Builtin(self.name))
+    }
+
+    fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
+        ctx.cancel.check()?;
+        let plan = self.plan(args, &ctx.env)?;
+        let provider = self.provider(&plan, args, ctx)?;
+        ctx.broker
+            .judge_llm(ctx.policy(), &ctx.grants, Caller::Builtin(self.name))?;
+        let cap = body_cap(&ctx.env, ctx.limits.max_output_bytes)?;
+        let mut inputs = collect(input)?;
+        ctx.cancel.check()?;
+        inputs.extend(plan.artifacts.iter().cloned());
+        let artifacts: Vec<Value> = inputs.into_iter().map(normalize_artifact).collect();
+        let hashes: Vec<String> = artifacts.iter().map(|a| hash(&stable(a))).collect();
+        let cache_key = hash(&stable(&json!({
+            "cacheKeyVersion": 2,
+            "provider": plan.provider,
+            "prompt": plan.prompt,
+            "model": plan.model.clone().unwrap_or_else(|| format!("{}-default", plan.provider)),
+            "schemaVersion": plan.schema_version,
+            "artifactHashes": hashes,
+            "outputSchema": plan.schema,
+            "temperature": plan.temperature,
+            "maxOutputTokens": plan.max_tokens,
+        })));
+        let replayed = |items: Vec<Value>, source: &str| -> Vec<Value> {
+            items
+                .into_iter()
+                .map(|mut i| {
+                    if let Value::Object(m) = &mut i {
+                        m.insert("source".into(), json!(source));
+                        m.insert("cached".into(), json!(true));
+                        m.insert("replayed".into(), json!(true));
+                    }
+                    i
+                })
+                .collect()
+        };
+        if let (Some(key), false) = (&plan.state_key, plan.refresh) {
+            if let Some(stored) = ctx.state.get(key)? {
+                let matches = stored.get("type") == Some(&json!(self.name))
+                    && stored.get("cacheKey") == Some(&json!(cache_key));
+                if let (true, Some(Value::Array(items))) = (matches, stored.get("items")) {
+                    return Ok(Output::Items(stream_of(replayed(
+                        items.clone(),
+                        "run_state",
+                    ))));
+                }
+            }
+        }
+        let cache_file = cache_dir(ctx)
+            .join(self.name)
+            .join(format!("{cache_key}.json"));
+        if !plan.disable_cache && !plan.refresh {
+            if let Ok(text) = std::fs::read_to_string(&cache_file) {
+                if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                    if v.get("cacheKey") == Some(&json!(cache_key)) {
+                        if let Some(Value::Array(items)) = v.get("items") {
+                            return Ok(Output::Items(stream_of(replayed(items.clone(), "cache"))));
+                        }
+                    }
+                }
+            }
+        }
+        let mut extra = Map::new();
+        if let Some(m) = &plan.metadata {
+            extra.insert("metadata".into(), m.clone());
+        }
+        extra.insert("schemaVersion".into(), json!(plan.schema_version));
+        let question = Question {
+            prompt: plan.prompt.clone(),
+            input: if artifacts.len() == 1 {
+                artifacts[0].clone()
+            } else {
+                json!(artifacts)
+            },
+            artifacts: artifacts.clone(),
+            artifact_hashes: hashes.clone(),
+            schema: plan.schema.clone(),
+            model: plan.model.clone(),
+            temperature: plan.temperature,
+            max_tokens: plan.max_tokens.map(|t| t.max(0.0) as u64),
+            extra,
+        };
+        if matches!(provider, Provider::Openai { .. }) && question.model.is_none() {
+            return Err(self.err("requires --model or LOBSTER_LLM_MODEL for provider=openai"));
+        }
+        let compiled = match &plan.schema {
+            Some(s) => Some(Schema::compile(s).map_err(|e| self.err(e))?),
+            None => None,
+        };
+        let (reply, attempt) = ask_checked(
+            self.name,
+            &provider,
+            &question,
+            compiled.as_ref(),
+            plan.retries,
+            cap,
+            ctx,
+        )?;
+        let item = shape_item(
+            self.name, &plan, &provider, &reply, &cache_key, &hashes, attempt,
+        );
+        let items = vec![item];
+        if let Some(key) = &plan.state_key {
+            ctx.state.set(
+                key,
+                &json!({"type": self.name, "version": 1, "cacheKey": cache_key, "items": items,
+                        "storedAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)}),
+            )?;
+        }
+        if !plan.disable_cache {
+            if let Some(dir) = cache_file.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let text = format!(
+                "{}\n",
+                crate::value::to_js_json_pretty(&json!({"items": items, "cacheKey": cache_key,
+                    "storedAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)}))
+            );
+            crate::state::write_atomic(&cache_file, text.as_bytes())?;
+        }
+        Ok(Output::Items(stream_of(items)))
+    }
+}
+
+/// Ask, check against `schema`, and ask again with the validation errors, at
+/// most `retries` extra times. Every attempt is one brokered call (recorded,
+/// replayed, charged). Returns the accepted reply and its attempt number.
+pub fn ask_checked(
+    name: &str,
+    provider: &Provider,
+    question: &Question,
+    schema: Option<&Schema>,
+    retries: u32,
+    cap: Option<usize>,
+    ctx: &Context,
+) -> Result<(Reply, u32)> {
+    let mut errors: Vec<String> = Vec::new();
+    let mut attempt = 0;
+    loop {
+        ctx.cancel.check()?;
+        attempt += 1;
+        let body = llm::request_body(provider, question, attempt, &errors);
+        // The attempt is part of the identity: two retries with the same
+        // feedback are two calls, not a replay of one.
+        let request = json!({"provider": provider.name(), "target": provider.target(), "attempt": attempt, "body": body});
+        let answer = ctx.broker.call(ctx.policy(), Kind::Llm, &request, || {
+            match llm::send(provider, &body, &ctx.cancel, cap) {
+                Ok(reply) => Ok((reply.to_value(), reply.tokens)),
+                Err(AskError::Cancelled) => {
+                    ctx.cancel.check()?;
+                    Err(Error::runtime(format!("{name} cancelled")))
+                }
+                Err(AskError::TooLarge(m)) => Err(Error::runtime(m)),
+                Err(e) => Err(Error::runtime(format!("{name} {e}"))),
+            }
+        })?;
+        let reply = Reply::from_value(&answer);
+        match llm::check(schema, &reply) {
+            Ok(()) => return Ok((reply, attempt)),
+            Err(found) => {
+                if attempt > retries {
+                    return Err(Error::runtime(format!(
+                        "{name} output failed schema validation: {}",
+                        found.join("; ")
+                    )));
+                }
+                errors = found;
+            }
+        }
+    }
+}
+
+fn shape_item(
+    name: &str,
+    plan: &Plan,
+    provider: &Provider,
+    reply: &Reply,
+    cache_key: &str,
+    hashes: &[String],
+    attempt: u32,
+) -> Item {
+    let r = &reply.result;
+    let field = |k: &str| r.get(k).cloned().unwrap_or(Value::Null);
+    let data = reply.data.clone().unwrap_or(Value::Null);
+    let format = r
+        .get("output")
+        .and_then(|o| o.get("format"))
+        .cloned()
+        .unwrap_or_else(|| json!(if data.is_null() { "text" } else { "json" }));
+    let source = if name == "llm_task.invoke" {
+        "clawd"
+    } else {
+        provider.name()
+    };
+    json!({
+        "kind": name,
+        "runId": field("runId"),
+        "prompt": field("prompt"),
+        "model": reply.model.clone().map_or(field("model"), Value::String),
+        "schemaVersion": plan.schema_version,
+        "status": r.get("status").map_or_else(|| "completed".to_string(), |s| crate::value::js_to_string(Some(s))),
+        "cacheKey": cache_key,
+        "artifactHashes": hashes,
+        "output": {"format": format, "text": reply.text, "data": data},
+        "usage": field("usage"),
+        "metadata": field("metadata"),
+        "warnings": field("warnings"),
+        "diagnostics": field("diagnostics"),
+        "createdAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "source": source,
+        "cached": false,
+        "attemptCount": attempt,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(flags: &[(&str, &str)]) -> Args {
+        Args {
+            positional: vec![],
+            flags: flags
+                .iter()
+                .map(|(k, v)| (k.to_string(), FlagValue::Str(v.to_string())))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn flag_errors_are_the_reference_strings() {
+        let env = BTreeMap::from([(
+            "LOBSTER_LLM_ADAPTER_URL".to_string(),
+            "http://127.0.0.1:1".to_string(),
+        )]);
+        let msg = |a: &[(&str, &str)]| {
+            LLM.plan(&args(a), &env)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(msg(&[]), "llm.invoke requires --prompt or positional text");
+        assert_eq!(
+            msg(&[("prompt", "p"), ("artifacts-json", "{}")]),
+            "llm.invoke --artifacts-json must be a JSON array"
+        );
+        assert_eq!(
+            msg(&[("prompt", "p"), ("metadata-json", "[]")]),
+            "llm.invoke --metadata-json must be a JSON object"
+        );
+        assert_eq!(
+            msg(&[("prompt", "p"), ("output-schema", "nope")]),
+            "llm.invoke --output-schema must be a JSON object"
+        );
+        assert_eq!(
+            msg(&[("prompt", "p"), ("provider", "Foo")]),
+            "Unsupported llm provider: foo"
+        );
+        let none = BTreeMap::new();
+        assert_eq!(
+            LLM.plan(&args(&[("prompt", "p")]), &none)
+                .err()
+                .unwrap()
+                .to_string(),
+            "llm.invoke could not resolve a provider. Set --provider or LOBSTER_LLM_PROVIDER"
+        );
+        assert_eq!(
+            LLM_TASK
+                .plan(&args(&[("prompt", "p")]), &none)
+                .unwrap()
+                .provider,
+            "openclaw"
+        );
+        let p = LLM
+            .plan(&args(&[("prompt", "p"), ("output-schema", "{}")]), &env)
+            .unwrap();
+        assert_eq!(
+            (p.provider.as_str(), p.retries, p.schema_version.as_str()),
+            ("http", 1, "v1")
+        );
+        let p = LLM.plan(&args(&[("prompt", "p")]), &env).unwrap();
+        assert_eq!(p.retries, 0, "no schema, no retries");
+    }
+
+    #[test]
+    fn artifacts_normalize_and_keys_are_stable() {
+        assert_eq!(
+            normalize_artifact(json!("t")),
+            json!({"kind": "text", "text": "t"})
+        );
+        assert_eq!(
+            normalize_artifact(json!(2)),
+            json!({"kind": "text", "text": "2"})
+        );
+        assert_eq!(
+            normalize_artifact(json!([1])),
+            json!({"kind": "json", "data": [1]})
+        );
+        assert_eq!(
+            stable(&json!({"b": 1, "a": {"d": 2, "c": 3}})),
+            r#"{"a":{"c":3,"d":2},"b":1}"#
+        );
+    }
+}
