@@ -9,6 +9,7 @@ mod data;
 mod envelope;
 mod errors;
 mod gates;
+mod hardening;
 mod limits;
 mod permissions;
 mod resume;
