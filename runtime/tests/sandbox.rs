@@ -933,12 +933,15 @@ fn commands_and_cancellation_through_the_pipeline() {
     assert!(cmd.help().contains("wasi:cli/command"));
     assert_eq!(cmd.digest().map(str::len), Some(64));
     // The run's own deadline (armed by the CLI) stops a spinning step with
-    // the run's timeout error.
+    // the run's timeout error, naming the step, where it was and the limit.
     ctx.sandbox.limits.fuel = u64::MAX / 4;
     ctx.cancel.arm_deadline(Duration::from_millis(300));
     let start = Instant::now();
     let err = run_pipeline(&parse("hostile loop").unwrap(), 0, vec![], &ctx).unwrap_err();
-    assert_eq!(err.to_string(), "lobster runtime timed out");
+    assert_eq!(
+        err.to_string(),
+        "lobster runtime timed out: step hostile was in run when the run's deadline (300ms) passed"
+    );
     assert!(start.elapsed() < Duration::from_secs(10));
     assert_host_ok();
 }

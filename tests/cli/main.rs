@@ -12,6 +12,7 @@ mod envelope;
 mod errors;
 mod fidelity;
 mod gates;
+mod hardening;
 mod limits;
 mod permissions;
 mod readme;

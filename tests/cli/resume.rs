@@ -152,9 +152,15 @@ fn many_concurrent_resumers_exactly_one_wins() {
     let winners = runs.iter().filter(|r| r.code == 0).count();
     assert_eq!(winners, 1, "{runs:#?}");
     for loser in runs.iter().filter(|r| r.code != 0) {
-        assert_eq!(
-            loser.json()["error"]["message"],
-            "Pipeline resume state not found",
+        // While the winner runs, a loser is told so (its interrupted-run
+        // record names it); after it finished, the state is simply gone.
+        let msg = loser.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            msg == "Pipeline resume state not found"
+                || msg.starts_with("this run is being resumed right now (after approval at stage"),
             "{loser:?}"
         );
     }

@@ -12,6 +12,7 @@ mod doctor;
 pub mod help;
 pub mod limits;
 pub mod lock;
+pub mod os_args;
 pub mod output;
 pub mod resume_args;
 pub mod run_args;
@@ -220,9 +221,11 @@ pub(crate) fn supervise(ctx: &Context, printer: &Printer) {
     let cancel = ctx.cancel.clone();
     let printer = printer.clone();
     std::thread::spawn(move || {
-        let reason = cancel.wait();
+        cancel.wait();
+        // Named now, before the grace period: the step may end meanwhile.
+        let error = cancel.error_during(crate::sandbox::activity::running());
         std::thread::sleep(Duration::from_millis(1000));
-        let code = printer.error(&reason.to_error());
+        let code = printer.error(&error);
         std::process::exit(code);
     });
 }

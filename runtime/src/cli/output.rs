@@ -113,12 +113,36 @@ impl Printer {
     pub fn error(&self, e: &Error) -> i32 {
         match self.mode {
             Mode::Tool => {
-                write_once(&pretty_line(&error_envelope(e)), "");
+                write_once(&capped_error_text(e, self.max_bytes), "");
             }
             Mode::Human => write_once("", &human_error(e, self.text.as_deref())),
         }
         e.exit_code()
     }
+}
+
+/// The error envelope's text, its message shortened so the whole envelope
+/// stays within `max_bytes` (`--max-stdout-bytes`): the cap holds for errors
+/// too, whatever text an error quotes.
+pub fn capped_error_text(e: &Error, max_bytes: Option<usize>) -> String {
+    let text = pretty_line(&error_envelope(e));
+    let Some(cap) = max_bytes.filter(|cap| text.len() > *cap) else {
+        return text;
+    };
+    let message = e.to_string();
+    let empty = pretty_line(&error_envelope_of(e.kind(), ""));
+    // JSON escaping can grow a character up to six bytes (`\u001f`).
+    let room = cap.saturating_sub(empty.len() + 64) / 6;
+    let mut end = room.min(message.len());
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let short = format!(
+        "{}… ({} more bytes; the message exceeded maxStdoutBytes)",
+        &message[..end],
+        message.len() - end
+    );
+    pretty_line(&error_envelope_of(e.kind(), &short))
 }
 
 /// `Parse error: …` / `Error: …`, then a caret line under the offending text
@@ -145,4 +169,34 @@ pub fn pretty_line(v: &Item) -> String {
     let mut s = to_js_json_pretty(v);
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_envelopes_stay_within_the_output_cap() {
+        let e = Error::runtime(format!("step x failed: {}", "\u{1}é".repeat(100_000)));
+        let text = capped_error_text(&e, Some(1024));
+        assert!(text.len() <= 1024, "{}", text.len());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["error"]["type"], "runtime_error");
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(msg.starts_with("step x failed: "), "{msg}");
+        assert!(
+            msg.ends_with("the message exceeded maxStdoutBytes)"),
+            "{msg}"
+        );
+        // Under the cap (or without one) the envelope is untouched.
+        let small = Error::runtime("boom");
+        assert_eq!(
+            capped_error_text(&small, Some(1024)),
+            pretty_line(&error_envelope(&small))
+        );
+        assert_eq!(
+            capped_error_text(&e, None),
+            pretty_line(&error_envelope(&e))
+        );
+    }
 }

@@ -37,6 +37,8 @@ struct Inner {
     fired_cv: Condvar,
     groups: Mutex<BTreeSet<i32>>,
     children: Mutex<Vec<Weak<Inner>>>,
+    /// The run's deadline, once armed (for messages).
+    deadline_ms: Mutex<Option<u64>>,
 }
 
 impl Cancel {
@@ -142,8 +144,32 @@ impl Cancel {
         }
     }
 
+    /// The error this cancellation ends the run with; a deadline that fired
+    /// while a wasm step was executing names the step, the export it was in
+    /// and the limit (`running` as from [`crate::sandbox::activity`]).
+    pub fn error_during(&self, running: Option<String>) -> Error {
+        match (self.reason(), running) {
+            (None, _) => Error::runtime("cancelled"),
+            (Some(CancelReason::Timeout), Some(running)) => {
+                let limit = self
+                    .0
+                    .deadline_ms
+                    .lock()
+                    .unwrap()
+                    .map(|ms| format!(" ({ms}ms)"))
+                    .unwrap_or_default();
+                Error::runtime(format!(
+                    "lobster runtime timed out: {running} when the run's deadline{limit} passed"
+                ))
+                .with_hint("raise --timeout-ms, or give the step less to do")
+            }
+            (Some(reason), _) => reason.to_error(),
+        }
+    }
+
     /// Fire [`CancelReason::Timeout`] after `timeout` unless the process ends first.
     pub fn arm_deadline(&self, timeout: Duration) {
+        *self.0.deadline_ms.lock().unwrap() = Some(timeout.as_millis() as u64);
         let me = self.clone();
         std::thread::spawn(move || {
             std::thread::sleep(timeout);

@@ -290,6 +290,7 @@ impl Invocation {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        die_with_parent(&mut command);
         let mut child = command
             .spawn()
             .map_err(|e| self.spawn_error(e, &program, cwd))?;
@@ -416,4 +417,29 @@ pub(super) fn stop_after_cancel(pgid: i32, cancel: &Cancel) {
         std::thread::sleep(TERM_GRACE);
     }
     kill_group(pgid, libc::SIGKILL);
+}
+
+/// Make the child get SIGKILL when this process dies, even by SIGKILL (when
+/// no cancellation can run): `PR_SET_PDEATHSIG` in the child before `exec`.
+/// If this process died between `fork` and `prctl`, the child sees another
+/// parent and exits at once. (Linux ties the signal to the forking thread:
+/// every spawn here waits for its child on the thread that spawned it.)
+/// Grandchildren are reached through the process group the child leads,
+/// which cancellation kills; after a SIGKILL of lobster only the direct
+/// child is signalled.
+fn die_with_parent(command: &mut std::process::Command) {
+    // SAFETY: getpid/prctl/getppid are async-signal-safe system calls; the
+    // closure touches no memory shared with the parent.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }

@@ -14,11 +14,23 @@ use serde_json::Value;
 use std::fs;
 use std::io::ErrorKind;
 
-/// A resume state this process owns.
+/// A resume state this process owns. While it is held, the store keeps an
+/// [`super::interrupted`] record of the run; dropping the claim (the resume
+/// finished, one way or another) removes it, and a killed process leaves it.
 #[derive(Debug)]
 pub struct Claim {
     /// The state as it was when claimed.
     pub state: Value,
+    store: StateStore,
+    record: Option<String>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(key) = &self.record {
+            let _ = self.store.remove(key);
+        }
+    }
 }
 
 /// Claim `state_key`. `Ok(None)` when it is gone (already resumed, cancelled,
@@ -42,13 +54,32 @@ pub fn claim(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
     // This process owns the file now: read it, then remove it whatever
     // the read gave (the token is spent either way).
     let bytes = fs::read(&claimed);
+    let parsed: Option<Value> = bytes
+        .as_ref()
+        .ok()
+        .and_then(|b| serde_json::from_slice(b).ok());
+    // Record the run before the claimed file goes: from here on a kill
+    // leaves the record (best effort: a store that cannot hold it still
+    // resumes, as before).
+    let record = parsed.as_ref().and_then(|state| {
+        let key = super::interrupted::record_key(state_key);
+        let body = super::interrupted::record_for(state_key, state);
+        store.set(&key, &body).ok().map(|()| key)
+    });
     if fs::remove_file(&claimed).is_ok() {
         let _ = sync_dir(store.dir());
     }
     sweep_now_and_then(store.dir());
-    let state = serde_json::from_slice(&bytes?)
-        .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
-    Ok(Some(Claim { state }))
+    // A record exists only for a state that was read and parsed.
+    let Some(state) = parsed else {
+        bytes?;
+        return Err(Error::runtime("Invalid pipeline resume state"));
+    };
+    Ok(Some(Claim {
+        state,
+        store: store.clone(),
+        record,
+    }))
 }
 
 #[cfg(test)]
@@ -98,9 +129,15 @@ mod tests {
         store.set("pipeline_resume_y", &json!({"b": 2})).unwrap();
         let held = claim(&store, "pipeline_resume_y").unwrap().unwrap();
         assert_eq!(held.state, json!({"b": 2}));
-        // A killed resumer now loses nothing and leaves nothing: the state is
-        // in memory only, and the token finds no state.
-        assert_eq!(files_in(dir.path()), Vec::<String>::new());
+        // The state is in memory only, and the token finds no state; a
+        // killed resumer leaves only the record of the interrupted run.
+        assert_eq!(
+            files_in(dir.path()),
+            vec!["interrupted_pipeline_resume_y.json".to_string()]
+        );
         assert!(claim(&store, "pipeline_resume_y").unwrap().is_none());
+        // A resume that ends removes the record.
+        drop(held);
+        assert_eq!(files_in(dir.path()), Vec::<String>::new());
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod approval_id;
 pub mod claim;
+pub mod interrupted;
 pub mod pause;
 pub mod request;
 pub mod resume_run;

@@ -37,8 +37,10 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
         }
     };
     let not_found = |msg: &str| {
-        Error::runtime(msg.to_string())
-            .with_hint("the run was already resumed or cancelled, or its state was removed")
+        super::interrupted::error_for(store, &state_key).unwrap_or_else(|| {
+            Error::runtime(msg.to_string())
+                .with_hint("the run was already resumed or cancelled, or its state was removed")
+        })
     };
 
     if request.decision == Decision::Cancel {

@@ -29,6 +29,7 @@ pub(crate) fn run(
     let mut argv = Vec::with_capacity(args.len() + 1);
     argv.push(name.to_string());
     argv.extend(args.iter().cloned());
+    let _activity = super::activity::enter(name, super::activity::Phase::Run);
     let mut s = new_store(engine, name, limits, env, &argv, stdin)?;
     let result = pre
         .instantiate(&mut s.store)

@@ -173,6 +173,7 @@ impl LoadedComponent {
             if info.name.trim().is_empty() {
                 return Err(bad("describe returned an empty name".into()));
             }
+            info.check_size().map_err(bad)?;
             me.meta = Some(info);
         }
         Ok(me)

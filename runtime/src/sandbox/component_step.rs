@@ -27,6 +27,7 @@ pub(crate) fn describe(
         ));
     };
     let _tick = engine.ticking();
+    let _activity = super::activity::enter(label, super::activity::Phase::Describe);
     let mut s = new_store(
         engine,
         label,
@@ -67,6 +68,7 @@ pub(crate) fn run(
     let input_json =
         serde_json::to_string(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
     let argv = [name.to_string()];
+    let _activity = super::activity::enter(name, super::activity::Phase::Run);
     let mut s = new_store(engine, name, limits, env, &argv, Vec::new())?;
     let result = pre
         .instantiate(&mut s.store)

@@ -132,7 +132,53 @@ impl From<bindings::StepInfo> for StepMeta {
     }
 }
 
+/// Longest name, version, flag name, default, guest path or variable name
+/// a `describe` answer may hold (a path as long as Linux's `PATH_MAX`).
+pub const MAX_DESCRIBE_FIELD_BYTES: usize = 4096;
+/// Most text a whole `describe` answer may hold.
+pub const MAX_DESCRIBE_BYTES: usize = 64 * 1024;
+
 impl StepMeta {
+    /// Refuse an answer with a field longer than [`MAX_DESCRIBE_FIELD_BYTES`]
+    /// or more than [`MAX_DESCRIBE_BYTES`] of text in all: everything in it
+    /// ends up in help, plans and error messages.
+    pub fn check_size(&self) -> Result<(), String> {
+        let mut fields: Vec<(&str, &str)> = vec![
+            ("name", &self.name),
+            ("version", &self.version),
+            ("summary", &self.summary),
+        ];
+        for f in &self.flags {
+            fields.push(("flag name", &f.name));
+            fields.push(("flag description", &f.description));
+            if let Some(d) = &f.default {
+                fields.push(("flag default", d));
+            }
+        }
+        for r in &self.requires {
+            match r {
+                Requirement::Dir { path, .. } => fields.push(("directory path", path)),
+                Requirement::Env { name } => fields.push(("environment variable name", name)),
+            }
+        }
+        let mut total = 0usize;
+        for (what, text) in fields {
+            if text.len() > MAX_DESCRIBE_FIELD_BYTES {
+                return Err(format!(
+                    "describe returned a {what} of {} bytes (limit {MAX_DESCRIBE_FIELD_BYTES})",
+                    text.len()
+                ));
+            }
+            total += text.len();
+        }
+        if total > MAX_DESCRIBE_BYTES {
+            return Err(format!(
+                "describe returned {total} bytes of text (limit {MAX_DESCRIBE_BYTES})"
+            ));
+        }
+        Ok(())
+    }
+
     /// The help text `lobster help <step>` prints.
     pub fn help(&self, digest: &str) -> String {
         let mut out = format!(

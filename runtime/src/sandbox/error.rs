@@ -25,7 +25,7 @@ impl std::fmt::Display for Stream {
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     /// The step used up its fuel (deterministic CPU budget).
-    #[error("step {step} ran out of fuel (limit {limit})")]
+    #[error("step {} ran out of fuel (limit {limit})", bounded(.step, NAME_BYTES))]
     OutOfFuel {
         /// Step name.
         step: String,
@@ -33,7 +33,7 @@ pub enum SandboxError {
         limit: u64,
     },
     /// The step's wall-clock deadline passed.
-    #[error("step {step} timed out after {limit_ms}ms")]
+    #[error("step {} timed out after {limit_ms}ms", bounded(.step, NAME_BYTES))]
     Timeout {
         /// Step name.
         step: String,
@@ -41,13 +41,13 @@ pub enum SandboxError {
         limit_ms: u64,
     },
     /// The run was cancelled (signal) while the step ran.
-    #[error("step {step} was cancelled")]
+    #[error("step {} was cancelled", bounded(.step, NAME_BYTES))]
     Cancelled {
         /// Step name.
         step: String,
     },
     /// The step tried to grow its linear memory past the cap.
-    #[error("step {step} exceeded its memory limit ({limit} bytes)")]
+    #[error("step {} exceeded its memory limit ({limit} bytes)", bounded(.step, NAME_BYTES))]
     MemoryLimit {
         /// Step name.
         step: String,
@@ -55,7 +55,7 @@ pub enum SandboxError {
         limit: usize,
     },
     /// The step wrote more than the cap to stdout or stderr.
-    #[error("step {step} wrote more than {limit} bytes to {stream}")]
+    #[error("step {} wrote more than {limit} bytes to {stream}", bounded(.step, NAME_BYTES))]
     OutputLimit {
         /// Step name.
         step: String,
@@ -65,7 +65,7 @@ pub enum SandboxError {
         limit: usize,
     },
     /// The step returned a result larger than the cap.
-    #[error("step {step} returned more than {limit} bytes of items")]
+    #[error("step {} returned more than {limit} bytes of items", bounded(.step, NAME_BYTES))]
     ResultTooLarge {
         /// Step name.
         step: String,
@@ -73,7 +73,7 @@ pub enum SandboxError {
         limit: usize,
     },
     /// The guest trapped: a panic, `unreachable`, stack overflow, bad memory access.
-    #[error("step {step} crashed: {reason}")]
+    #[error("step {} crashed: {}", bounded(.step, NAME_BYTES), bounded(.reason, MESSAGE_BYTES))]
     Crashed {
         /// Step name.
         step: String,
@@ -81,7 +81,7 @@ pub enum SandboxError {
         reason: String,
     },
     /// A command component exited with a non-zero status.
-    #[error("step {step} exited with status {code}{}", stderr_suffix(.stderr))]
+    #[error("step {} exited with status {code}{}", bounded(.step, NAME_BYTES), stderr_suffix(.stderr))]
     Exit {
         /// Step name.
         step: String,
@@ -91,7 +91,7 @@ pub enum SandboxError {
         stderr: String,
     },
     /// The step rejected its arguments (`invalid-args`).
-    #[error("step {step} rejected its arguments: {message}")]
+    #[error("step {} rejected its arguments: {}", bounded(.step, NAME_BYTES), bounded(.message, MESSAGE_BYTES))]
     InvalidArgs {
         /// Step name.
         step: String,
@@ -99,7 +99,7 @@ pub enum SandboxError {
         message: String,
     },
     /// The step reported a failure (`failed`).
-    #[error("step {step} failed: {message}")]
+    #[error("step {} failed: {}", bounded(.step, NAME_BYTES), bounded(.message, MESSAGE_BYTES))]
     Failed {
         /// Step name.
         step: String,
@@ -107,7 +107,7 @@ pub enum SandboxError {
         message: String,
     },
     /// The step's output was not JSON.
-    #[error("step {step} produced invalid JSON: {detail}")]
+    #[error("step {} produced invalid JSON: {}", bounded(.step, NAME_BYTES), bounded(.detail, MESSAGE_BYTES))]
     BadOutput {
         /// Step name.
         step: String,
@@ -115,10 +115,15 @@ pub enum SandboxError {
         detail: String,
     },
     /// A grant is malformed or points outside the working directory.
-    #[error("{0}")]
+    #[error("{}", bounded(.0, MESSAGE_BYTES))]
     Grant(String),
     /// The step needs a capability the run did not grant.
-    #[error("step {step} needs {what}, which this run does not grant (add {flag})")]
+    #[error(
+        "step {} needs {}, which this run does not grant (add {})",
+        bounded(.step, NAME_BYTES),
+        bounded(.what, NAME_BYTES),
+        bounded(.flag, NAME_BYTES)
+    )]
     MissingCapability {
         /// Step name.
         step: String,
@@ -128,7 +133,7 @@ pub enum SandboxError {
         flag: String,
     },
     /// The file is not a component Lobster can run.
-    #[error("{path}: {detail}")]
+    #[error("{}: {}", .path.display(), bounded(.detail, MESSAGE_BYTES))]
     BadComponent {
         /// Component file.
         path: PathBuf,
@@ -144,7 +149,7 @@ pub enum SandboxError {
         source: std::io::Error,
     },
     /// wasmtime could not be set up, or instantiation failed.
-    #[error("wasm runtime: {0}")]
+    #[error("wasm runtime: {}", bounded(.0, MESSAGE_BYTES))]
     Engine(String),
 }
 
@@ -152,8 +157,34 @@ fn stderr_suffix(stderr: &str) -> String {
     if stderr.trim().is_empty() {
         String::new()
     } else {
-        format!(": {}", stderr.trim())
+        format!(": {}", bounded(stderr.trim(), MESSAGE_BYTES))
     }
+}
+
+/// Most bytes of a guest-chosen name or path (step name, directory, env
+/// variable) an error message quotes.
+pub const NAME_BYTES: usize = 200;
+/// Most bytes of a guest-written message (a `failed` text, a trap reason)
+/// an error message quotes.
+pub const MESSAGE_BYTES: usize = 2000;
+
+/// `text` cut to at most `max` bytes (at a character boundary), with a note
+/// of how much was left out. Every message quoting guest-controlled text goes
+/// through this: a guest must not be able to make the host's error (and the
+/// tool envelope carrying it) arbitrarily large.
+pub fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}… ({} more bytes)",
+        &text[..end],
+        text.len() - end
+    ))
 }
 
 impl SandboxError {
@@ -173,5 +204,34 @@ impl SandboxError {
 impl From<SandboxError> for crate::error::Error {
     fn from(e: SandboxError) -> Self {
         crate::error::Error::runtime(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_text_in_messages_is_bounded() {
+        let e = SandboxError::Failed {
+            step: "s".repeat(10_000),
+            message: "é".repeat(1_000_000),
+        };
+        let text = e.to_string();
+        assert!(
+            text.len() < NAME_BYTES + MESSAGE_BYTES + 100,
+            "{}",
+            text.len()
+        );
+        assert!(text.contains("more bytes)"));
+        assert_eq!(bounded("short", 10), "short");
+        // Never cut inside a character.
+        assert_eq!(bounded("éé", 3), "é… (2 more bytes)");
+        let e = SandboxError::MissingCapability {
+            step: "x".into(),
+            what: format!("read access to /{}", "d".repeat(40 << 20)),
+            flag: format!("--allow-read DIR:/{}", "d".repeat(40 << 20)),
+        };
+        assert!(e.to_string().len() < 1000);
     }
 }

@@ -50,7 +50,11 @@ pub struct Grants {
     pub env: Vec<String>,
     /// The wall clock every step sees, in milliseconds since the Unix epoch.
     pub wall_clock_ms: u64,
-    /// Seed of the steps' random numbers (secure and insecure).
+    /// Seed of the steps' random numbers (secure and insecure). Stored as
+    /// a decimal string: state files are written as JavaScript JSON, where a
+    /// number above 2^53 loses its low bits and a resumed run would replay
+    /// different random bytes.
+    #[serde(with = "seed_text")]
     pub random_seed: u64,
     /// Gateway tools steps may call through the host broker (`--allow-tool NAME`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -58,6 +62,30 @@ pub struct Grants {
     /// Whether steps may call a model through the host broker (`--allow-llm`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub llm: bool,
+}
+
+/// `random_seed` as exact decimal text (a number is still read, for states
+/// written before).
+mod seed_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(seed: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&seed.to_string())
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Seed {
+        Text(String),
+        Number(u64),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        match Seed::deserialize(d)? {
+            Seed::Number(n) => Ok(n),
+            Seed::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 /// A directory grant checked against the working directory.
@@ -339,11 +367,23 @@ mod tests {
         let text = serde_json::to_string(&g).unwrap();
         assert_eq!(
             text,
-            r#"{"dirs":[{"host":"mail","guest":"/mail","access":"read"}],"env":["TOKEN"],"wall_clock_ms":1700000000000,"random_seed":42}"#
+            r#"{"dirs":[{"host":"mail","guest":"/mail","access":"read"}],"env":["TOKEN"],"wall_clock_ms":1700000000000,"random_seed":"42"}"#
         );
         assert_eq!(serde_json::from_str::<Grants>(&text).unwrap(), g);
         let fresh = Grants::builder().fresh_run().build().unwrap();
         assert!(fresh.wall_clock_ms > 1_700_000_000_000);
+    }
+
+    #[test]
+    fn a_large_seed_survives_the_state_file_exactly() {
+        let g = Grants::builder().random_seed(u64::MAX - 1).build().unwrap();
+        // Resume states are written as JavaScript JSON (numbers are doubles).
+        let text = crate::value::to_js_json(&serde_json::to_value(&g).unwrap());
+        let back: Grants = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.random_seed, u64::MAX - 1, "{text}");
+        // States written with a numeric seed still load.
+        let old = r#"{"dirs":[],"env":[],"wall_clock_ms":1,"random_seed":42}"#;
+        assert_eq!(serde_json::from_str::<Grants>(old).unwrap().random_seed, 42);
     }
 
     #[test]

@@ -16,15 +16,32 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 pub const MAX_STATE_VALUE_BYTES: usize = 1 << 20;
 /// Longest key a step may use.
 pub const MAX_STATE_KEY_BYTES: usize = 200;
-/// Bytes of state one step execution may write in total (all `state-set` calls).
+/// Bytes of state one step execution may write in total (all `state-set`
+/// calls), counted as stored on disk.
 pub const MAX_STATE_WRITE_BYTES: usize = 16 << 20;
 
 /// The state store as one step of one run sees it.
 #[derive(Clone)]
 pub(crate) struct ScopedState {
     pub(crate) store: StateStore,
-    /// `step.<scope>.<step name>.`
-    pub(crate) prefix: String,
+    /// The run's state scope (`adhoc`, or a workflow's).
+    pub(crate) scope: String,
+    /// The step's name.
+    pub(crate) step: String,
+}
+
+/// The store key of (`scope`, `step`, `key`): `step_` and a keyed blake3 of
+/// the three, each length-prefixed. Unambiguous — no two different triples
+/// share a file, whatever dots, case or punctuation they contain (step
+/// `a.k` key `put` and step `a` key `k.put` used to) — and always a safe
+/// file name.
+pub(crate) fn state_file_key(scope: &str, step: &str, key: &str) -> String {
+    let mut h = blake3::Hasher::new_derive_key("lobster 2026 step state key");
+    for part in [scope, step, key] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    format!("step_{}", &h.finalize().to_hex()[..48])
 }
 
 /// Everything a guest's `Store` carries.
@@ -77,7 +94,10 @@ impl HostState {
                 "state key must be 1 to {MAX_STATE_KEY_BYTES} bytes"
             ));
         }
-        Ok((scoped.store.clone(), format!("{}{key}", scoped.prefix)))
+        Ok((
+            scoped.store.clone(),
+            state_file_key(&scoped.scope, &scoped.step, key),
+        ))
     }
 }
 
@@ -116,18 +136,51 @@ impl host::Host for HostState {
                 "state value is larger than {MAX_STATE_VALUE_BYTES} bytes"
             )));
         }
-        if self.state_written + value.len() > MAX_STATE_WRITE_BYTES {
-            return Ok(Err(format!(
-                "this step already wrote {MAX_STATE_WRITE_BYTES} bytes of state in this run"
-            )));
-        }
-        self.state_written += value.len();
         let parsed: crate::value::Item = match serde_json::from_str(&value) {
             Ok(v) => v,
             Err(e) => return Ok(Err(format!("state value is not JSON: {e}"))),
         };
-        Ok(store.set(&key, &parsed).map_err(|e| e.to_string()))
+        let budget = MAX_STATE_WRITE_BYTES.saturating_sub(self.state_written);
+        if budget == 0 {
+            return Ok(Err(format!(
+                "this step already wrote {MAX_STATE_WRITE_BYTES} bytes of state in this run"
+            )));
+        }
+        // Stored compact and bounded in bytes on disk, not only as sent.
+        match store.set_compact(&key, &parsed, MAX_STATE_VALUE_BYTES.min(budget)) {
+            Ok(written) => {
+                self.state_written += written;
+                Ok(Ok(()))
+            }
+            Err(e) => Ok(Err(e.to_string())),
+        }
     }
 }
 
 impl types::Host for HostState {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_keys_are_scoped_unambiguously() {
+        let k = state_file_key;
+        // Dots in step names and keys no longer meet.
+        assert_ne!(
+            k("adhoc", "hx-state.k", "put"),
+            k("adhoc", "hx-state", "k.put")
+        );
+        assert_ne!(k("adhoc", "inbox", "list.x"), k("adhoc", "inbox.list", "x"));
+        // Nor do case and punctuation (the reference's file-name mapping
+        // folds them).
+        assert_ne!(k("adhoc", "s", "Key"), k("adhoc", "s", "key"));
+        assert_ne!(k("adhoc", "s", "a/b"), k("adhoc", "s", "a_b"));
+        // The scope separates runs/workflows.
+        assert_ne!(k("adhoc", "s", "k"), k("wf", "s", "k"));
+        assert_ne!(k("a", "bc", "k"), k("ab", "c", "k"));
+        assert_eq!(k("adhoc", "s", "k"), k("adhoc", "s", "k"));
+        let name = crate::state::key_to_file_name(&k("adhoc", "s", "../../x")).unwrap();
+        assert!(name.starts_with("step_") && !name.contains('/'), "{name}");
+    }
+}

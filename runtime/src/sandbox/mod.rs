@@ -21,6 +21,7 @@
 
 #![deny(missing_docs)]
 
+pub mod activity;
 mod bindings;
 pub mod cache;
 mod classify;

@@ -75,7 +75,8 @@ pub(crate) fn new_store(
     let step_name: Arc<str> = Arc::from(step);
     let state = env.state.as_ref().map(|(store, scope)| ScopedState {
         store: store.clone(),
-        prefix: format!("step.{scope}.{step}."),
+        scope: scope.clone(),
+        step: step.to_string(),
     });
     let data = HostState {
         wasi: wasi.build(),

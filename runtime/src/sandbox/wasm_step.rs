@@ -11,7 +11,7 @@ use super::grants::Grants;
 use crate::commands::{collect, stream_of, Command, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::{CancelReason, Context};
+use crate::executor::Context;
 use crate::value::string_to_number;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -232,10 +232,9 @@ impl Command for WasmStep {
         let argv = Self::argv(args);
         match self.component.run(self.name, &argv, &items, &env, &limits) {
             Ok(out) => Ok(Output::Items(stream_of(out))),
-            Err(SandboxError::Cancelled { .. }) => Err(ctx
-                .cancel
-                .reason()
-                .map_or_else(|| Error::runtime("cancelled"), CancelReason::to_error)),
+            Err(SandboxError::Cancelled { .. }) => Err(ctx.cancel.error_during(Some(
+                super::activity::in_phase(self.name, super::activity::Phase::Run),
+            ))),
             Err(e) => Err(e.into()),
         }
     }

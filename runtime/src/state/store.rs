@@ -91,6 +91,26 @@ impl StateStore {
             .map_err(|e| Error::runtime(format!("cannot write state file {}: {e}", path.display())))
     }
 
+    /// Write `key` atomically as compact JSON, refusing (and writing nothing)
+    /// when that is more than `max_bytes`. Returns the bytes written. For
+    /// values an untrusted writer chose: a pretty-printed deeply nested value
+    /// can be a hundred times its compact size.
+    pub fn set_compact(&self, key: &str, value: &Item, max_bytes: usize) -> Result<usize> {
+        let text = crate::value::to_js_json(value);
+        if text.len() > max_bytes {
+            return Err(Error::runtime(format!(
+                "state value is {} bytes as stored (limit {max_bytes})",
+                text.len()
+            )));
+        }
+        self.ensure_dir()?;
+        let path = self.path_for(key)?;
+        write_atomic(&path, text.as_bytes()).map_err(|e| {
+            Error::runtime(format!("cannot write state file {}: {e}", path.display()))
+        })?;
+        Ok(text.len())
+    }
+
     /// Remove `key`; a missing key is not an error.
     pub fn remove(&self, key: &str) -> Result<()> {
         let path = self.path_for(key)?;
@@ -147,6 +167,26 @@ mod tests {
         );
         assert!(key_to_file_name("///").is_err());
         assert!(key_to_file_name("").is_err());
+    }
+
+    #[test]
+    fn compact_writes_are_bounded_in_stored_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        let mut v = json!("x".repeat(1000));
+        for _ in 0..100 {
+            v = json!([v]);
+        }
+        let n = store.set_compact("deep", &v, 2000).unwrap();
+        assert_eq!(n, 1000 + 2 + 200);
+        assert_eq!(
+            fs::metadata(store.path_for("deep").unwrap()).unwrap().len(),
+            n as u64
+        );
+        assert_eq!(store.get("deep").unwrap(), Some(v.clone()));
+        let err = store.set_compact("big", &v, 1000).unwrap_err();
+        assert!(err.to_string().contains("limit 1000"), "{err}");
+        assert!(!store.path_for("big").unwrap().exists());
     }
 
     #[test]

@@ -20,9 +20,12 @@ use crate::resume::saved::HaltType;
 use crate::resume::{Decision, Paused, ResumeRequest};
 use std::path::{Path, PathBuf};
 
-fn not_found() -> Error {
-    Error::runtime("Workflow resume state not found")
-        .with_hint("the run was already resumed or cancelled, or its state was removed")
+/// "Not found", or why: a resume that claimed the state and was killed.
+fn not_found_for(store: &crate::state::StateStore, state_key: &str) -> Error {
+    crate::resume::interrupted::error_for(store, state_key).unwrap_or_else(|| {
+        Error::runtime("Workflow resume state not found")
+            .with_hint("the run was already resumed or cancelled, or its state was removed")
+    })
 }
 
 /// Resume the workflow paused under `state_key`.
@@ -30,8 +33,10 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     let store = &ctx.state;
     if request.decision == Decision::Cancel {
         let claimed = claim(store, state_key)?.ok_or_else(|| {
-            Error::runtime("Resume state not found")
-                .with_hint("the run was already resumed or cancelled, or its state was removed")
+            crate::resume::interrupted::error_for(store, state_key).unwrap_or_else(|| {
+                Error::runtime("Resume state not found")
+                    .with_hint("the run was already resumed or cancelled, or its state was removed")
+            })
         })?;
         if let Ok(state) = WorkflowState::from_json(claimed.state.clone()) {
             if let Some(id) = &state.approval_id {
@@ -40,7 +45,11 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
         }
         return Ok(cancelled());
     }
-    let state = WorkflowState::from_json(store.get(state_key)?.ok_or_else(not_found)?)?;
+    let state = WorkflowState::from_json(
+        store
+            .get(state_key)?
+            .ok_or_else(|| not_found_for(store, state_key))?,
+    )?;
     let restored = restore(ctx, &state);
     let ctx = &restored;
     let approver = request
@@ -75,7 +84,7 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     let (wf, files) = verify(&state, ctx)?;
 
     // From here on the token is spent, whatever happens.
-    let claimed = claim(store, state_key)?.ok_or_else(not_found)?;
+    let claimed = claim(store, state_key)?.ok_or_else(|| not_found_for(store, state_key))?;
     let claimed_state = WorkflowState::from_json(claimed.state.clone())?;
     if claimed_state != state {
         return Err(Error::runtime(

@@ -61,6 +61,19 @@ impl Step for Hostile {
                 .map(|i| json!({ "i": i, "pad": "xxxxxxxxxx" }))
                 .collect()),
             "panic" => panic!("hostile step panicked on purpose"),
+            // A failure message of 100 MB: the host's error must stay small.
+            "huge-fail" => Err(Error::failed("F".repeat(100 << 20))),
+            // Half a million zeros (just under the 1 MiB state cap) nested
+            // 100 arrays deep: pretty-printed, every zero gets a line with
+            // 200 spaces of indentation, over 100 MB on disk.
+            "deep-state" => {
+                let mut v = json!(vec![0u8; ((1 << 20) - 1000) / 2]);
+                for _ in 0..100 {
+                    v = json!([v]);
+                }
+                lobster_guest::state::set("deep", &v)?;
+                Ok(vec![json!({ "stored": "deep" })])
+            }
             "trap" => {
                 #[cfg(target_arch = "wasm32")]
                 core::arch::wasm32::unreachable();

@@ -1,6 +1,6 @@
 //! `probe`: exercises host functions and reports what the sandbox looks like.
 //! Modes (first positional): `echo` (default), `state`, `log`, `world`,
-//! `env NAME`, `write PATH TEXT`, `read PATH`, `args`.
+//! `env NAME`, `write PATH TEXT`, `read PATH`, `args`, `put KEY TEXT`, `get KEY`.
 use lobster_guest::{json, log, state, Access, Args, Error, Flag, Step, StepInfo, Value};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -57,6 +57,17 @@ impl Step for Probe {
                 };
                 std::fs::write(path, text)?;
                 Ok(vec![json!({ "wrote": path })])
+            }
+            "put" => {
+                let (Some(key), Some(text)) = (pos.get(1), pos.get(2)) else {
+                    return Err(Error::invalid_args("put KEY TEXT"));
+                };
+                state::set(key, &json!(text))?;
+                Ok(vec![json!({ "put": key })])
+            }
+            "get" => {
+                let key = pos.get(1).ok_or_else(|| Error::invalid_args("get KEY"))?;
+                Ok(vec![json!({ "value": state::get(key)? })])
             }
             "read" => {
                 let path = pos.get(1).ok_or_else(|| Error::invalid_args("read PATH"))?;

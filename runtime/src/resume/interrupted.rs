@@ -1,0 +1,136 @@
+//! The record a resume leaves while it runs, so that a resume killed after
+//! it claimed the state is not lost silently.
+//!
+//! A claim (see [`super::claim`]) spends the token at once: at most once,
+//! whatever happens next. While the claimed run goes on, the state store
+//! holds `interrupted_<state key>.json` — where the run was paused, what it
+//! had done, who claimed it and when. A resume that finishes (with a result,
+//! an error or a new pause) removes it; one that was killed (SIGKILL, power
+//! loss, the watchdog's exit after a signal) leaves it, and `lobster resume`
+//! of the same token then answers "interrupted after approval at step N"
+//! instead of "not found". The record is data about the run, never a way to
+//! run it again.
+//!
+//! Everything here goes through [`StateStore`] get/set/remove, so another
+//! storage back end can carry it.
+
+use crate::error::Error;
+use crate::state::StateStore;
+use serde_json::{json, Value};
+
+/// The store key of the record for `state_key`.
+pub fn record_key(state_key: &str) -> String {
+    format!("interrupted_{state_key}")
+}
+
+/// What to record for the claimed `state` (a pipeline or workflow resume
+/// state as stored).
+pub fn record_for(state_key: &str, state: &Value) -> Value {
+    let index = state.get("resumeAtIndex").and_then(Value::as_u64);
+    let halt = match state.get("haltType").and_then(Value::as_str) {
+        Some("input") => "input",
+        _ => "approval",
+    };
+    let (at, done) = match state.get("stepId").and_then(Value::as_str) {
+        // Workflows: `resumeAtIndex` is the 1-based position of the gated step.
+        Some(step) => (
+            format!(
+                "step {} ({step})",
+                index.map_or("?".to_string(), |i| i.to_string())
+            ),
+            state
+                .get("steps")
+                .and_then(Value::as_object)
+                .map(|m| m.keys().cloned().map(Value::String).collect())
+                .unwrap_or_default(),
+        ),
+        // Pipelines: `resumeAtIndex` is the 0-based next stage, so the gate
+        // is stage `resumeAtIndex` counted from 1.
+        None => (
+            format!("stage {}", index.map_or("?".to_string(), |i| i.to_string())),
+            Vec::new(),
+        ),
+    };
+    json!({
+        "stateKey": state_key,
+        "status": "interrupted",
+        "halt": halt,
+        "at": at,
+        "done": done,
+        "claimedAt": super::approval_id::now_iso(),
+        "pid": std::process::id(),
+    })
+}
+
+/// The error `lobster resume` gives for a token whose state is gone, when a
+/// record says why; `None` when there is no record.
+pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
+    let record = store.get(&record_key(state_key)).ok().flatten()?;
+    let text = |k: &str| {
+        record
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let pid = record.get("pid").and_then(Value::as_u64).unwrap_or(0);
+    let (halt, at, when) = (text("halt"), text("at"), text("claimedAt"));
+    if pid != u64::from(std::process::id()) && pid_alive(pid) {
+        return Some(
+            Error::runtime(format!(
+                "this run is being resumed right now (after {halt} at {at}, by process {pid} since {when})"
+            ))
+            .with_hint("wait for that resume to finish; a token runs at most once"),
+        );
+    }
+    Some(
+        Error::runtime(format!(
+            "this run was interrupted after {halt} at {at}: the resume that claimed it at {when} (process {pid}) did not finish"
+        ))
+        .with_hint(format!(
+            "a token runs at most once, so it will not run again; check what the run did, then start it anew (record: {})",
+            store
+                .path_for(&record_key(state_key))
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        )),
+    )
+}
+
+fn pid_alive(pid: u64) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_name_the_gate_and_what_was_done() {
+        let wf = json!({"resumeAtIndex": 2, "stepId": "gate", "haltType": "approval",
+            "steps": {"a": {"id": "a"}}});
+        let r = record_for("workflow_resume_x", &wf);
+        assert_eq!(r["at"], "step 2 (gate)");
+        assert_eq!(r["done"], json!(["a"]));
+        let p = json!({"resumeAtIndex": 1, "haltType": "input"});
+        let r = record_for("pipeline_resume_x", &p);
+        assert_eq!(r["at"], "stage 1");
+        assert_eq!(r["halt"], "input");
+    }
+
+    #[test]
+    fn a_dead_claimant_reads_as_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        assert!(error_for(&store, "pipeline_resume_x").is_none());
+        let mut r = record_for("pipeline_resume_x", &json!({"resumeAtIndex": 2}));
+        r["pid"] = json!(u32::MAX); // no such process
+        store.set(&record_key("pipeline_resume_x"), &r).unwrap();
+        let e = error_for(&store, "pipeline_resume_x").unwrap().to_string();
+        assert!(e.contains("interrupted after approval at stage 2"), "{e}");
+    }
+}
