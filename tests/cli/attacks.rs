@@ -388,6 +388,20 @@ fn attacks() -> Vec<Attack> {
         .setup(|run| link(run, ".."))
         .args(&["--allow-read", "mail"]),
         attack(
+            "cwd link/.. leaving through a symlink's parent",
+            "steps:\n  - id: a\n    cwd: linkdir/..\n    pipeline: inbox.list\n",
+            Refused("leads through a link"),
+        )
+        .setup(|run| link(run, "../outside"))
+        .args(&["--allow-read", "mail"]),
+        attack(
+            "cwd into a not-yet-existing directory under a symlink",
+            "steps:\n  - id: a\n    cwd: linkdir/new\n    pipeline: inbox.list\n",
+            Refused("leads through a link"),
+        )
+        .setup(|run| link(run, "../outside"))
+        .args(&["--allow-read", "mail"]),
+        attack(
             "cwd sub/../.. escaping lexically",
             "steps:\n  - id: a\n    cwd: mail/../..\n    pipeline: inbox.list\n",
             Refused(cwd_out),
@@ -544,6 +558,12 @@ fn attacks() -> Vec<Attack> {
             Refused(sockets),
         )
         .setup(|run| link(run, "steps")),
+        attack(
+            "uses: a hard link to a sockets component",
+            "steps:\n  - id: n\n    uses: innocent.wasm\n",
+            Refused(sockets),
+        )
+        .setup(|run| std::fs::hard_link(run.join("steps/net.wasm"), run.join("innocent.wasm")).unwrap()),
         attack(
             "sockets component in a literal sub-workflow",
             "steps:\n  - id: s\n    workflow: n.lobster\n",
@@ -776,4 +796,56 @@ fn a_sub_workflow_rewritten_by_an_earlier_step_is_judged_when_it_loads() {
         "{r:?}"
     );
     assert!(w.breaches().is_empty(), "{:?}", w.breaches());
+}
+
+#[test]
+fn check_names_what_only_the_run_can_decide() {
+    let Some(w) = World::new() else { return };
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "args:\n  sub:\n    default: s.lobster\n  d:\n    default: mail\nsteps:\n  - id: s\n    workflow: ${sub}\n  - id: c\n    cwd: ${d}\n    pipeline: head\n",
+    )
+    .unwrap();
+    let r = w.run(&["check", "--policy", "policy.toml", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains("warning: wf.lobster:8: step s runs a templated sub-workflow ${sub}: decided at run time"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("warning: wf.lobster:9: step c cwd ${d} is templated: decided at run time"),
+        "{}",
+        r.stdout
+    );
+    let r = w.run(&[
+        "check",
+        "--format",
+        "json",
+        "--policy",
+        "policy.toml",
+        "wf.lobster",
+    ]);
+    let v = r.json();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["decidedAtRunTime"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+    // A literal escape is a problem, with its position.
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "steps:\n  - id: c\n    cwd: ../outside\n    pipeline: head\n",
+    )
+    .unwrap();
+    let r = w.run(&["check", "--policy", "policy.toml", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout
+            .contains("wf.lobster:2: step c cwd ../outside leads to"),
+        "{}",
+        r.stdout
+    );
 }

@@ -335,4 +335,39 @@ mod tests {
             .judge(&Request::WorkflowFile { path: tmp.path() })
             .is_err());
     }
+
+    #[test]
+    fn use_sites_ask_the_authority_again() {
+        use crate::executor::{Context, Mode};
+        use crate::sandbox::{Grants, StepEnv};
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("secrets")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("mail")).unwrap();
+        let store = crate::state::StateStore::new(tmp.path().join("state"));
+        let mut ctx = Context::from_process(Mode::Tool, store);
+        ctx.set_run_dir(tmp.path().to_path_buf());
+        ctx.set_policy(untrusted(tmp.path()).policy().clone());
+        // A host process that slipped past the plan is refused at spawn.
+        let e = crate::process::Invocation::shell("touch pwned")
+            .run(&ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("was about to start, which the untrusted policy forbids"),
+            "{e}"
+        );
+        assert!(!tmp.path().join("pwned").exists());
+        // Grants handed to a step are judged where they are handed over.
+        ctx.grants = Grants::builder().allow_read("secrets").build().unwrap();
+        let e = StepEnv::from_grants(&ctx.grants, &ctx).err().unwrap();
+        assert!(e.to_string().contains("outside the allowed roots"), "{e}");
+        ctx.grants = Grants::builder()
+            .allow_read("mail")
+            .allow_env("HOME")
+            .allow_env("LANG")
+            .build()
+            .unwrap();
+        let env = StepEnv::from_grants(&ctx.grants, &ctx).unwrap();
+        assert!(env.env.iter().all(|(k, _)| k == "LANG"), "{:?}", env.env);
+    }
 }
