@@ -276,13 +276,13 @@ fn attacks() -> Vec<Attack> {
         attack(
             "templated sub-workflow through `..`",
             "args:\n  sub:\n    default: ../evil.lobster\nsteps:\n  - id: s\n    workflow: ${sub}\n",
-            Refused(host),
+            Refused("outside the run's working directory"),
         )
         .setup(|run| std::fs::write(run.join("../evil.lobster"), EVIL).unwrap()),
         attack(
             "templated sub-workflow through a symlink",
             "args:\n  sub:\n    default: linkdir/evil.lobster\nsteps:\n  - id: s\n    workflow: ${sub}\n",
-            Refused(host),
+            Refused("outside the run's working directory"),
         )
         .setup(|run| {
             std::fs::write(run.join("../outside-evil.lobster"), EVIL).unwrap();
@@ -298,6 +298,34 @@ fn attacks() -> Vec<Attack> {
         .setup(|run| {
             std::fs::write(run.join("../evil-src.lobster"), EVIL).unwrap();
             std::fs::hard_link(run.join("../evil-src.lobster"), run.join("hard.lobster")).unwrap();
+        }),
+        attack(
+            "templated sub-workflow reading a host JSON file",
+            "args:\n  sub:\n    default: ../hostcfg/secret.json\nsteps:\n  - id: s\n    workflow: ${sub}\n",
+            Refused("outside the run's working directory"),
+        )
+        .setup(|run| {
+            std::fs::create_dir_all(run.join("../hostcfg")).unwrap();
+            std::fs::write(
+                run.join("../hostcfg/secret.json"),
+                format!("{{\"steps\": \"{SECRET}\"}}"),
+            )
+            .unwrap();
+            std::os::unix::fs::symlink(run.join("../hostcfg"), run.join("cfg")).unwrap();
+        }),
+        attack(
+            "literal sub-workflow through a symlinked directory",
+            "steps:\n  - id: s\n    workflow: cfg/secret.json\n",
+            Refused("outside the run's working directory"),
+        )
+        .setup(|run| {
+            std::fs::create_dir_all(run.join("../hostcfg")).unwrap();
+            std::fs::write(
+                run.join("../hostcfg/secret.json"),
+                format!("{{\"steps\": \"{SECRET}\"}}"),
+            )
+            .unwrap();
+            std::os::unix::fs::symlink(run.join("../hostcfg"), run.join("cfg")).unwrap();
         }),
         attack(
             "templated sub-workflow that is a directory",

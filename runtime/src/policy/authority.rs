@@ -168,9 +168,22 @@ impl Authority {
                 Ok(())
             }
             Request::WorkflowFile { path } => match std::fs::metadata(path) {
-                Ok(m) if m.is_file() => Ok(()),
-                Ok(_) => Err(Refusal::new("is not a regular file")),
+                Ok(m) if !m.is_file() => Err(Refusal::new("is not a regular file")),
                 Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
+                // The author names sub-workflows: under untrusted they come
+                // from inside the run's working directory only, so a path
+                // cannot make the run read (and quote in its errors) a
+                // host file elsewhere.
+                Ok(_) if untrusted => match path.canonicalize() {
+                    Ok(real) if real.starts_with(&self.workdir) => Ok(()),
+                    Ok(real) => Err(Refusal::new(format!(
+                        "is {}, outside the run's working directory {}; the untrusted policy loads sub-workflows only from inside it",
+                        real.display(),
+                        self.workdir.display()
+                    ))),
+                    Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
+                },
+                Ok(_) => Ok(()),
             },
         }
     }
@@ -334,6 +347,24 @@ mod tests {
         assert!(trusted
             .judge(&Request::WorkflowFile { path: tmp.path() })
             .is_err());
+        let outside = tempfile::NamedTempFile::new_in(std::env::temp_dir()).unwrap();
+        let inside = tmp.path().join("in.lobster");
+        std::fs::write(&inside, "steps: []\n").unwrap();
+        assert!(a.judge(&Request::WorkflowFile { path: &inside }).is_ok());
+        let e = a
+            .judge(&Request::WorkflowFile {
+                path: outside.path(),
+            })
+            .unwrap_err();
+        assert!(
+            e.reason.contains("outside the run's working directory"),
+            "{e}"
+        );
+        assert!(trusted
+            .judge(&Request::WorkflowFile {
+                path: outside.path()
+            })
+            .is_ok());
     }
 
     #[test]
