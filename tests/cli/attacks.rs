@@ -789,12 +789,13 @@ fn resume_refuses_a_sub_workflow_rewritten_while_paused() {
 #[test]
 fn a_sub_workflow_rewritten_by_an_earlier_step_is_judged_when_it_loads() {
     let Some(w) = World::new() else { return };
-    // The first step sleeps inside the sandbox (ended by its own timeout,
-    // then ignored) while the "earlier step" — here the test, standing in
-    // for a step with write access — rewrites the literal sub-workflow.
+    // The plan (built-ins only: milliseconds) walks sub.lobster while it is
+    // harmless; then a for_each pauses 4 s between its two items, and the
+    // test — standing in for an earlier step with write access — rewrites
+    // the literal sub-workflow before the step that loads it.
     std::fs::write(
         w.run.join("wf.lobster"),
-        "steps:\n  - id: wait\n    pipeline: hostile sleep\n    timeout_ms: 3000\n    on_error: continue\n  - id: s\n    workflow: sub.lobster\n",
+        "steps:\n  - id: l\n    pipeline: head\n    stdin: [[1, 2]]\n  - id: f\n    for_each: $l.json\n    batch_size: 1\n    pause_ms: 4000\n    steps:\n      - id: t\n        pipeline: head\n  - id: s\n    workflow: sub.lobster\n",
     )
     .unwrap();
     std::fs::write(
@@ -819,9 +820,12 @@ fn a_sub_workflow_rewritten_by_an_earlier_step_is_judged_when_it_loads() {
     std::fs::write(w.run.join("sub.lobster"), EVIL).unwrap();
     let r = finish(child.wait_with_output().unwrap());
     assert_eq!(r.code, 1, "{r:?}");
+    let msg = message(&r);
+    // Refused when the step loads the file, not by the plan.
     assert!(
-        message(&r).contains("runs a host shell command, which the untrusted policy forbids"),
-        "{r:?}"
+        msg.starts_with("Workflow step s sub-workflow sub.lobster: policy refuses this run")
+            && msg.contains("runs a host shell command, which the untrusted policy forbids"),
+        "{msg}"
     );
     assert!(w.breaches().is_empty(), "{:?}", w.breaches());
 }
