@@ -881,3 +881,33 @@ fn check_names_what_only_the_run_can_decide() {
         r.stdout
     );
 }
+
+#[test]
+fn a_templated_uses_path_is_held_to_its_pin_when_it_loads() {
+    let Some(w) = World::new() else { return };
+    // Pinned to probe's bytes, but the arg swaps in another component.
+    let probe = std::fs::read(w.run.join("steps/probe.wasm")).unwrap();
+    let digest = blake3::hash(&probe).to_hex().to_string();
+    std::fs::write(
+        w.run.join("lobster.lock"),
+        format!("version = 1\n\n[steps]\n\"steps/probe.wasm\" = \"{digest}\"\n"),
+    )
+    .unwrap();
+    std::fs::copy(
+        w.run.join("steps/capgrab.wasm"),
+        w.run.join("steps/probe.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "args:\n  c:\n    default: steps/probe.wasm\nsteps:\n  - id: p\n    uses: ${c}\n",
+    )
+    .unwrap();
+    let r = w.run(&["run", "--mode", "tool", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = message(&r);
+    assert!(
+        msg.contains("step steps/probe.wasm does not match its pin in lobster.lock"),
+        "{msg}"
+    );
+}
