@@ -911,3 +911,21 @@ fn a_templated_uses_path_is_held_to_its_pin_when_it_loads() {
         "{msg}"
     );
 }
+
+#[test]
+fn trusted_env_values_still_read_the_host_environment() {
+    // The documented difference: without a policy (trusted), `env:` values
+    // expand host variables first; under untrusted (above) they never do.
+    let Some(w) = World::new() else { return };
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "env:\n  A: wf-$LANG\nsteps:\n  - id: a\n    env:\n      X: ${SECRET_TOKEN}+$A\n    run: printf %s \"$X\"\n",
+    )
+    .unwrap();
+    let r = w.run(&["run", "--mode", "tool", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.json()["output"],
+        serde_json::json!([format!("{SECRET}+wf-C.UTF-8")])
+    );
+}
