@@ -70,7 +70,14 @@ impl Context {
 
     /// Put the run under `policy` (keeping its working directory).
     pub fn set_policy(&mut self, policy: Policy) {
-        self.authority = Arc::new(Authority::new(policy, self.cwd.clone()));
+        self.authority = Arc::new(self.authority.with_policy(policy));
+    }
+
+    /// The run's grants: its steps' grants, and the most the authority
+    /// lets any step be handed (steps' grants are only ever narrowed).
+    pub fn set_grants(&mut self, grants: Grants) {
+        self.authority = Arc::new(self.authority.with_grants(grants.clone()));
+        self.grants = grants;
     }
 
     /// Resolve wasm steps through `path`, caching compiled artefacts in the

@@ -44,31 +44,14 @@ impl StepEnv {
     /// where it is handed to the step (as at plan time), and directories
     /// resolve against the run's working directory, never a step's `cwd`.
     pub fn from_grants(grants: &Grants, ctx: &Context) -> Result<Self, SandboxError> {
-        use crate::policy::Request;
         let authority = &ctx.authority;
-        for d in &grants.dirs {
-            let asked = Request::Dir {
-                dir: &d.host,
-                access: d.access,
-            };
-            if let Err(r) = authority.judge(&asked) {
-                return Err(SandboxError::Grant(format!(
-                    "cannot grant {}: it {r}",
-                    d.host.display()
-                )));
-            }
-        }
+        authority
+            .judge(&crate::policy::Request::HandOver { grants })
+            .map_err(|r| SandboxError::Grant(format!("cannot hand the step its grants: {r}")))?;
         let dirs = grants.resolve_dirs(authority.workdir())?;
         let env = grants
             .env
             .iter()
-            .filter(|name| {
-                authority
-                    .judge(&Request::EnvName {
-                        name: name.as_str(),
-                    })
-                    .is_ok()
-            })
             .filter_map(|name| ctx.env.get(name).map(|v| (name.clone(), v.clone())))
             .collect();
         Ok(StepEnv {
