@@ -44,7 +44,9 @@ pub struct Context {
     pub registry: Arc<Registry>,
     /// Capabilities of wasm steps (directories, env, clock, seed). The
     /// default grants nothing; the CLI fills it from `--allow-read DIR`,
-    /// `--allow-write DIR` and `--allow-env NAME`.
+    /// `--allow-write DIR` and `--allow-env NAME` through
+    /// [`Context::set_grants`], which also gives them to the authority as
+    /// the most a step may be handed; derived contexts only narrow them.
     pub grants: Grants,
     /// Limits, state scope and log sink of wasm steps.
     pub sandbox: SandboxConfig,
