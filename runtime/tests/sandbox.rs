@@ -323,8 +323,8 @@ fn world() -> World {
 
 fn context(cwd: &Path, state: &Path, grants: Grants) -> Context {
     let mut ctx = Context::from_process(Mode::Tool, StateStore::new(state));
-    ctx.cwd = cwd.to_path_buf();
-    ctx.grants = grants;
+    ctx.set_run_dir(cwd.to_path_buf());
+    ctx.set_grants(grants);
     ctx.sandbox.log = sandbox::log::discard();
     let mut env = BTreeMap::new();
     env.insert("SECRET".to_string(), "hunter2".to_string());

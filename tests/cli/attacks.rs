@@ -276,13 +276,13 @@ fn attacks() -> Vec<Attack> {
         attack(
             "templated sub-workflow through `..`",
             "args:\n  sub:\n    default: ../evil.lobster\nsteps:\n  - id: s\n    workflow: ${sub}\n",
-            Refused(host),
+            Refused("outside the run's working directory"),
         )
         .setup(|run| std::fs::write(run.join("../evil.lobster"), EVIL).unwrap()),
         attack(
             "templated sub-workflow through a symlink",
             "args:\n  sub:\n    default: linkdir/evil.lobster\nsteps:\n  - id: s\n    workflow: ${sub}\n",
-            Refused(host),
+            Refused("outside the run's working directory"),
         )
         .setup(|run| {
             std::fs::write(run.join("../outside-evil.lobster"), EVIL).unwrap();
@@ -298,6 +298,34 @@ fn attacks() -> Vec<Attack> {
         .setup(|run| {
             std::fs::write(run.join("../evil-src.lobster"), EVIL).unwrap();
             std::fs::hard_link(run.join("../evil-src.lobster"), run.join("hard.lobster")).unwrap();
+        }),
+        attack(
+            "templated sub-workflow reading a host JSON file",
+            "args:\n  sub:\n    default: ../hostcfg/secret.json\nsteps:\n  - id: s\n    workflow: ${sub}\n",
+            Refused("outside the run's working directory"),
+        )
+        .setup(|run| {
+            std::fs::create_dir_all(run.join("../hostcfg")).unwrap();
+            std::fs::write(
+                run.join("../hostcfg/secret.json"),
+                format!("{{\"steps\": \"{SECRET}\"}}"),
+            )
+            .unwrap();
+            std::os::unix::fs::symlink(run.join("../hostcfg"), run.join("cfg")).unwrap();
+        }),
+        attack(
+            "literal sub-workflow through a symlinked directory",
+            "steps:\n  - id: s\n    workflow: cfg/secret.json\n",
+            Refused("outside the run's working directory"),
+        )
+        .setup(|run| {
+            std::fs::create_dir_all(run.join("../hostcfg")).unwrap();
+            std::fs::write(
+                run.join("../hostcfg/secret.json"),
+                format!("{{\"steps\": \"{SECRET}\"}}"),
+            )
+            .unwrap();
+            std::os::unix::fs::symlink(run.join("../hostcfg"), run.join("cfg")).unwrap();
         }),
         attack(
             "templated sub-workflow that is a directory",
@@ -386,6 +414,20 @@ fn attacks() -> Vec<Attack> {
             Refused("leads through a link"),
         )
         .setup(|run| link(run, ".."))
+        .args(&["--allow-read", "mail"]),
+        attack(
+            "cwd link/.. leaving through a symlink's parent",
+            "steps:\n  - id: a\n    cwd: linkdir/..\n    pipeline: inbox.list\n",
+            Refused("leads through a link"),
+        )
+        .setup(|run| link(run, "../outside"))
+        .args(&["--allow-read", "mail"]),
+        attack(
+            "cwd into a not-yet-existing directory under a symlink",
+            "steps:\n  - id: a\n    cwd: linkdir/new\n    pipeline: inbox.list\n",
+            Refused("leads through a link"),
+        )
+        .setup(|run| link(run, "../outside"))
         .args(&["--allow-read", "mail"]),
         attack(
             "cwd sub/../.. escaping lexically",
@@ -544,6 +586,12 @@ fn attacks() -> Vec<Attack> {
             Refused(sockets),
         )
         .setup(|run| link(run, "steps")),
+        attack(
+            "uses: a hard link to a sockets component",
+            "steps:\n  - id: n\n    uses: innocent.wasm\n",
+            Refused(sockets),
+        )
+        .setup(|run| std::fs::hard_link(run.join("steps/net.wasm"), run.join("innocent.wasm")).unwrap()),
         attack(
             "sockets component in a literal sub-workflow",
             "steps:\n  - id: s\n    workflow: n.lobster\n",
@@ -741,12 +789,13 @@ fn resume_refuses_a_sub_workflow_rewritten_while_paused() {
 #[test]
 fn a_sub_workflow_rewritten_by_an_earlier_step_is_judged_when_it_loads() {
     let Some(w) = World::new() else { return };
-    // The first step sleeps inside the sandbox (ended by its own timeout,
-    // then ignored) while the "earlier step" — here the test, standing in
-    // for a step with write access — rewrites the literal sub-workflow.
+    // The plan (built-ins only: milliseconds) walks sub.lobster while it is
+    // harmless; then a for_each pauses 4 s between its two items, and the
+    // test — standing in for an earlier step with write access — rewrites
+    // the literal sub-workflow before the step that loads it.
     std::fs::write(
         w.run.join("wf.lobster"),
-        "steps:\n  - id: wait\n    pipeline: hostile sleep\n    timeout_ms: 3000\n    on_error: continue\n  - id: s\n    workflow: sub.lobster\n",
+        "steps:\n  - id: l\n    pipeline: head\n    stdin: [[1, 2]]\n  - id: f\n    for_each: $l.json\n    batch_size: 1\n    pause_ms: 4000\n    steps:\n      - id: t\n        pipeline: head\n  - id: s\n    workflow: sub.lobster\n",
     )
     .unwrap();
     std::fs::write(
@@ -771,9 +820,112 @@ fn a_sub_workflow_rewritten_by_an_earlier_step_is_judged_when_it_loads() {
     std::fs::write(w.run.join("sub.lobster"), EVIL).unwrap();
     let r = finish(child.wait_with_output().unwrap());
     assert_eq!(r.code, 1, "{r:?}");
+    let msg = message(&r);
+    // Refused when the step loads the file, not by the plan.
     assert!(
-        message(&r).contains("runs a host shell command, which the untrusted policy forbids"),
-        "{r:?}"
+        msg.starts_with("Workflow step s sub-workflow sub.lobster: policy refuses this run")
+            && msg.contains("runs a host shell command, which the untrusted policy forbids"),
+        "{msg}"
     );
     assert!(w.breaches().is_empty(), "{:?}", w.breaches());
+}
+
+#[test]
+fn check_names_what_only_the_run_can_decide() {
+    let Some(w) = World::new() else { return };
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "args:\n  sub:\n    default: s.lobster\n  d:\n    default: mail\nsteps:\n  - id: s\n    workflow: ${sub}\n  - id: c\n    cwd: ${d}\n    pipeline: head\n",
+    )
+    .unwrap();
+    let r = w.run(&["check", "--policy", "policy.toml", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains("warning: wf.lobster:8: step s runs a templated sub-workflow ${sub}: decided at run time"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("warning: wf.lobster:9: step c cwd ${d} is templated: decided at run time"),
+        "{}",
+        r.stdout
+    );
+    let r = w.run(&[
+        "check",
+        "--format",
+        "json",
+        "--policy",
+        "policy.toml",
+        "wf.lobster",
+    ]);
+    let v = r.json();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["decidedAtRunTime"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+    // A literal escape is a problem, with its position.
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "steps:\n  - id: c\n    cwd: ../outside\n    pipeline: head\n",
+    )
+    .unwrap();
+    let r = w.run(&["check", "--policy", "policy.toml", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout
+            .contains("wf.lobster:2: step c cwd ../outside leads to"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn a_templated_uses_path_is_held_to_its_pin_when_it_loads() {
+    let Some(w) = World::new() else { return };
+    // Pinned to probe's bytes, but the arg swaps in another component.
+    let probe = std::fs::read(w.run.join("steps/probe.wasm")).unwrap();
+    let digest = blake3::hash(&probe).to_hex().to_string();
+    std::fs::write(
+        w.run.join("lobster.lock"),
+        format!("version = 1\n\n[steps]\n\"steps/probe.wasm\" = \"{digest}\"\n"),
+    )
+    .unwrap();
+    std::fs::copy(
+        w.run.join("steps/capgrab.wasm"),
+        w.run.join("steps/probe.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "args:\n  c:\n    default: steps/probe.wasm\nsteps:\n  - id: p\n    uses: ${c}\n",
+    )
+    .unwrap();
+    let r = w.run(&["run", "--mode", "tool", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = message(&r);
+    assert!(
+        msg.contains("step steps/probe.wasm does not match its pin in lobster.lock"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn trusted_env_values_still_read_the_host_environment() {
+    // The documented difference: without a policy (trusted), `env:` values
+    // expand host variables first; under untrusted (above) they never do.
+    let Some(w) = World::new() else { return };
+    std::fs::write(
+        w.run.join("wf.lobster"),
+        "env:\n  A: wf-$LANG\nsteps:\n  - id: a\n    env:\n      X: ${SECRET_TOKEN}+$A\n    run: printf %s \"$X\"\n",
+    )
+    .unwrap();
+    let r = w.run(&["run", "--mode", "tool", "wf.lobster"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.json()["output"],
+        serde_json::json!([format!("{SECRET}+wf-C.UTF-8")])
+    );
 }

@@ -24,6 +24,8 @@ the manifest), a lock file (lobster.lock), a workflow file (.lobster, .yaml,
 .yml, .json; validated as `lobster run` would, and checked against the
 operator policy: --policy FILE, else LOBSTER_POLICY) or a directory (its
 components, bundles, lock file and .lobster workflows). Without PATH: the current directory.
+What only a run can decide (a templated sub-workflow path, cwd or uses:)
+is printed as `warning: FILE:LINE: … decided at run time` and does not fail.
 Components must implement lobster:step or wasi:cli/command and import only
 what the host provides (never wasi:sockets, wasi:http or unknown
 interfaces); bundles must match their manifest; components must match their

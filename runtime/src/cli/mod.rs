@@ -197,10 +197,11 @@ pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs
         builder = builder.allow_tool(name);
     }
     builder = builder.allow_llm(args.allow_llm);
-    ctx.grants = builder
+    let grants = builder
         .fresh_run()
         .build()
         .map_err(|e| Error::parse(e.to_string()))?;
+    ctx.set_grants(grants);
     if !args.steps.is_empty() {
         let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
         let path = StepPath::from_env(&ctx.cwd, &extra);

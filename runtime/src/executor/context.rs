@@ -44,7 +44,9 @@ pub struct Context {
     pub registry: Arc<Registry>,
     /// Capabilities of wasm steps (directories, env, clock, seed). The
     /// default grants nothing; the CLI fills it from `--allow-read DIR`,
-    /// `--allow-write DIR` and `--allow-env NAME`.
+    /// `--allow-write DIR` and `--allow-env NAME` through
+    /// [`Context::set_grants`], which also gives them to the authority as
+    /// the most a step may be handed; derived contexts only narrow them.
     pub grants: Grants,
     /// Limits, state scope and log sink of wasm steps.
     pub sandbox: SandboxConfig,
@@ -73,7 +75,14 @@ impl Context {
 
     /// Put the run under `policy` (keeping its working directory).
     pub fn set_policy(&mut self, policy: Policy) {
-        self.authority = Arc::new(Authority::new(policy, self.cwd.clone()));
+        self.authority = Arc::new(self.authority.with_policy(policy));
+    }
+
+    /// The run's grants: its steps' grants, and the most the authority
+    /// lets any step be handed (steps' grants are only ever narrowed).
+    pub fn set_grants(&mut self, grants: Grants) {
+        self.authority = Arc::new(self.authority.with_grants(grants.clone()));
+        self.grants = grants;
     }
 
     /// Resolve wasm steps through `path`, caching compiled artefacts in the

@@ -15,7 +15,7 @@
 //! its arm in [`Authority::judge`].
 
 use super::file::Policy;
-use crate::sandbox::Access;
+use crate::sandbox::{Access, Grants};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -58,6 +58,13 @@ pub enum Request<'a> {
         /// The file.
         path: &'a Path,
     },
+    /// Hand `grants` to a step as it starts: every directory and name must
+    /// be allowed by the policy and be part of the run's grants (at most
+    /// their access), so no code path can widen what the operator granted.
+    HandOver {
+        /// What the step is about to receive.
+        grants: &'a Grants,
+    },
 }
 
 /// Why a request is refused: the reason completes a sentence naming the
@@ -82,12 +89,16 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// The operator policy and the run's working directory; see the module docs.
+/// The operator policy, the run's working directory and the run's grants;
+/// see the module docs.
 #[derive(Debug, Clone)]
 pub struct Authority {
     policy: Arc<Policy>,
     /// The run's working directory, canonical when it exists.
     workdir: PathBuf,
+    /// What the operator granted the run (`--allow-*`, or a paused run's
+    /// record): the most any step may be handed.
+    grants: Grants,
 }
 
 impl Default for Authority {
@@ -107,12 +118,41 @@ impl Authority {
 
     fn shared(policy: Arc<Policy>, workdir: PathBuf) -> Self {
         let workdir = workdir.canonicalize().unwrap_or(workdir);
-        Authority { policy, workdir }
+        Authority {
+            policy,
+            workdir,
+            grants: Grants::default(),
+        }
     }
 
-    /// The same policy over another working directory (a resumed run's).
+    /// The same policy and grants over another working directory (a
+    /// resumed run's).
     pub fn with_workdir(&self, workdir: PathBuf) -> Self {
-        Authority::shared(self.policy.clone(), workdir)
+        Authority {
+            grants: self.grants.clone(),
+            ..Authority::shared(self.policy.clone(), workdir)
+        }
+    }
+
+    /// Another policy, the same working directory and grants.
+    pub fn with_policy(&self, policy: Policy) -> Self {
+        Authority {
+            policy: Arc::new(policy),
+            ..self.clone()
+        }
+    }
+
+    /// The same policy and directory with the run's `grants`.
+    pub fn with_grants(&self, grants: Grants) -> Self {
+        Authority {
+            grants,
+            ..self.clone()
+        }
+    }
+
+    /// The run's grants (the most a step may be handed).
+    pub fn grants(&self) -> &Grants {
+        &self.grants
     }
 
     /// The operator policy.
@@ -167,12 +207,60 @@ impl Authority {
                 }
                 Ok(())
             }
+            Request::HandOver { grants } => self.hand_over(grants),
             Request::WorkflowFile { path } => match std::fs::metadata(path) {
-                Ok(m) if m.is_file() => Ok(()),
-                Ok(_) => Err(Refusal::new("is not a regular file")),
+                Ok(m) if !m.is_file() => Err(Refusal::new("is not a regular file")),
                 Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
+                // The author names sub-workflows: under untrusted they come
+                // from inside the run's working directory only, so a path
+                // cannot make the run read (and quote in its errors) a
+                // host file elsewhere.
+                Ok(_) if untrusted => match path.canonicalize() {
+                    Ok(real) if real.starts_with(&self.workdir) => Ok(()),
+                    Ok(real) => Err(Refusal::new(format!(
+                        "is {}, outside the run's working directory {}; the untrusted policy loads sub-workflows only from inside it",
+                        real.display(),
+                        self.workdir.display()
+                    ))),
+                    Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
+                },
+                Ok(_) => Ok(()),
             },
         }
+    }
+
+    fn hand_over(&self, grants: &Grants) -> Result<(), Refusal> {
+        for d in &grants.dirs {
+            let shown = d.host.display();
+            self.judge(&Request::Dir {
+                dir: &d.host,
+                access: d.access,
+            })
+            .map_err(|r| Refusal::new(format!("directory {shown} {r}")))?;
+            let granted = self
+                .grants
+                .dirs
+                .iter()
+                .any(|g| g.host == d.host && g.guest == d.guest && g.access >= d.access);
+            if !granted {
+                return Err(Refusal::new(format!(
+                    "directory {shown} at {} ({:?}) is more than the run was granted",
+                    d.guest, d.access
+                )));
+            }
+        }
+        for name in &grants.env {
+            self.judge(&Request::EnvName {
+                name: name.as_str(),
+            })
+            .map_err(|r| Refusal::new(format!("variable {name} {r}")))?;
+            if !self.grants.env.contains(name) {
+                return Err(Refusal::new(format!(
+                    "variable {name} is more than the run was granted"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Judge a working directory and return it as the run will use it:
@@ -334,5 +422,63 @@ mod tests {
         assert!(trusted
             .judge(&Request::WorkflowFile { path: tmp.path() })
             .is_err());
+        let outside = tempfile::NamedTempFile::new_in(std::env::temp_dir()).unwrap();
+        let inside = tmp.path().join("in.lobster");
+        std::fs::write(&inside, "steps: []\n").unwrap();
+        assert!(a.judge(&Request::WorkflowFile { path: &inside }).is_ok());
+        let e = a
+            .judge(&Request::WorkflowFile {
+                path: outside.path(),
+            })
+            .unwrap_err();
+        assert!(
+            e.reason.contains("outside the run's working directory"),
+            "{e}"
+        );
+        assert!(trusted
+            .judge(&Request::WorkflowFile {
+                path: outside.path()
+            })
+            .is_ok());
+    }
+
+    #[test]
+    fn use_sites_ask_the_authority_again() {
+        use crate::executor::{Context, Mode};
+        use crate::sandbox::{Grants, StepEnv};
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("secrets")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("mail")).unwrap();
+        let store = crate::state::StateStore::new(tmp.path().join("state"));
+        let mut ctx = Context::from_process(Mode::Tool, store);
+        ctx.set_run_dir(tmp.path().to_path_buf());
+        ctx.set_policy(untrusted(tmp.path()).policy().clone());
+        // A host process that slipped past the plan is refused at spawn.
+        let e = crate::process::Invocation::shell("touch pwned")
+            .run(&ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("was about to start, which the untrusted policy forbids"),
+            "{e}"
+        );
+        assert!(!tmp.path().join("pwned").exists());
+        // Grants handed to a step are judged where they are handed over.
+        ctx.set_grants(Grants::builder().allow_read("secrets").build().unwrap());
+        let e = StepEnv::from_grants(&ctx.grants, &ctx).err().unwrap();
+        assert!(e.to_string().contains("outside the allowed roots"), "{e}");
+        let mail = Grants::builder().allow_read("mail").build().unwrap();
+        ctx.set_grants(mail.clone());
+        assert!(StepEnv::from_grants(&mail, &ctx).is_ok());
+        // Nothing beyond the run's grants, whoever builds the step's set.
+        let wider = Grants::builder().allow_write("mail").build().unwrap();
+        let e = StepEnv::from_grants(&wider, &ctx).err().unwrap();
+        assert!(
+            e.to_string().contains("more than the run was granted"),
+            "{e}"
+        );
+        let env = Grants::builder().allow_env("LANG").build().unwrap();
+        let e = StepEnv::from_grants(&env, &ctx).err().unwrap();
+        assert!(e.to_string().contains("variable LANG is more than"), "{e}");
     }
 }

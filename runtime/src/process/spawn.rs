@@ -279,6 +279,13 @@ impl Invocation {
         if program.is_empty() {
             return Err(self.not_found_error(&program));
         }
+        // The authority is asked again at the moment of use: a plan-time
+        // check that missed a host process cannot let it start.
+        if let Err(r) = ctx.authority.judge(&crate::policy::Request::HostProcess) {
+            return Err(Error::runtime(format!(
+                "policy refuses this run: a host process ({program}) was about to start, which {r}"
+            )));
+        }
 
         let mut command = std::process::Command::new(&program);
         command

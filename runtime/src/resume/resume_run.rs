@@ -118,7 +118,7 @@ fn restore_run_settings(ctx: &mut Context, state: &PipelineResumeState) {
     {
         ctx.set_run_dir(cwd);
     }
-    ctx.grants = state.grants.clone();
+    ctx.set_grants(state.grants.clone());
     ctx.restore_step_dirs(&state.step_dirs);
     ctx.broker.restore(state.broker.clone());
 }

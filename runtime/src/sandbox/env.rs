@@ -40,8 +40,15 @@ impl StepEnv {
     }
 
     /// Resolve `grants` against the run's working directory and environment.
+    /// Each directory and variable is judged by the run's authority here,
+    /// where it is handed to the step (as at plan time), and directories
+    /// resolve against the run's working directory, never a step's `cwd`.
     pub fn from_grants(grants: &Grants, ctx: &Context) -> Result<Self, SandboxError> {
-        let dirs = grants.resolve_dirs(ctx.authority.workdir())?;
+        let authority = &ctx.authority;
+        authority
+            .judge(&crate::policy::Request::HandOver { grants })
+            .map_err(|r| SandboxError::Grant(format!("cannot hand the step its grants: {r}")))?;
+        let dirs = grants.resolve_dirs(authority.workdir())?;
         let env = grants
             .env
             .iter()

@@ -44,10 +44,20 @@ pub fn load_workflow(path: &Path, registry: Option<&Registry>) -> Result<Workflo
 /// (recursively), rejecting cycles. Returns the root and the digests of all
 /// files involved (root first), including `uses:` components that exist.
 pub fn load_plan(path: &Path, registry: Option<&Registry>) -> Result<(Arc<Workflow>, FileDigests)> {
+    load_plan_under(path, registry, None)
+}
+
+/// [`load_plan`] for a run: every literal sub-workflow file is judged by
+/// `authority` before it is read (see [`crate::policy::Request::WorkflowFile`]).
+pub fn load_plan_under(
+    path: &Path,
+    registry: Option<&Registry>,
+    authority: Option<&crate::policy::Authority>,
+) -> Result<(Arc<Workflow>, FileDigests)> {
     let root = Arc::new(load_workflow(path, registry)?);
     let mut files = vec![(root.source.path.clone(), root.source.digest.clone())];
     let mut stack = vec![root.source.path.clone()];
-    collect_static(&root, &mut stack, &mut files, registry)?;
+    collect_static(&root, &mut stack, &mut files, registry, authority)?;
     Ok((root, files))
 }
 
@@ -56,6 +66,7 @@ fn collect_static(
     stack: &mut Vec<PathBuf>,
     files: &mut FileDigests,
     registry: Option<&Registry>,
+    authority: Option<&crate::policy::Authority>,
 ) -> Result<()> {
     for step in &wf.steps {
         match &step.action {
@@ -74,6 +85,15 @@ fn collect_static(
                         full.display()
                     )));
                 }
+                if let Some(a) = authority {
+                    a.judge(&crate::policy::Request::WorkflowFile { path: &full })
+                        .map_err(|r| {
+                            Error::runtime(format!(
+                                "policy refuses this run: {}:{}:{}: step {} workflow file {path} {r}",
+                                wf.source.shown, pos.line, pos.col, step.id
+                            ))
+                        })?;
+                }
                 let real = std::fs::canonicalize(&full)?;
                 if stack.contains(&real) {
                     return Err(at(format!(
@@ -87,7 +107,7 @@ fn collect_static(
                     files.push((real.clone(), child.source.digest.clone()));
                 }
                 stack.push(real);
-                collect_static(&child, stack, files, registry)?;
+                collect_static(&child, stack, files, registry, authority)?;
                 stack.pop();
             }
             Action::Wasm { uses, .. } => {
@@ -122,7 +142,7 @@ pub fn add_components(files: &mut FileDigests, ctx: &Context) {
 /// Run the workflow file at `path` with `--args-json` text.
 pub fn run_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
     let given = args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, mut files) = load_plan(path, Some(&ctx.registry))?;
+    let (wf, mut files) = load_plan_under(path, Some(&ctx.registry), Some(&ctx.authority))?;
     crate::workflow::policy::check_workflow(&wf, ctx)?;
     let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);
     let ctx = narrowed.as_ref().unwrap_or(ctx);

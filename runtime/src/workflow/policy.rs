@@ -288,6 +288,15 @@ impl Walker<'_> {
                     return;
                 }
                 let full = workflow_dir(wf).join(path);
+                if full.exists() {
+                    let asked = Request::WorkflowFile { path: &full };
+                    if let Err(r) = self.authority.judge(&asked) {
+                        self.out
+                            .refused
+                            .push(format!("{at}: step {id} workflow file {path} {r}"));
+                        return;
+                    }
+                }
                 // Validation proper (stage names included) is load_plan's;
                 // here the file only has to parse.
                 if let Ok(child) = super::load_workflow(&full, None) {

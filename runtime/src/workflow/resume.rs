@@ -157,7 +157,7 @@ fn restore(ctx: &Context, state: &WorkflowState) -> Context {
     if let Some(cwd) = cwd {
         out.set_run_dir(cwd);
     }
-    out.grants = state.grants.clone();
+    out.set_grants(state.grants.clone());
     out.restore_step_dirs(&state.step_dirs);
     out.broker.restore(state.broker.clone());
     out

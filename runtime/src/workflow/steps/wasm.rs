@@ -136,6 +136,22 @@ pub fn run(
 ) -> Result<Item> {
     let path = render(uses, scope, Style::Raw, None).text;
     let cmd = load(workflow_path, id, &path, ctx)?;
+    // The pin, with the path as the run really uses it (a templated
+    // `uses:` that renders to a pinned path must match its pin; literal
+    // ones were checked with the plan).
+    let lock_path = ctx.authority.workdir().join(crate::policy::lock::LOCK_FILE);
+    if lock_path.is_file() {
+        let lock = crate::policy::LockFile::load(&lock_path)?;
+        if let Some(pinned) = lock.pin(&path).filter(|p| *p != cmd.digest()) {
+            return Err(Error::runtime(format!(
+                "step {path} does not match its pin in {} (pinned blake3 {}, the component now is {})",
+                crate::policy::lock::LOCK_FILE,
+                crate::policy::enforce::short(pinned),
+                crate::policy::enforce::short(cmd.digest())
+            ))
+            .with_hint("nothing ran; review the new component, then run `lobster lock` to pin it"));
+        }
+    }
     let args = args_of(with, scope);
     // `WasmStep::run` narrows the grants to what the step describes.
     cmd.validate(&args)?;
