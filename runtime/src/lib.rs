@@ -14,12 +14,14 @@
 //! - [`value`]: JSON items with JavaScript semantics.
 //! - [`workflow`]: workflow files (steps, gates, durable resume).
 
+pub mod api;
 pub mod cli;
 pub mod commands;
 pub mod dsl;
 pub mod envelope;
 pub mod error;
 pub mod executor;
+pub mod mcp;
 pub mod policy;
 pub mod process;
 pub mod resume;

@@ -21,6 +21,7 @@ Usage:
   lobster resume --token <token> --response-json '{{...}}'
   lobster resume --token <token> --cancel
   lobster call '{{\"action\":\"run\",\"pipeline\":\"...\"}}'
+  lobster mcp [--workflows DIR]... [--approvals agent|human]
   lobster doctor
   lobster version
   lobster help <command>

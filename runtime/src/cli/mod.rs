@@ -12,6 +12,7 @@ mod doctor;
 pub mod help;
 pub mod limits;
 pub mod lock;
+pub mod mcp;
 pub mod output;
 pub mod resume_args;
 pub mod run_args;
@@ -20,14 +21,10 @@ pub mod workflow_file;
 
 use crate::commands::Registry;
 use crate::error::{Error, Result};
-use crate::executor::{run_pipeline, Context, Mode};
-use crate::resume::{finish_run, Paused};
-use crate::sandbox::{Grants, StepPath};
-use crate::state::StateStore;
+use crate::executor::{Context, Mode};
+use crate::resume::Paused;
 use limits::LimitArgs;
 use output::{human_error, write_once, Printer};
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
@@ -48,6 +45,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("check") => check::check(&args[1..]),
         Some("bundle") => bundle::bundle(&args[1..]),
         Some("lock") => lock::lock(&args[1..]),
+        Some("mcp") => mcp::mcp(&args[1..]),
         Some(_) => run(&args),
     }
 }
@@ -62,6 +60,7 @@ fn print_help(registry: &Registry, topic: Option<&str>) -> i32 {
         Some("check") => check::CHECK_HELP.to_string(),
         Some("bundle") => bundle::BUNDLE_HELP.to_string(),
         Some("lock") => lock::LOCK_HELP.to_string(),
+        Some("mcp") => mcp::MCP_HELP.to_string(),
         Some(name) => match registry.get(name) {
             Some(cmd) => cmd.help().to_string(),
             None => {
@@ -96,63 +95,14 @@ fn graph(argv: &[String]) -> i32 {
     }
 }
 
-/// The context of one CLI run: state store from the environment, limits,
-/// working directory, and whether a human can answer prompts.
+/// The context of one CLI run (see [`crate::api::context::build_context`]).
 pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
-    let mut ctx = Context::from_process(mode, StateStore::from_env());
-    ctx.limits = limits.resolve(mode)?;
-    if let Some(requested) = cwd {
-        ctx.cwd = limits::resolve_cwd(&ctx.cwd, requested)?;
-        let path = StepPath::from_env(&ctx.cwd, &[]);
-        ctx.use_step_path(path);
-    }
-    if limits.policy.is_some() && std::env::var_os("LOBSTER_POLICY").is_some_and(|v| !v.is_empty())
-    {
-        return Err(Error::parse(
-            "--policy cannot replace the operator's policy (LOBSTER_POLICY is set)",
-        ));
-    }
-    let policy = crate::policy::Policy::from_flag_or_env(
-        limits.policy.as_deref(),
-        &std::env::current_dir().unwrap_or_default(),
-    )?;
-    crate::policy::clamp_defaults(
-        &policy,
-        &mut ctx,
-        crate::policy::enforce::Requested {
-            timeout: limits.timeout_ms.is_some(),
-            output: limits.max_stdout_bytes.is_some(),
-        },
-    );
-    ctx.policy = Arc::new(policy);
-    // SAFETY: isatty only inspects file descriptor 0.
-    ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
-    Ok(ctx)
+    crate::api::context::build_context(mode, limits, cwd)
 }
 
-/// Apply `--steps`, `--allow-read`, `--allow-write` and `--allow-env`: the
-/// grants get a fresh clock and random seed, recorded with any pause.
+/// Apply the sandbox flags (see [`crate::api::context::apply_sandbox_args`]).
 pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs) -> Result<()> {
-    let mut builder = Grants::builder();
-    for spec in &args.allow_read {
-        builder = builder.allow_read(spec);
-    }
-    for spec in &args.allow_write {
-        builder = builder.allow_write(spec);
-    }
-    for name in &args.allow_env {
-        builder = builder.allow_env(name);
-    }
-    ctx.grants = builder
-        .fresh_run()
-        .build()
-        .map_err(|e| Error::parse(e.to_string()))?;
-    if !args.steps.is_empty() {
-        let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
-        let path = StepPath::from_env(&ctx.cwd, &extra);
-        ctx.use_step_path(path);
-    }
-    Ok(())
+    crate::api::context::apply_sandbox_args(ctx, args)
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not
@@ -218,9 +168,7 @@ fn run(argv: &[String]) -> i32 {
 
 /// Parse, validate and run pipeline text to a printable result.
 pub(crate) fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
-    let pipeline = crate::dsl::parse(text)?;
-    let outcome = run_pipeline(&pipeline, 0, Vec::new(), ctx)?;
-    finish_run(text, &pipeline, outcome, ctx)
+    crate::api::exec::run_text(text, ctx)
 }
 
 /// The reference's dry-run plan (to stderr): `[DRY RUN] Pipeline (n stages):`
