@@ -21,7 +21,7 @@ from mcp import types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-BIN, MODE = sys.argv[1], sys.argv[2]
+BIN, MODE = os.path.abspath(sys.argv[1]), sys.argv[2]
 PASSED, FAILED = 0, 0
 
 GREET = """name: greet

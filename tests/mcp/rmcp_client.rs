@@ -2,14 +2,22 @@
 //! handshake, the tool list and schemas, a gated pipeline and its resume, a
 //! failing run (`isError`), a workflow tool with typed args (bad args
 //! refused by name), cancellation, and `--approvals human` with a client that
-//! cannot ask the human.
+//! cannot ask the human, concurrent calls, and step logs as
+//! `notifications/message`.
 
-use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
-use rmcp::service::{PeerRequestOptions, RunningService};
+// MCP logging (SEP-2577) is deprecated in rmcp, but clients still subscribe with it.
+#![allow(deprecated)]
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    LoggingMessageNotificationParam, SetLevelRequestParams,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 type Client = RunningService<RoleClient, ()>;
@@ -53,7 +61,11 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+async fn call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
     let params = CallToolRequestParams::new(tool.to_string())
         .with_arguments(args.as_object().cloned().expect("object args"));
     client.call_tool(params).await.expect("tools/call answered")
@@ -275,6 +287,52 @@ fn cancellation_stops_the_run_and_the_session_goes_on() {
         )
         .await;
         assert_eq!(envelope(&r)["output"], json!([3]));
+        // The call's deadline is the server's to keep.
+        let r = call(
+            &client,
+            "lobster_run",
+            json!({"pipeline": "exec --shell 'sleep 5'", "timeoutMs": 300}),
+        )
+        .await;
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            envelope(&r)["error"]["message"],
+            "lobster runtime timed out"
+        );
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn calls_on_one_session_run_concurrently() {
+    let server = Server::new();
+    rt().block_on(async {
+        let client = server.connect(&[]).await;
+        // The first call can only finish once the second has run: served one
+        // at a time, it would time out.
+        let waiter = {
+            let peer = client.peer().clone();
+            let params = CallToolRequestParams::new("lobster_run").with_arguments(
+                json!({
+                    "pipeline": "exec --json --shell 'while [ ! -f b ]; do sleep 0.01; done; echo [1]'",
+                    "timeoutMs": 10000
+                })
+                .as_object()
+                .cloned()
+                .unwrap(),
+            );
+            tokio::spawn(async move { peer.call_tool(params).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let r = call(
+            &client,
+            "lobster_run",
+            json!({"pipeline": "exec --json --shell 'touch b; echo [2]'"}),
+        )
+        .await;
+        assert_eq!(envelope(&r)["output"], json!([2]));
+        let r = waiter.await.unwrap().unwrap();
+        assert_eq!(envelope(&r)["output"], json!([1]), "{}", text(&r));
         client.cancel().await.unwrap();
     });
 }
@@ -343,6 +401,87 @@ fn start_up_refuses_colliding_workflow_names() {
         err.contains("workflow tool name same_thing is used by both"),
         "{err}"
     );
+}
+
+/// A client that records `notifications/message`.
+#[derive(Clone, Default)]
+struct LogRecorder(Arc<Mutex<Vec<LoggingMessageNotificationParam>>>);
+
+impl ClientHandler for LogRecorder {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+#[test]
+fn step_logs_reach_a_subscribed_client() {
+    let Some(probe) = guest("probe") else {
+        return;
+    };
+    let server = Server::new();
+    let steps = server.work.path().join("steps");
+    std::fs::create_dir(&steps).unwrap();
+    std::fs::copy(&probe, steps.join("probe.wasm")).unwrap();
+    rt().block_on(async {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_lobster"));
+        cmd.args(["mcp", "--steps", "steps"])
+            .current_dir(server.work.path())
+            .env("LOBSTER_STATE_DIR", server.state.path())
+            .stderr(std::process::Stdio::null());
+        let recorder = LogRecorder::default();
+        let client = recorder
+            .clone()
+            .serve(TokioChildProcess::new(cmd).unwrap())
+            .await
+            .unwrap();
+        // Not subscribed: nothing arrives (the line goes to stderr).
+        let r = call(
+            &client,
+            "lobster_run",
+            json!({"pipeline": "probe log --loud"}),
+        )
+        .await;
+        assert_eq!(r.is_error, Some(false), "{}", text(&r));
+        assert!(recorder.0.lock().unwrap().is_empty());
+        // Subscribed at warning: only the warning.
+        let level: SetLevelRequestParams =
+            serde_json::from_value(json!({"level": "warning"})).unwrap();
+        client.set_level(level).await.unwrap();
+        let r = call(
+            &client,
+            "lobster_run",
+            json!({"pipeline": "probe log --loud"}),
+        )
+        .await;
+        assert_eq!(r.is_error, Some(false), "{}", text(&r));
+        let logs = recorder.0.lock().unwrap().clone();
+        assert_eq!(logs.len(), 1, "{logs:?}");
+        assert_eq!(logs[0].data, json!("loud"));
+        assert_eq!(logs[0].logger.as_deref(), Some("probe"));
+        client.cancel().await.unwrap();
+    });
+}
+
+/// A built test guest; missing ones fail under CI / tests/run.sh and skip loudly elsewhere.
+fn guest(name: &str) -> Option<std::path::PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/guests/target/wasm32-wasip2/release")
+        .join(format!("{name}.wasm"));
+    if p.is_file() {
+        return Some(p);
+    }
+    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
+        panic!("{} is missing; run tests/build-guests.sh", p.display());
+    }
+    eprintln!(
+        "SKIPPED: {} is not built (tests/build-guests.sh)",
+        p.display()
+    );
+    None
 }
 
 async fn wait_for_pid(path: &Path) -> i32 {

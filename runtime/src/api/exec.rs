@@ -10,6 +10,7 @@ use crate::envelope::{error_envelope, error_envelope_of};
 use crate::error::{Error, Result};
 use crate::executor::{run_pipeline, Cancel, CancelReason, Context, Mode};
 use crate::resume::{finish_run, Paused};
+use crate::sandbox::LogSink;
 use crate::value::{to_js_json_pretty, Item};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -83,11 +84,25 @@ pub fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
 /// Run a pipeline or workflow in tool mode. Blocks until the run ends, its
 /// deadline passes, or `cancel` fires (see the module docs for the grace).
 pub fn run(settings: &Settings, request: &RunRequest, cancel: &Cancel) -> Reply {
+    run_logged(settings, request, cancel, None)
+}
+
+/// [`run`], with the log lines of WebAssembly steps sent to `log` instead
+/// of the process's stderr.
+pub fn run_logged(
+    settings: &Settings,
+    request: &RunRequest,
+    cancel: &Cancel,
+    log: Option<LogSink>,
+) -> Reply {
     let prepared = prepare_run(settings, request, cancel);
-    let (ctx, work) = match prepared {
+    let (mut ctx, work) = match prepared {
         Ok(p) => p,
         Err(e) => return Reply::error(&e),
     };
+    if let Some(log) = log {
+        ctx.sandbox.log = log;
+    }
     let max = ctx.limits.max_output_bytes;
     Reply::from_result(supervised(ctx, work), max)
 }
@@ -95,6 +110,16 @@ pub fn run(settings: &Settings, request: &RunRequest, cancel: &Cancel) -> Reply 
 /// Resume a paused run in tool mode (in the paused run's working directory,
 /// with its grants). Blocks like [`run`].
 pub fn resume(settings: &Settings, call: &ResumeCall, cancel: &Cancel) -> Reply {
+    resume_logged(settings, call, cancel, None)
+}
+
+/// [`resume`], with step log lines sent to `log` (see [`run_logged`]).
+pub fn resume_logged(
+    settings: &Settings,
+    call: &ResumeCall,
+    cancel: &Cancel,
+    log: Option<LogSink>,
+) -> Reply {
     let mut limits = call.limits.clone();
     limits.policy = settings.policy.clone();
     let mut ctx = match build_context(Mode::Tool, &limits, None) {
@@ -102,6 +127,9 @@ pub fn resume(settings: &Settings, call: &ResumeCall, cancel: &Cancel) -> Reply 
         Err(e) => return Reply::error(&e),
     };
     ctx.cancel = cancel.clone();
+    if let Some(log) = log {
+        ctx.sandbox.log = log;
+    }
     let max = ctx.limits.max_output_bytes;
     let request = call.request.clone();
     let work: Work = Box::new(move |ctx: &mut Context| crate::resume::resume(&request, ctx));

@@ -43,7 +43,7 @@ pub mod request;
 
 pub use crate::executor::Cancel;
 pub use catalog::{Catalog, WorkflowEntry};
-pub use exec::{resume, run, Reply};
+pub use exec::{resume, resume_logged, run, run_logged, Reply};
 pub use request::{parse_call, Call, ResumeCall, RunRequest, RunTarget};
 
 use crate::cli::run_args::SandboxArgs;

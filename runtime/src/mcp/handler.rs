@@ -1,5 +1,9 @@
 //! The MCP handler: tool calls → [`crate::api`] calls on the blocking pool.
 
+// MCP logging (`logging/setLevel`, `notifications/message`) is deprecated by
+// SEP-2577 but still what clients subscribe with; step logs use it.
+#![allow(deprecated)]
+
 use super::tools::{self, RESUME, RUN, WORKFLOWS};
 use super::ApprovalMode;
 use crate::api::request::{cwd_field, limit_fields, resume_fields};
@@ -7,18 +11,19 @@ use crate::api::{self, approval, Reply, ResumeCall, RunRequest, RunTarget, Setti
 use crate::error::{Error, Result};
 use crate::executor::{Cancel, CancelReason};
 use crate::resume::Decision;
+use crate::sandbox::{Level, LogLine, LogSink};
 use crate::state::StateStore;
 use crate::value::Item;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, InputRequest, InputRequests, InputRequiredResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The key of the approval question in an "input required" result.
 const APPROVAL_KEY: &str = "approval";
@@ -28,6 +33,10 @@ const APPROVAL_KEY: &str = "approval";
 #[derive(Clone)]
 pub struct LobsterMcp {
     inner: Arc<Inner>,
+    /// The session's `logging/setLevel` (legacy clients; 2026-07-28 clients
+    /// put the level in each request's `_meta`). Give every session its own
+    /// with [`LobsterMcp::for_session`].
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
 }
 
 struct Inner {
@@ -59,7 +68,48 @@ impl LobsterMcp {
                 approvals,
                 tools,
             }),
+            log_level: Arc::default(),
         }
+    }
+
+    /// A handle for a new session: the same settings and tools, its own
+    /// log level (what an HTTP transport's per-session factory should hand out).
+    pub fn for_session(&self) -> Self {
+        LobsterMcp {
+            inner: self.inner.clone(),
+            log_level: Arc::default(),
+        }
+    }
+
+    /// Where a call's step logs go: `notifications/message` when the client
+    /// asked for logs (else `None`: the process's stderr), and the task that
+    /// forwards them.
+    fn log_sink(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<(LogSink, tokio::task::JoinHandle<()>)> {
+        let session = *self.log_level.lock().unwrap_or_else(|p| p.into_inner());
+        let min = context.meta.log_level().or(session)?;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LogLine>();
+        let peer = context.peer.clone();
+        let task = tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                let param = LoggingMessageNotificationParam::new(
+                    mcp_level(line.level),
+                    json!(line.message),
+                )
+                .with_logger(line.step);
+                if peer.notify_logging_message(param).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let sink: LogSink = Arc::new(move |line: &LogLine| {
+            if rank(mcp_level(line.level)) >= rank(min) {
+                let _ = tx.send(line.clone());
+            }
+        });
+        Some((sink, task))
     }
 
     /// The tools this server lists.
@@ -71,12 +121,12 @@ impl LobsterMcp {
         self.inner.approvals == ApprovalMode::Human
     }
 
-    async fn execute(
-        &self,
-        job: Job,
-        cancelled: rmcp::service::RequestContext<RoleServer>,
-    ) -> Reply {
+    async fn execute(&self, job: Job, cancelled: RequestContext<RoleServer>) -> Reply {
         let cancel = Cancel::default();
+        let (log, forwarder) = match self.log_sink(&cancelled) {
+            Some((sink, task)) => (Some(sink), Some(task)),
+            None => (None, None),
+        };
         let watcher = {
             let cancel = cancel.clone();
             let ct = cancelled.ct.clone();
@@ -90,12 +140,17 @@ impl LobsterMcp {
         };
         let inner = self.inner.clone();
         let reply = tokio::task::spawn_blocking(move || match job {
-            Job::Run(request) => api::run(&inner.settings, &request, &cancel),
-            Job::Resume(call) => api::resume(&inner.settings, &call, &cancel),
+            Job::Run(request) => api::run_logged(&inner.settings, &request, &cancel, log),
+            Job::Resume(call) => api::resume_logged(&inner.settings, &call, &cancel, log),
         })
         .await
         .unwrap_or_else(|e| Reply::error(&Error::runtime(format!("the run failed: {e}"))));
         watcher.abort();
+        if let Some(task) = forwarder {
+            // The logs go out before the result (the sink is dropped with the
+            // run's context); a run stuck past its grace does not hold the answer.
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), task).await;
+        }
         reply
     }
 
@@ -240,6 +295,30 @@ impl LobsterMcp {
     }
 }
 
+#[allow(deprecated)]
+fn mcp_level(level: Level) -> LoggingLevel {
+    match level {
+        Level::Trace | Level::Debug => LoggingLevel::Debug,
+        Level::Info => LoggingLevel::Info,
+        Level::Warn => LoggingLevel::Warning,
+        Level::Error => LoggingLevel::Error,
+    }
+}
+
+#[allow(deprecated)]
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
 /// MCP 2026-07-28 or later with elicitation: "input required" results work.
 fn client_can_ask(context: &RequestContext<RoleServer>) -> bool {
     let modern = context
@@ -283,12 +362,26 @@ fn failure(e: &Error, human: bool) -> CallToolResponse {
 
 impl ServerHandler for LobsterMcp {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
             .with_server_info(Implementation::new("lobster", crate::VERSION))
             .with_instructions(
                 "Lobster runs multi-step pipelines and workflows in one call (lobster_run, or a workflow's own tool). \
                  A run may pause at an approval or input gate: ask the human, then call lobster_resume with the token.",
             )
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(request.level);
+        Ok(())
     }
 
     async fn list_tools(
