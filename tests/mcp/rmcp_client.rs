@@ -377,6 +377,31 @@ fn human_approvals_refuse_a_client_that_cannot_ask() {
 }
 
 #[test]
+fn the_operator_policy_applies_to_every_call() {
+    let server = Server::new();
+    std::fs::write(
+        server.work.path().join("policy.toml"),
+        "trust = \"untrusted\"\n",
+    )
+    .unwrap();
+    rt().block_on(async {
+        let client = server.connect(&["--policy", "policy.toml"]).await;
+        let r = call(
+            &client,
+            "lobster_run",
+            json!({"pipeline": "exec --json --shell 'echo [1]'"}),
+        )
+        .await;
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            envelope(&r)["error"]["message"],
+            "policy refuses this run: stage 1 (exec) runs host processes, which the untrusted policy forbids"
+        );
+        client.cancel().await.unwrap();
+    });
+}
+
+#[test]
 fn start_up_refuses_colliding_workflow_names() {
     let server = Server::new();
     server.workflow(
