@@ -3,9 +3,11 @@
 //! [`LobsterMcp`] is an rmcp [`ServerHandler`](rmcp::ServerHandler) over the
 //! [`crate::api`] layer, independent of the transport: `lobster mcp` serves
 //! it on stdio ([`serve_stdio`]); an HTTP front door can mount the same
-//! handler with rmcp's streamable-HTTP service (`LobsterMcp` is `Clone` and
-//! holds only read-only settings, so one instance per session or one shared
-//! instance both work).
+//! handler with rmcp's streamable-HTTP service: build one `LobsterMcp` at
+//! start-up and give each session `server.for_session()` (the same
+//! read-only settings and tools; its own `logging/setLevel`). Runs keep no
+//! state in the handler: paused runs, tokens and approval answers live in
+//! the state directory, so any session (or process) can resume any run.
 //!
 //! - [`tools`]: the tool list (`lobster_run`, `lobster_resume`,
 //!   `lobster_workflows`, one tool per catalog workflow) and how an envelope
