@@ -13,3 +13,6 @@ fi
 LOBSTER_REQUIRE_GUESTS=1 cargo test --workspace
 # The guest SDK is its own workspace (it builds for wasm32-wasip2 too).
 cargo test --manifest-path guest-sdk/Cargo.toml
+# `lobster mcp` with a client nobody here wrote: the Python MCP SDK, pinned,
+# in a venv the script creates (python3 with venv is all it needs).
+bash tests/mcp/python-client.sh

@@ -15,6 +15,7 @@
 //! - [`workflow`]: workflow files (steps, gates, durable resume).
 //! - [`broker`]: brokered gateway tool and model calls (judged, recorded, replayed).
 
+pub mod api;
 pub mod broker;
 pub mod cli;
 pub mod commands;
@@ -22,6 +23,7 @@ pub mod dsl;
 pub mod envelope;
 pub mod error;
 pub mod executor;
+pub mod mcp;
 pub mod policy;
 pub mod process;
 pub mod resume;

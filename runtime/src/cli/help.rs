@@ -25,6 +25,7 @@ Usage:
   lobster bundle build DIR | lobster bundle verify PATH
   lobster lock [--steps DIR]... ['<pipeline>' | WORKFLOW]
   lobster doctor [--steps DIR]... [--policy FILE]
+  lobster mcp [--workflows DIR]... [--approvals agent|human]
   lobster version
   lobster help <command|step>
 

@@ -12,6 +12,7 @@ mod doctor;
 pub mod help;
 pub mod limits;
 pub mod lock;
+pub mod mcp;
 pub mod os_args;
 pub mod output;
 pub mod resume_args;
@@ -21,9 +22,9 @@ pub mod workflow_file;
 
 use crate::commands::Registry;
 use crate::error::{Error, Result};
-use crate::executor::{run_pipeline, Context, Mode};
-use crate::resume::{finish_run, Paused};
-use crate::sandbox::{Grants, StepPath};
+use crate::executor::{Context, Mode};
+use crate::resume::Paused;
+use crate::sandbox::StepPath;
 use crate::state::StateStore;
 use limits::LimitArgs;
 use output::{human_error, write_once, Printer};
@@ -48,6 +49,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("check") => check::check(&args[1..]),
         Some("bundle") => bundle::bundle(&args[1..]),
         Some("lock") => lock::lock(&args[1..]),
+        Some("mcp") => mcp::mcp(&args[1..]),
         Some(_) => run(&args),
     }
 }
@@ -106,7 +108,7 @@ fn print_help(argv: &[String]) -> i32 {
 fn help_topic(name: &str) -> bool {
     matches!(
         name,
-        "run" | "resume" | "call" | "graph" | "check" | "bundle" | "lock"
+        "run" | "resume" | "call" | "graph" | "check" | "bundle" | "lock" | "mcp"
     )
 }
 
@@ -120,6 +122,7 @@ fn print_topic(registry: &Registry, topic: &str) -> i32 {
         "check" => check::CHECK_HELP,
         "bundle" => bundle::BUNDLE_HELP,
         "lock" => lock::LOCK_HELP,
+        "mcp" => mcp::MCP_HELP,
         name => registry.get(name).map_or("", |cmd| cmd.help()),
     };
     write_once(text, "");
@@ -145,69 +148,14 @@ fn graph(argv: &[String]) -> i32 {
     }
 }
 
-/// The context of one CLI run: state store from the environment, limits,
-/// working directory, and whether a human can answer prompts.
+/// The context of one CLI run (see [`crate::api::context::build_context`]).
 pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
-    let mut ctx = Context::from_process(mode, StateStore::from_env());
-    ctx.limits = limits.resolve(mode)?;
-    if let Some(requested) = cwd {
-        let dir = limits::resolve_cwd(&ctx.cwd, requested)?;
-        ctx.set_run_dir(dir);
-        let path = StepPath::from_env(&ctx.cwd, &[]);
-        ctx.use_step_path(path);
-    }
-    if limits.policy.is_some() && std::env::var_os("LOBSTER_POLICY").is_some_and(|v| !v.is_empty())
-    {
-        return Err(Error::parse(
-            "--policy cannot replace the operator's policy (LOBSTER_POLICY is set)",
-        ));
-    }
-    let policy = crate::policy::Policy::from_flag_or_env(
-        limits.policy.as_deref(),
-        &std::env::current_dir().unwrap_or_default(),
-    )?;
-    crate::policy::clamp_defaults(
-        &policy,
-        &mut ctx,
-        crate::policy::enforce::Requested {
-            timeout: limits.timeout_ms.is_some(),
-            output: limits.max_stdout_bytes.is_some(),
-        },
-    );
-    ctx.set_policy(policy);
-    // SAFETY: isatty only inspects file descriptor 0.
-    ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
-    Ok(ctx)
+    crate::api::context::build_context(mode, limits, cwd)
 }
 
-/// Apply `--steps`, `--allow-read`, `--allow-write` and `--allow-env`: the
-/// grants get a fresh clock and random seed, recorded with any pause.
+/// Apply the sandbox flags (see [`crate::api::context::apply_sandbox_args`]).
 pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs) -> Result<()> {
-    let mut builder = Grants::builder();
-    for spec in &args.allow_read {
-        builder = builder.allow_read(spec);
-    }
-    for spec in &args.allow_write {
-        builder = builder.allow_write(spec);
-    }
-    for name in &args.allow_env {
-        builder = builder.allow_env(name);
-    }
-    for name in &args.allow_tool {
-        builder = builder.allow_tool(name);
-    }
-    builder = builder.allow_llm(args.allow_llm);
-    let grants = builder
-        .fresh_run()
-        .build()
-        .map_err(|e| Error::parse(e.to_string()))?;
-    ctx.set_grants(grants);
-    if !args.steps.is_empty() {
-        let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
-        let path = StepPath::from_env(&ctx.cwd, &extra);
-        ctx.use_step_path(path);
-    }
-    Ok(())
+    crate::api::context::apply_sandbox_args(ctx, args)
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not
@@ -275,9 +223,7 @@ fn run(argv: &[String]) -> i32 {
 
 /// Parse, validate and run pipeline text to a printable result.
 pub(crate) fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
-    let pipeline = crate::dsl::parse(text)?;
-    let outcome = run_pipeline(&pipeline, 0, Vec::new(), ctx)?;
-    finish_run(text, &pipeline, outcome, ctx)
+    crate::api::exec::run_text(text, ctx)
 }
 
 /// The reference's dry-run plan (to stderr): `[DRY RUN] Pipeline (n stages):`

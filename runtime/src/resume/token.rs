@@ -114,6 +114,26 @@ fn tag(key: &[u8; 32], kind: TokenKind, state_key: &str) -> String {
     hasher.finalize().to_hex()[..32].to_string()
 }
 
+/// A keyed blake3 MAC (hex) of `data` under this state directory's token
+/// key, in its own domain `context` (so it never verifies as a token tag).
+/// Used to sign state a front door hands to a client and gets back (e.g. a
+/// human-approval request), creating the key on first use.
+pub fn mac(store: &StateStore, context: &str, data: &[u8]) -> Result<String> {
+    let key =
+        load_key(store, true)?.ok_or_else(|| Error::runtime("cannot create the token key"))?;
+    let mut hasher = blake3::Hasher::new_keyed(&key);
+    hasher.update(b"lobster mac v1\0");
+    hasher.update(context.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(data);
+    Ok(hasher.finalize().to_hex().to_string())
+}
+
+/// Compare two MACs without leaking where they differ.
+pub fn mac_eq(a: &str, b: &str) -> bool {
+    constant_time_eq(a.as_bytes(), b.as_bytes())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

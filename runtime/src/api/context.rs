@@ -1,0 +1,79 @@
+//! The [`Context`] of one run, built the same way for every front door:
+//! state store from the environment, limits (defaults, clamps, policy
+//! maxima), working directory, operator policy, sandbox grants.
+
+use crate::cli::limits::{self, LimitArgs};
+use crate::cli::run_args::SandboxArgs;
+use crate::error::{Error, Result};
+use crate::executor::{Context, Mode};
+use crate::sandbox::{Grants, StepPath};
+use crate::state::StateStore;
+use std::path::PathBuf;
+
+/// The context of one run: state store from the environment, limits,
+/// working directory (relative to the process's, and inside it), the
+/// operator policy, and whether a human can answer prompts (only in human
+/// mode on a terminal).
+pub fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
+    let mut ctx = Context::from_process(mode, StateStore::from_env());
+    ctx.limits = limits.resolve(mode)?;
+    if let Some(requested) = cwd {
+        let dir = limits::resolve_cwd(&ctx.cwd, requested)?;
+        ctx.set_run_dir(dir);
+        let path = StepPath::from_env(&ctx.cwd, &[]);
+        ctx.use_step_path(path);
+    }
+    if limits.policy.is_some() && std::env::var_os("LOBSTER_POLICY").is_some_and(|v| !v.is_empty())
+    {
+        return Err(Error::parse(
+            "--policy cannot replace the operator's policy (LOBSTER_POLICY is set)",
+        ));
+    }
+    let policy = crate::policy::Policy::from_flag_or_env(
+        limits.policy.as_deref(),
+        &std::env::current_dir().unwrap_or_default(),
+    )?;
+    crate::policy::clamp_defaults(
+        &policy,
+        &mut ctx,
+        crate::policy::enforce::Requested {
+            timeout: limits.timeout_ms.is_some(),
+            output: limits.max_stdout_bytes.is_some(),
+        },
+    );
+    ctx.set_policy(policy);
+    // SAFETY: isatty only inspects file descriptor 0.
+    ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
+    Ok(ctx)
+}
+
+/// Apply `--steps`, `--allow-read`, `--allow-write`, `--allow-env`,
+/// `--allow-tool` and `--allow-llm`: the
+/// grants get a fresh clock and random seed, recorded with any pause.
+pub fn apply_sandbox_args(ctx: &mut Context, args: &SandboxArgs) -> Result<()> {
+    let mut builder = Grants::builder();
+    for spec in &args.allow_read {
+        builder = builder.allow_read(spec);
+    }
+    for spec in &args.allow_write {
+        builder = builder.allow_write(spec);
+    }
+    for name in &args.allow_env {
+        builder = builder.allow_env(name);
+    }
+    for name in &args.allow_tool {
+        builder = builder.allow_tool(name);
+    }
+    builder = builder.allow_llm(args.allow_llm);
+    let grants = builder
+        .fresh_run()
+        .build()
+        .map_err(|e| Error::parse(e.to_string()))?;
+    ctx.set_grants(grants);
+    if !args.steps.is_empty() {
+        let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
+        let path = StepPath::from_env(&ctx.cwd, &extra);
+        ctx.use_step_path(path);
+    }
+    Ok(())
+}

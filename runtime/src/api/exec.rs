@@ -1,0 +1,315 @@
+//! Running and resuming for the front doors: build the run's context, run it
+//! on a worker thread under the call's deadline and cancellation handle, and
+//! turn the outcome into a [`Reply`].
+
+use super::context::{apply_sandbox_args, build_context};
+use super::request::{ResumeCall, RunRequest, RunTarget};
+use super::Settings;
+use crate::cli::workflow_file::{has_workflow_extension, looks_like_workflow};
+use crate::envelope::{error_envelope, error_envelope_of};
+use crate::error::{Error, Result};
+use crate::executor::{run_pipeline, Cancel, CancelReason, Context, Mode};
+use crate::resume::{finish_run, Paused};
+use crate::sandbox::LogSink;
+use crate::value::{to_js_json_pretty, Item};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long a cancelled run may take to stop before the call answers anyway.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(1000);
+
+/// The answer to one call: the tool envelope and the exit code the CLI
+/// would have ended with (0 ok/paused/cancelled, 1 runtime error, 2 parse
+/// error, 128+n for a signal).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub envelope: Item,
+    pub exit_code: i32,
+}
+
+impl Reply {
+    /// Whether the envelope is a success (`ok: true`, any status).
+    pub fn ok(&self) -> bool {
+        self.envelope.get("ok") == Some(&Item::Bool(true))
+    }
+
+    /// `status` of a successful envelope.
+    pub fn status(&self) -> Option<&str> {
+        self.envelope.get("status").and_then(Item::as_str)
+    }
+
+    /// An error reply.
+    pub fn error(e: &Error) -> Reply {
+        Reply {
+            envelope: error_envelope(e),
+            exit_code: e.exit_code(),
+        }
+    }
+
+    /// The reply for a run's result, with the output cap applied to the
+    /// envelope's printed size exactly as `--mode tool` applies it.
+    pub fn from_result(result: Result<Paused>, max_bytes: Option<usize>) -> Reply {
+        let paused = match result {
+            Ok(p) => p,
+            Err(e) => return Reply::error(&e),
+        };
+        let envelope = paused.envelope.to_json();
+        if let Some(cap) = max_bytes {
+            // The CLI prints the pretty JSON plus a newline.
+            if to_js_json_pretty(&envelope).len() + 1 > cap {
+                return Reply {
+                    envelope: error_envelope_of(
+                        "runtime_error",
+                        "lobster runtime result exceeded maxStdoutBytes",
+                    ),
+                    exit_code: 1,
+                };
+            }
+        }
+        Reply {
+            envelope,
+            exit_code: 0,
+        }
+    }
+}
+
+/// Parse, validate and run pipeline text to a result.
+pub fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
+    let pipeline = crate::dsl::parse(text)?;
+    let outcome = run_pipeline(&pipeline, 0, Vec::new(), ctx)?;
+    finish_run(text, &pipeline, outcome, ctx)
+}
+
+/// Run a pipeline or workflow in tool mode. Blocks until the run ends, its
+/// deadline passes, or `cancel` fires (see the module docs for the grace).
+pub fn run(settings: &Settings, request: &RunRequest, cancel: &Cancel) -> Reply {
+    run_logged(settings, request, cancel, None)
+}
+
+/// [`run`], with the log lines of WebAssembly steps sent to `log` instead
+/// of the process's stderr.
+pub fn run_logged(
+    settings: &Settings,
+    request: &RunRequest,
+    cancel: &Cancel,
+    log: Option<LogSink>,
+) -> Reply {
+    let prepared = prepare_run(settings, request, cancel);
+    let (mut ctx, work) = match prepared {
+        Ok(p) => p,
+        Err(e) => return Reply::error(&e),
+    };
+    if let Some(log) = log {
+        ctx.sandbox.log = log;
+    }
+    let max = ctx.limits.max_output_bytes;
+    Reply::from_result(supervised(ctx, work), max)
+}
+
+/// Resume a paused run in tool mode (in the paused run's working directory,
+/// with its grants). Blocks like [`run`].
+pub fn resume(settings: &Settings, call: &ResumeCall, cancel: &Cancel) -> Reply {
+    resume_logged(settings, call, cancel, None)
+}
+
+/// [`resume`], with step log lines sent to `log` (see [`run_logged`]).
+pub fn resume_logged(
+    settings: &Settings,
+    call: &ResumeCall,
+    cancel: &Cancel,
+    log: Option<LogSink>,
+) -> Reply {
+    let mut limits = call.limits.clone();
+    limits.policy = settings.policy.clone();
+    let mut ctx = match build_context(Mode::Tool, &limits, None) {
+        Ok(c) => c,
+        Err(e) => return Reply::error(&e),
+    };
+    ctx.cancel = cancel.clone();
+    if let Some(log) = log {
+        ctx.sandbox.log = log;
+    }
+    let max = ctx.limits.max_output_bytes;
+    let request = call.request.clone();
+    let work: Work = Box::new(move |ctx: &mut Context| crate::resume::resume(&request, ctx));
+    Reply::from_result(supervised(ctx, work), max)
+}
+
+type Work = Box<dyn FnOnce(&mut Context) -> Result<Paused> + Send>;
+
+fn prepare_run(
+    settings: &Settings,
+    request: &RunRequest,
+    cancel: &Cancel,
+) -> Result<(Context, Work)> {
+    let args_text = request.args_text()?;
+    let mut limits = request.limits.clone();
+    limits.policy = settings.policy.clone();
+    let mut ctx = build_context(Mode::Tool, &limits, request.cwd.as_deref())?;
+    apply_sandbox_args(&mut ctx, &settings.sandbox)?;
+    ctx.cancel = cancel.clone();
+    let workflow: Option<PathBuf> = match &request.target {
+        RunTarget::Pipeline(text) => {
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(Error::parse("pipeline required"));
+            }
+            // `lobster run wf.lobster`: a lone workflow path runs the workflow.
+            let lone = !text.contains('|') && !text.contains(char::is_whitespace);
+            (lone && looks_like_workflow_in(&ctx.cwd, text)).then(|| ctx.cwd.join(text))
+        }
+        RunTarget::WorkflowFile(path) => Some(workflow_inside(&ctx.cwd, path)?),
+        RunTarget::WorkflowNamed(name) => {
+            let entry = settings.catalog.get(name).ok_or_else(|| {
+                Error::parse(format!("unknown workflow: {name}")).with_hint(format!(
+                    "the workflows are: {}",
+                    settings.catalog.names().join(", ")
+                ))
+            })?;
+            if request.strict_args {
+                entry.check_arg_names(request.args.as_ref())?;
+            }
+            Some(entry.file.clone())
+        }
+    };
+    let work: Work = match (workflow, &request.target) {
+        (Some(path), _) => Box::new(move |ctx: &mut Context| {
+            crate::workflow::run_file(&path, args_text.as_deref(), ctx)
+        }),
+        (None, RunTarget::Pipeline(text)) => {
+            let text = text.clone();
+            Box::new(move |ctx: &mut Context| run_text(&text, ctx))
+        }
+        (None, _) => unreachable!("workflow targets always resolve to a path"),
+    };
+    Ok((ctx, work))
+}
+
+fn looks_like_workflow_in(cwd: &Path, text: &str) -> bool {
+    if Path::new(text).is_absolute() {
+        return looks_like_workflow(text);
+    }
+    let joined = cwd.join(text);
+    has_workflow_extension(&joined) && joined.is_file()
+}
+
+/// `path` relative to `cwd`, an existing workflow file inside it (after
+/// following symlinks).
+fn workflow_inside(cwd: &Path, path: &str) -> Result<PathBuf> {
+    if path.trim().is_empty() {
+        return Err(Error::parse("workflow must name a file or a workflow"));
+    }
+    if Path::new(path).is_absolute() {
+        return Err(Error::parse(format!(
+            "workflow must be a path relative to the working directory (got {path})"
+        )));
+    }
+    let base = cwd
+        .canonicalize()
+        .map_err(|e| Error::runtime(format!("cannot resolve working directory: {e}")))?;
+    let full = base
+        .join(path)
+        .canonicalize()
+        .map_err(|_| Error::parse(format!("workflow file not found: {path}")))?;
+    if !full.starts_with(&base) {
+        return Err(Error::parse(format!(
+            "workflow must stay within the working directory (got {path})"
+        )));
+    }
+    if !full.is_file() {
+        return Err(Error::parse(format!("workflow is not a file: {path}")));
+    }
+    Ok(full)
+}
+
+/// Run `work` on its own thread; the calling thread keeps the deadline and
+/// answers with the cancellation error if the run has not stopped within
+/// [`CANCEL_GRACE`] after the deadline or `ctx.cancel` fired.
+fn supervised(mut ctx: Context, work: Work) -> Result<Paused> {
+    let cancel = ctx.cancel.clone();
+    let deadline = ctx.limits.timeout.map(|t| Instant::now() + t);
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("lobster-run".into())
+        .spawn(move || {
+            let result = work(&mut ctx);
+            let _ = tx.send(result);
+        })
+        .map_err(|e| Error::runtime(format!("cannot start the run's thread: {e}")))?;
+    let mut grace_until: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if grace_until.is_none() {
+            if deadline.is_some_and(|d| now >= d) {
+                cancel.trigger(CancelReason::Timeout);
+            }
+            if cancel.is_cancelled() {
+                grace_until = Some(now + CANCEL_GRACE);
+            }
+        }
+        // Poll for an outside cancellation every 20 ms; a finished run wakes us at once.
+        let wait = match (grace_until, deadline) {
+            (Some(g), _) => g.saturating_duration_since(now),
+            (None, Some(d)) => d
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(20)),
+            (None, None) => Duration::from_millis(20),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(result) => return result,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if grace_until.is_some_and(|g| Instant::now() >= g) {
+                    let reason = cancel.reason().unwrap_or(CancelReason::Timeout);
+                    return Err(reason.to_error());
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::runtime("the run ended without a result"));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_paths_stay_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("w.lobster"), "steps: []\n").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("out.lobster")).unwrap();
+        assert!(workflow_inside(dir.path(), "w.lobster").is_ok());
+        assert_eq!(
+            workflow_inside(dir.path(), "/etc/passwd")
+                .unwrap_err()
+                .to_string(),
+            "workflow must be a path relative to the working directory (got /etc/passwd)"
+        );
+        assert_eq!(
+            workflow_inside(dir.path(), "nope.lobster")
+                .unwrap_err()
+                .to_string(),
+            "workflow file not found: nope.lobster"
+        );
+        let escape = workflow_inside(dir.path(), "out.lobster");
+        assert!(escape.is_err(), "{escape:?}");
+    }
+
+    #[test]
+    fn output_cap_applies_to_the_envelope() {
+        let paused = Paused {
+            envelope: crate::envelope::Envelope::ok(vec![Item::String("x".repeat(2000))]),
+            rendered: None,
+        };
+        let r = Reply::from_result(Ok(paused.clone()), Some(1024));
+        assert!(!r.ok());
+        assert_eq!(
+            r.envelope.pointer("/error/message").and_then(Item::as_str),
+            Some("lobster runtime result exceeded maxStdoutBytes")
+        );
+        let r = Reply::from_result(Ok(paused), None);
+        assert_eq!(r.status(), Some("ok"));
+    }
+}

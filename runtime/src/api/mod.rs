@@ -1,0 +1,62 @@
+//! The front-door layer: typed requests in, the tool envelope out, for every
+//! front door that is not a terminal (`lobster call`, `lobster mcp`, and the
+//! HTTP server that comes later).
+//!
+//! # Contract
+//!
+//! - [`run`] runs a pipeline or a workflow file ([`RunRequest`]); [`resume`]
+//!   continues a paused run by token or `approvalId` ([`ResumeCall`]);
+//!   [`Catalog`] lists the workflows of the `--workflows` directories. Each
+//!   returns a [`Reply`]: the same envelope (`ok`, `needs_approval`,
+//!   `needs_input`, `cancelled`, or an error envelope) and exit code the CLI
+//!   prints for `lobster run --mode tool`, with the same policy, limits
+//!   (defaults, clamps, the `maxStdoutBytes` cap on the envelope), grants,
+//!   state directory and token rules.
+//! - **Concurrency.** Everything a run needs lives in its own [`Context`]
+//!   and on disk (the state directory); [`Settings`] is read-only. Calls from
+//!   several threads of one process are independent: no printing, no global
+//!   latch, no signal handlers on this path.
+//! - **Cancellation.** Each call takes a [`Cancel`] handle the caller made;
+//!   `cancel.trigger(CancelReason::Signal {..})` ends the run as SIGINT would
+//!   (children are signalled, the run ends with the signal's error). The
+//!   deadline (`timeoutMs`, default 20 s) is enforced by the calling thread,
+//!   so no timer thread outlives a call. If the run does not stop within a
+//!   grace period after cancellation, the call returns the cancellation
+//!   error anyway (the CLI's watchdog does the same by exiting).
+//! - **Blocking.** The functions block; async servers call them from
+//!   `spawn_blocking`.
+//!
+//! ```no_run
+//! use lobster::api::{self, RunRequest, RunTarget, Settings};
+//! use lobster::executor::Cancel;
+//! let settings = Settings::default();
+//! let request = RunRequest::pipeline("exec --json --shell 'echo [1,2]' | approve --prompt ok?");
+//! let reply = api::run(&settings, &request, &Cancel::default());
+//! assert_eq!(reply.status(), Some("needs_approval"));
+//! ```
+
+pub mod approval;
+pub mod catalog;
+pub mod context;
+pub mod exec;
+pub mod request;
+
+pub use crate::executor::Cancel;
+pub use catalog::{Catalog, WorkflowEntry};
+pub use exec::{resume, resume_logged, run, run_logged, Reply};
+pub use request::{parse_call, Call, ResumeCall, RunRequest, RunTarget};
+
+use crate::cli::run_args::SandboxArgs;
+
+/// What a front door was started with: the operator's policy file, the
+/// sandbox flags every run gets, and the workflow catalog. Read-only; share
+/// it between threads behind an `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `--policy FILE` (refused per call when `LOBSTER_POLICY` is set, as in the CLI).
+    pub policy: Option<String>,
+    /// `--steps`, `--allow-read`, `--allow-write`, `--allow-env` for every run.
+    pub sandbox: SandboxArgs,
+    /// The workflows under `--workflows` directories.
+    pub catalog: Catalog,
+}

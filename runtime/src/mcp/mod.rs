@@ -1,0 +1,62 @@
+//! `lobster mcp`: Lobster as a Model Context Protocol server.
+//!
+//! [`LobsterMcp`] is an rmcp [`ServerHandler`](rmcp::ServerHandler) over the
+//! [`crate::api`] layer, independent of the transport: `lobster mcp` serves
+//! it on stdio ([`serve_stdio`]); an HTTP front door can mount the same
+//! handler with rmcp's streamable-HTTP service: build one `LobsterMcp` at
+//! start-up and give each session `server.for_session()` (the same
+//! read-only settings and tools; its own `logging/setLevel`). Runs keep no
+//! state in the handler: paused runs, tokens and approval answers live in
+//! the state directory, so any session (or process) can resume any run.
+//!
+//! - [`tools`]: the tool list (`lobster_run`, `lobster_resume`,
+//!   `lobster_workflows`, one tool per catalog workflow) and how an envelope
+//!   becomes a tool result (failures are results with `isError: true`, never
+//!   protocol errors).
+//! - [`handler`]: argument checking, dispatch to `spawn_blocking` calls of
+//!   the api layer, cancellation (`notifications/cancelled` → the run's
+//!   [`Cancel`](crate::executor::Cancel) as SIGINT), and approvals by the
+//!   human (`--approvals human`, see [`ApprovalMode`]).
+//!
+//! Nothing here prints: stdout is the protocol; diagnostics go to stderr
+//! from `cli/mcp.rs` only.
+
+pub mod handler;
+pub mod tools;
+
+pub use handler::LobsterMcp;
+
+/// Who may say yes at an approval gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApprovalMode {
+    /// The calling agent relays the human's decision (`approve: true|false`
+    /// in `lobster_resume`), as with `lobster call`. The server cannot tell
+    /// whether a human was asked.
+    #[default]
+    Agent,
+    /// `approve: true` from the agent is not enough: the server asks the
+    /// human through the client (an MCP 2026-07-28 "input required" result
+    /// with an elicitation form) and resumes with their answer. Clients that
+    /// cannot do this get a refusal; rejecting and cancelling stay open.
+    Human,
+}
+
+/// Serve `server` on stdin/stdout until the client closes the stream.
+pub fn serve_stdio(server: LobsterMcp) -> crate::Result<()> {
+    use rmcp::ServiceExt;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| crate::Error::runtime(format!("cannot start the MCP runtime: {e}")))?;
+    runtime.block_on(async move {
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| crate::Error::runtime(format!("MCP session failed to start: {e}")))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| crate::Error::runtime(format!("MCP session ended abnormally: {e}")))?;
+        Ok(())
+    })
+}
