@@ -124,3 +124,51 @@ macro_rules! export_step {
         };
     };
 }
+
+/// Run the declared examples of a step natively (`cargo test`): `json` is
+/// the project's `examples.json`, a list of `{"name", "args", "input",
+/// "output"}`; every example's `args` and `input` items must give exactly
+/// its `output` items. `lobster step test` runs the same file against the
+/// built component in the sandbox, so every language tests the same way.
+pub fn check_examples<T: Step>(json: &str) -> Result<(), String> {
+    let examples: Vec<Value> =
+        serde_json::from_str(json).map_err(|e| format!("examples.json: {e}"))?;
+    if examples.is_empty() {
+        return Err("examples.json declares no examples".into());
+    }
+    let mut failures = Vec::new();
+    for (i, ex) in examples.iter().enumerate() {
+        let label = ex
+            .get("name")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("example {}", i + 1), str::to_string);
+        let args: Vec<String> = ex
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let input = ex
+            .get("input")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let expected = ex.get("output").cloned().unwrap_or(Value::Null);
+        match T::run(Args::parse(&args), input) {
+            Ok(out) if Value::Array(out.clone()) == expected => {}
+            Ok(out) => failures.push(format!(
+                "{label}: expected {expected}, got {}",
+                Value::Array(out)
+            )),
+            Err(e) => failures.push(format!("{label}: {e:?}")),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
+    }
+}

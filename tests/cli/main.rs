@@ -11,6 +11,7 @@ mod errors;
 mod gates;
 mod limits;
 mod permissions;
+mod polyglot;
 mod resume;
 mod streaming;
 mod trust;

@@ -2,7 +2,8 @@
 //!
 //! Dispatch (first match wins): no arguments or a leading `-h`/`--help` →
 //! help; `help [topic]`; `version`; `doctor`; `graph`; `run`; `resume`;
-//! `call`; `check`, `bundle`, `lock` (the trust layer); anything else is `run <argv…>`. This room prints; nothing below it does.
+//! `call`; `check`, `bundle`, `lock` (the trust layer); `steps precompile`;
+//! `step new|build|test` (step projects); anything else is `run <argv…>`. This room prints; nothing below it does.
 
 mod argv;
 pub mod bundle;
@@ -13,8 +14,12 @@ pub mod help;
 pub mod limits;
 pub mod lock;
 pub mod output;
+pub mod progress;
 pub mod resume_args;
 pub mod run_args;
+pub mod step_project;
+mod step_templates;
+pub mod steps;
 pub mod trust_args;
 pub mod workflow_file;
 
@@ -48,6 +53,8 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("check") => check::check(&args[1..]),
         Some("bundle") => bundle::bundle(&args[1..]),
         Some("lock") => lock::lock(&args[1..]),
+        Some("steps") => steps::steps(&args[1..]),
+        Some("step") => step_project::step(&args[1..]),
         Some(_) => run(&args),
     }
 }
@@ -62,6 +69,8 @@ fn print_help(registry: &Registry, topic: Option<&str>) -> i32 {
         Some("check") => check::CHECK_HELP.to_string(),
         Some("bundle") => bundle::BUNDLE_HELP.to_string(),
         Some("lock") => lock::LOCK_HELP.to_string(),
+        Some("steps") => steps::STEPS_HELP.to_string(),
+        Some("step") => step_project::STEP_HELP.to_string(),
         Some(name) => match registry.get(name) {
             Some(cmd) => cmd.help().to_string(),
             None => {
@@ -101,6 +110,7 @@ fn graph(argv: &[String]) -> i32 {
 pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
     let mut ctx = Context::from_process(mode, StateStore::from_env());
     ctx.limits = limits.resolve(mode)?;
+    progress::install(mode);
     if let Some(requested) = cwd {
         ctx.cwd = limits::resolve_cwd(&ctx.cwd, requested)?;
         let path = StepPath::from_env(&ctx.cwd, &[]);
@@ -124,6 +134,9 @@ pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -
             output: limits.max_stdout_bytes.is_some(),
         },
     );
+    if !policy.fuel {
+        crate::sandbox::engine::disable_fuel();
+    }
     ctx.policy = Arc::new(policy);
     // SAFETY: isatty only inspects file descriptor 0.
     ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
@@ -169,6 +182,8 @@ pub(crate) fn supervise(ctx: &Context, printer: &Printer) {
     std::thread::spawn(move || {
         let reason = cancel.wait();
         std::thread::sleep(Duration::from_millis(1000));
+        // A compile about to finish stores its artefact for the next run.
+        crate::sandbox::compile::wait_idle(Duration::from_secs(3));
         let code = printer.error(&reason.to_error());
         std::process::exit(code);
     });

@@ -8,7 +8,7 @@ mod context;
 mod plan;
 mod run;
 
-pub use cancel::{Cancel, CancelReason, GroupGuard};
+pub use cancel::{pause_deadlines, Cancel, CancelReason, DeadlinePause, GroupGuard};
 pub use context::{Context, Limits, Mode};
 pub use plan::{check_pipeline, plan, suggest};
 pub use run::{run_pipeline, Outcome};

@@ -11,6 +11,9 @@
 //! output_bytes = 100000
 //! ```
 //!
+//! A trusted policy may also say `fuel = false` (top level): wasm steps are
+//! then bounded by the epoch deadline only, without fuel accounting.
+//!
 //! A missing `roots` or `env` means "no restriction" under `trusted` and
 //! "nothing" under `untrusted`. YAML files (`.yaml`/`.yml`) use the same keys.
 
@@ -70,7 +73,7 @@ impl Maxima {
 
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
 /// unrestricted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// Trusted or untrusted.
@@ -83,9 +86,31 @@ pub struct Policy {
     /// Maximum limits.
     #[serde(default)]
     pub max: Maxima,
+    /// `fuel = false`: meter wasm steps by the epoch deadline only (no fuel
+    /// accounting; an interpreter runs ~1.5x faster). Only a trusted policy
+    /// may say so: without fuel a step's CPU is bounded by wall-clock time.
+    #[serde(default = "fuel_default")]
+    pub fuel: bool,
     /// Where the policy was read from (not part of the file).
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+fn fuel_default() -> bool {
+    true
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            trust: Trust::default(),
+            roots: None,
+            env: None,
+            max: Maxima::default(),
+            fuel: true,
+            source: None,
+        }
+    }
 }
 
 impl Policy {
@@ -126,6 +151,12 @@ impl Policy {
                     path.display()
                 )));
             }
+        }
+        if !policy.fuel && policy.trust == Trust::Untrusted {
+            return Err(Error::parse(format!(
+                "invalid policy file {}: fuel = false needs trust = \"trusted\" (without fuel a step's CPU is bounded only by the deadline)",
+                path.display()
+            )));
         }
         policy.source = Some(path.to_path_buf());
         Ok(policy)
@@ -232,5 +263,15 @@ mod tests {
         };
         assert_eq!(untrusted.allowed_roots(), Some(&[][..]));
         assert!(!untrusted.allows_env("X"));
+    }
+
+    #[test]
+    fn fuel_off_only_in_a_trusted_policy() {
+        let p = Policy::parse("fuel = false\n", Path::new("p.toml")).unwrap();
+        assert!(!p.fuel);
+        assert!(Policy::parse("", Path::new("p.toml")).unwrap().fuel);
+        let e = Policy::parse("trust = \"untrusted\"\nfuel = false\n", Path::new("p.toml"))
+            .unwrap_err();
+        assert!(e.to_string().contains("fuel = false needs trust"), "{e}");
     }
 }
