@@ -172,3 +172,35 @@ pub fn check_examples<T: Step>(json: &str) -> Result<(), String> {
         Err(failures.join("\n"))
     }
 }
+
+#[cfg(test)]
+mod examples_tests {
+    use super::*;
+
+    struct Double;
+
+    impl Step for Double {
+        fn describe() -> StepInfo {
+            StepInfo::new("double", "0.1.0", "Double n")
+        }
+
+        fn run(args: Args, items: Vec<Value>) -> Result<Vec<Value>, Error> {
+            let by = args.str_or("by", "2").parse::<i64>().unwrap_or(2);
+            Ok(items
+                .into_iter()
+                .map(|v| json!({ "n": v["n"].as_i64().unwrap_or(0) * by }))
+                .collect())
+        }
+    }
+
+    #[test]
+    fn examples_pass_and_a_wrong_one_is_named() {
+        let good = r#"[{"name": "default", "input": [{"n": 2}], "output": [{"n": 4}]},
+                       {"args": ["--by", "3"], "input": [{"n": 2}], "output": [{"n": 6}]}]"#;
+        assert_eq!(check_examples::<Double>(good), Ok(()));
+        let bad = r#"[{"name": "wrong", "input": [{"n": 2}], "output": [{"n": 5}]}]"#;
+        let e = check_examples::<Double>(bad).unwrap_err();
+        assert!(e.starts_with("wrong: expected"), "{e}");
+        assert!(check_examples::<Double>("[]").is_err());
+    }
+}
