@@ -101,6 +101,15 @@ pub enum Lang {
 }
 
 impl Lang {
+    /// The name `--lang` and `lobster-step.toml` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::Js => "js",
+        }
+    }
+
     fn parse(s: &str) -> Result<Lang> {
         match s {
             "rust" => Ok(Lang::Rust),
@@ -212,7 +221,7 @@ fn new(argv: &[String]) -> Result<String> {
         crate::state::write_atomic(&path, text.as_bytes())
             .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
     }
-    let mut out = format!("created {} ({:?} step {name}):\n", dir.display(), lang);
+    let mut out = format!("created {} ({} step {name}):\n", dir.display(), lang.name());
     for (rel, _) in &files {
         out.push_str(&format!("  {rel}\n"));
     }
