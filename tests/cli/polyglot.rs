@@ -691,3 +691,19 @@ fn a_trusted_policy_can_turn_fuel_off_leaving_the_deadline() {
         "{r:?}"
     );
 }
+
+#[test]
+fn python_and_js_steps_keep_state_through_the_host() {
+    if !built() {
+        return;
+    }
+    let env = Env::new();
+    for step in ["hostile-py", "hostile-js"] {
+        let r = tool(&env, &[], &format!("{step} --do state"));
+        assert_eq!(
+            r.json()["output"],
+            serde_json::json!([{"runs": 1}]),
+            "{step}: {r:?}"
+        );
+    }
+}
