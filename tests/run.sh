@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 if [ -f tests/build-guests.sh ]; then
   bash tests/build-guests.sh
 fi
+# Python and JavaScript steps (pinned toolchains in a local venv and
+# node_modules), and the SDKs' own tests.
+bash tests/build-polyglot.sh
+target/polyglot-tools/py/bin/python -m unittest discover -s guest-sdk/python/tests
+node --test guest-sdk/js/test/
 # The sandbox tests fail (instead of skipping) when a guest is missing.
 LOBSTER_REQUIRE_GUESTS=1 cargo test --workspace
 # The guest SDK is its own workspace (it builds for wasm32-wasip2 too).

@@ -124,3 +124,83 @@ macro_rules! export_step {
         };
     };
 }
+
+/// Run the declared examples of a step natively (`cargo test`): `json` is
+/// the project's `examples.json`, a list of `{"name", "args", "input",
+/// "output"}`; every example's `args` and `input` items must give exactly
+/// its `output` items. `lobster step test` runs the same file against the
+/// built component in the sandbox, so every language tests the same way.
+pub fn check_examples<T: Step>(json: &str) -> Result<(), String> {
+    let examples: Vec<Value> =
+        serde_json::from_str(json).map_err(|e| format!("examples.json: {e}"))?;
+    if examples.is_empty() {
+        return Err("examples.json declares no examples".into());
+    }
+    let mut failures = Vec::new();
+    for (i, ex) in examples.iter().enumerate() {
+        let label = ex
+            .get("name")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("example {}", i + 1), str::to_string);
+        let args: Vec<String> = ex
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let input = ex
+            .get("input")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let expected = ex.get("output").cloned().unwrap_or(Value::Null);
+        match T::run(Args::parse(&args), input) {
+            Ok(out) if Value::Array(out.clone()) == expected => {}
+            Ok(out) => failures.push(format!(
+                "{label}: expected {expected}, got {}",
+                Value::Array(out)
+            )),
+            Err(e) => failures.push(format!("{label}: {e:?}")),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod examples_tests {
+    use super::*;
+
+    struct Double;
+
+    impl Step for Double {
+        fn describe() -> StepInfo {
+            StepInfo::new("double", "0.1.0", "Double n")
+        }
+
+        fn run(args: Args, items: Vec<Value>) -> Result<Vec<Value>, Error> {
+            let by = args.str_or("by", "2").parse::<i64>().unwrap_or(2);
+            Ok(items
+                .into_iter()
+                .map(|v| json!({ "n": v["n"].as_i64().unwrap_or(0) * by }))
+                .collect())
+        }
+    }
+
+    #[test]
+    fn examples_pass_and_a_wrong_one_is_named() {
+        let good = r#"[{"name": "default", "input": [{"n": 2}], "output": [{"n": 4}]},
+                       {"args": ["--by", "3"], "input": [{"n": 2}], "output": [{"n": 6}]}]"#;
+        assert_eq!(check_examples::<Double>(good), Ok(()));
+        let bad = r#"[{"name": "wrong", "input": [{"n": 2}], "output": [{"n": 5}]}]"#;
+        let e = check_examples::<Double>(bad).unwrap_err();
+        assert!(e.starts_with("wrong: expected"), "{e}");
+        assert!(check_examples::<Double>("[]").is_err());
+    }
+}

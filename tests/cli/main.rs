@@ -15,6 +15,7 @@ mod gates;
 mod hardening;
 mod limits;
 mod permissions;
+mod polyglot;
 mod readme;
 mod resume;
 mod streaming;

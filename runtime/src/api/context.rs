@@ -41,6 +41,9 @@ pub fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Resul
             output: limits.max_stdout_bytes.is_some(),
         },
     );
+    if !policy.fuel {
+        crate::sandbox::engine::disable_fuel();
+    }
     ctx.set_policy(policy);
     // SAFETY: isatty only inspects file descriptor 0.
     ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;

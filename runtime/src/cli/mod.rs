@@ -2,7 +2,8 @@
 //!
 //! Dispatch (first match wins): no arguments or a leading `-h`/`--help` →
 //! help; `help [topic]`; `version`; `doctor`; `graph`; `run`; `resume`;
-//! `call`; `check`, `bundle`, `lock` (the trust layer); anything else is `run <argv…>`. This room prints; nothing below it does.
+//! `call`; `check`, `bundle`, `lock` (the trust layer); `steps precompile`;
+//! `step new|build|test` (step projects); anything else is `run <argv…>`. This room prints; nothing below it does.
 
 mod argv;
 pub mod bundle;
@@ -15,8 +16,12 @@ pub mod lock;
 pub mod mcp;
 pub mod os_args;
 pub mod output;
+pub mod progress;
 pub mod resume_args;
 pub mod run_args;
+pub mod step_project;
+mod step_templates;
+pub mod steps;
 pub mod trust_args;
 pub mod workflow_file;
 
@@ -50,6 +55,8 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("bundle") => bundle::bundle(&args[1..]),
         Some("lock") => lock::lock(&args[1..]),
         Some("mcp") => mcp::mcp(&args[1..]),
+        Some("steps") => steps::steps(&args[1..]),
+        Some("step") => step_project::step(&args[1..]),
         Some(_) => run(&args),
     }
 }
@@ -108,7 +115,16 @@ fn print_help(argv: &[String]) -> i32 {
 fn help_topic(name: &str) -> bool {
     matches!(
         name,
-        "run" | "resume" | "call" | "graph" | "check" | "bundle" | "lock" | "mcp"
+        "run"
+            | "resume"
+            | "call"
+            | "graph"
+            | "check"
+            | "bundle"
+            | "lock"
+            | "mcp"
+            | "steps"
+            | "step"
     )
 }
 
@@ -123,6 +139,8 @@ fn print_topic(registry: &Registry, topic: &str) -> i32 {
         "bundle" => bundle::BUNDLE_HELP,
         "lock" => lock::LOCK_HELP,
         "mcp" => mcp::MCP_HELP,
+        "steps" => steps::STEPS_HELP,
+        "step" => step_project::STEP_HELP,
         name => registry.get(name).map_or("", |cmd| cmd.help()),
     };
     write_once(text, "");
@@ -150,6 +168,7 @@ fn graph(argv: &[String]) -> i32 {
 
 /// The context of one CLI run (see [`crate::api::context::build_context`]).
 pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
+    progress::install(mode);
     crate::api::context::build_context(mode, limits, cwd)
 }
 
@@ -174,6 +193,8 @@ pub(crate) fn supervise(ctx: &Context, printer: &Printer) {
         // Named now, before the grace period: the step may end meanwhile.
         let error = cancel.error_during(crate::sandbox::activity::running());
         std::thread::sleep(Duration::from_millis(1000));
+        // A compile about to finish stores its artefact for the next run.
+        crate::sandbox::compile::wait_idle(Duration::from_secs(3));
         let code = printer.error(&error);
         std::process::exit(code);
     });

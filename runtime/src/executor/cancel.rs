@@ -4,8 +4,8 @@
 use crate::error::Error;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 /// Why a run was cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,14 +167,79 @@ impl Cancel {
         }
     }
 
-    /// Fire [`CancelReason::Timeout`] after `timeout` unless the process ends first.
+    /// Fire [`CancelReason::Timeout`] after `timeout` unless the process ends
+    /// first. Time spent while deadlines are paused ([`pause_deadlines`]:
+    /// compiling a component) does not count.
     pub fn arm_deadline(&self, timeout: Duration) {
         *self.0.deadline_ms.lock().unwrap() = Some(timeout.as_millis() as u64);
         let me = self.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(timeout);
-            me.trigger(CancelReason::Timeout);
+        let start = Instant::now();
+        let paused_before = paused_total();
+        std::thread::spawn(move || loop {
+            let (total, active) = paused_state();
+            let due = start + timeout + total.saturating_sub(paused_before);
+            let now = Instant::now();
+            if active {
+                std::thread::sleep(Duration::from_millis(10));
+            } else if now >= due {
+                me.trigger(CancelReason::Timeout);
+                return;
+            } else {
+                std::thread::sleep(due - now);
+            }
         });
+    }
+}
+
+/// Process-wide pause of every run deadline: how long deadlines were
+/// paused so far, how many pauses are active, and since when.
+#[derive(Default)]
+struct Paused {
+    total: Duration,
+    active: usize,
+    since: Option<Instant>,
+}
+
+fn paused() -> &'static Mutex<Paused> {
+    static PAUSED: OnceLock<Mutex<Paused>> = OnceLock::new();
+    PAUSED.get_or_init(Default::default)
+}
+
+fn paused_state() -> (Duration, bool) {
+    let p = paused().lock().unwrap_or_else(|e| e.into_inner());
+    let running = p.since.map(|s| s.elapsed()).unwrap_or_default();
+    (p.total + running, p.active > 0)
+}
+
+fn paused_total() -> Duration {
+    paused_state().0
+}
+
+/// Stop every run deadline's clock until the guard drops. Compiling a
+/// component is not the run's work (a Python step compiles for ~16 s once,
+/// then loads from the cache in milliseconds), so it must not eat the
+/// run's `--timeout-ms`; compiles have their own bound instead.
+pub fn pause_deadlines() -> DeadlinePause {
+    let mut p = paused().lock().unwrap_or_else(|e| e.into_inner());
+    if p.active == 0 {
+        p.since = Some(Instant::now());
+    }
+    p.active += 1;
+    DeadlinePause(())
+}
+
+/// Resumes the deadlines' clocks when dropped (see [`pause_deadlines`]).
+pub struct DeadlinePause(());
+
+impl Drop for DeadlinePause {
+    fn drop(&mut self) {
+        let mut p = paused().lock().unwrap_or_else(|e| e.into_inner());
+        p.active = p.active.saturating_sub(1);
+        if p.active == 0 {
+            if let Some(since) = p.since.take() {
+                p.total += since.elapsed();
+            }
+        }
     }
 }
 
@@ -216,5 +281,16 @@ mod tests {
         );
         // A child made after the parent fired is born cancelled.
         assert!(parent.child().is_cancelled());
+    }
+
+    #[test]
+    fn a_paused_deadline_does_not_fire_until_resumed() {
+        let cancel = Cancel::default();
+        let pause = pause_deadlines();
+        cancel.arm_deadline(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(!cancel.is_cancelled(), "fired while paused");
+        drop(pause);
+        assert_eq!(cancel.wait(), CancelReason::Timeout);
     }
 }

@@ -9,7 +9,7 @@ mod plan;
 pub mod policy_check;
 mod run;
 
-pub use cancel::{Cancel, CancelReason, GroupGuard};
+pub use cancel::{pause_deadlines, Cancel, CancelReason, DeadlinePause, GroupGuard};
 pub use context::{Context, Limits, Mode};
 pub use plan::{check_pipeline, plan, suggest};
 pub use run::{run_pipeline, Outcome};

@@ -11,6 +11,9 @@
 //! output_bytes = 100000
 //! ```
 //!
+//! A trusted policy may also say `fuel = false` (top level): wasm steps are
+//! then bounded by the epoch deadline only, without fuel accounting.
+//!
 //! A missing `roots` or `env` means "no restriction" under `trusted` and
 //! "nothing" under `untrusted`. YAML files (`.yaml`/`.yml`) use the same keys.
 
@@ -86,7 +89,7 @@ pub struct GatewayPolicy {
 
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
 /// unrestricted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// Trusted or untrusted.
@@ -108,9 +111,34 @@ pub struct Policy {
     /// The operator's gateway (its URL and the variable holding its token).
     #[serde(default)]
     pub gateway: GatewayPolicy,
+    /// `fuel = false`: meter wasm steps by the epoch deadline only (no fuel
+    /// accounting; an interpreter runs ~1.5x faster). Only a trusted policy
+    /// may say so: without fuel a step's CPU is bounded by wall-clock time.
+    #[serde(default = "fuel_default")]
+    pub fuel: bool,
     /// Where the policy was read from (not part of the file).
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+fn fuel_default() -> bool {
+    true
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            trust: Trust::default(),
+            roots: None,
+            env: None,
+            max: Maxima::default(),
+            tools: None,
+            llm: None,
+            gateway: GatewayPolicy::default(),
+            fuel: true,
+            source: None,
+        }
+    }
 }
 
 impl Policy {
@@ -151,6 +179,12 @@ impl Policy {
                     path.display()
                 )));
             }
+        }
+        if !policy.fuel && policy.trust == Trust::Untrusted {
+            return Err(Error::parse(format!(
+                "invalid policy file {}: fuel = false needs trust = \"trusted\" (without fuel a step's CPU is bounded only by the deadline)",
+                path.display()
+            )));
         }
         policy.source = Some(path.to_path_buf());
         Ok(policy)
@@ -257,5 +291,15 @@ mod tests {
         };
         assert_eq!(untrusted.allowed_roots(), Some(&[][..]));
         assert!(!untrusted.allows_env("X"));
+    }
+
+    #[test]
+    fn fuel_off_only_in_a_trusted_policy() {
+        let p = Policy::parse("fuel = false\n", Path::new("p.toml")).unwrap();
+        assert!(!p.fuel);
+        assert!(Policy::parse("", Path::new("p.toml")).unwrap().fuel);
+        let e = Policy::parse("trust = \"untrusted\"\nfuel = false\n", Path::new("p.toml"))
+            .unwrap_err();
+        assert!(e.to_string().contains("fuel = false needs trust"), "{e}");
     }
 }

@@ -24,6 +24,23 @@ const MAGIC: &str = "lobster-cwasm v1";
 /// How long an entry may go unused before the next compile removes it.
 pub const MAX_IDLE: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
+/// Default bound on the artefacts' total size (`LOBSTER_WASM_CACHE_BYTES`
+/// overrides): 1 GiB, about 25 compiled Python steps. Past it the least
+/// recently used entries go first.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// `LOBSTER_WASM_CACHE_BYTES` when it is a number, else [`DEFAULT_MAX_BYTES`].
+fn max_bytes_from_env() -> u64 {
+    std::env::var("LOBSTER_WASM_CACHE_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_BYTES)
+}
+
+fn compile_limit() -> Result<Duration, SandboxError> {
+    super::compile::compile_limit()
+}
+
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheOutcome {
@@ -39,6 +56,7 @@ pub enum CacheOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtifactCache {
     dir: Option<PathBuf>,
+    max_bytes: u64,
 }
 
 impl ArtifactCache {
@@ -46,17 +64,37 @@ impl ArtifactCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         ArtifactCache {
             dir: Some(dir.into()),
+            max_bytes: max_bytes_from_env(),
         }
     }
 
-    /// The cache of a state directory: `<state>/cache/wasm`.
+    /// The cache of a state directory: `<state>/cache/wasm`, or
+    /// `LOBSTER_WASM_CACHE_DIR` when set (one cache shared by several state
+    /// directories, e.g. warmed once at deploy time).
     pub fn in_state_dir(state_dir: &Path) -> Self {
-        ArtifactCache::new(state_dir.join("cache").join("wasm"))
+        match std::env::var_os("LOBSTER_WASM_CACHE_DIR").filter(|v| !v.is_empty()) {
+            Some(dir) => ArtifactCache::new(PathBuf::from(dir)),
+            None => ArtifactCache::new(state_dir.join("cache").join("wasm")),
+        }
     }
 
     /// No cache: compile in memory every time.
     pub fn disabled() -> Self {
-        ArtifactCache { dir: None }
+        ArtifactCache {
+            dir: None,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+
+    /// The same cache bounded to `max_bytes` of artefacts.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The bound on the artefacts' total size.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
     }
 
     /// The cache directory, if any.
@@ -77,13 +115,25 @@ impl ArtifactCache {
     /// The compiled component for `bytes` (whose blake3 is `digest`).
     pub fn load(
         &self,
-        engine: &SandboxEngine,
+        engine: &'static SandboxEngine,
         bytes: &[u8],
         digest: &str,
         source: &Path,
     ) -> Result<(Component, CacheOutcome), SandboxError> {
         let Some((art, meta)) = self.entry_paths(engine, digest) else {
-            let c = Component::new(engine.engine(), bytes).map_err(|e| bad(source, e))?;
+            let owned = bytes.to_vec();
+            let src = source.to_path_buf();
+            let compiled =
+                super::compile::bounded(source, bytes.len(), compile_limit()?, move || {
+                    let compiled = engine
+                        .engine()
+                        .precompile_component(&owned)
+                        .map_err(|e| bad(&src, e))?;
+                    Ok((compiled, false))
+                })?;
+            // SAFETY: `compiled` was produced by this engine a moment ago.
+            let c = unsafe { Component::deserialize(engine.engine(), &compiled) }
+                .map_err(|e| bad(source, e))?;
             return Ok((c, CacheOutcome::Compiled));
         };
         let outcome = match read_valid(engine, digest, &art, &meta) {
@@ -98,12 +148,17 @@ impl ArtifactCache {
             Err(Reject::Missing) => CacheOutcome::Compiled,
             Err(Reject::Invalid(why)) => CacheOutcome::Recompiled(why),
         };
-        let compiled = engine
-            .engine()
-            .precompile_component(bytes)
-            .map_err(|e| bad(source, e))?;
-        // A cache we cannot write is not fatal: the step still runs.
-        let _ = store(engine, digest, &compiled, &art, &meta);
+        let owned = bytes.to_vec();
+        let (src, dig, max_bytes) = (source.to_path_buf(), digest.to_string(), self.max_bytes);
+        let compiled = super::compile::bounded(source, bytes.len(), compile_limit()?, move || {
+            let compiled = engine
+                .engine()
+                .precompile_component(&owned)
+                .map_err(|e| bad(&src, e))?;
+            // A cache we cannot write is not fatal: the step still runs.
+            let stored = store(engine, &dig, &compiled, &art, &meta, max_bytes).is_ok();
+            Ok((compiled, stored))
+        })?;
         // SAFETY: `compiled` was produced by this engine a moment ago.
         let c = unsafe { Component::deserialize(engine.engine(), &compiled) }
             .map_err(|e| bad(source, e))?;
@@ -162,6 +217,7 @@ fn store(
     artefact: &[u8],
     art: &Path,
     meta: &Path,
+    max_bytes: u64,
 ) -> std::io::Result<()> {
     if let Some(dir) = art.parent() {
         std::fs::create_dir_all(dir)?;
@@ -170,8 +226,44 @@ fn store(
     write_atomic(meta, header(engine, digest, artefact).as_bytes())?;
     if let Some(dir) = art.parent() {
         prune(dir, MAX_IDLE);
+        prune_to_size(dir, max_bytes, art);
     }
     Ok(())
+}
+
+/// Remove the least recently used entries of cache directory `dir` (by
+/// the artefact's modification time, which a hit touches) until the
+/// artefacts total at most `max_bytes`; `keep` (the entry just written)
+/// stays even when it alone is larger. Returns how many entries went.
+pub fn prune_to_size(dir: &Path, max_bytes: u64, keep: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut artefacts: Vec<(SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, m.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = artefacts.iter().map(|a| a.1).sum();
+    artefacts.sort();
+    let mut removed = 0;
+    for (_, len, path) in artefacts {
+        if total <= max_bytes {
+            break;
+        }
+        if path == keep {
+            continue;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            let _ = std::fs::remove_file(path.with_extension("meta"));
+            total = total.saturating_sub(len);
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Remove from cache directory `dir` every entry whose artefact has not
@@ -238,5 +330,34 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, ["new.cwasm", "new.meta", "other.txt"]);
+    }
+
+    #[test]
+    fn prune_to_size_drops_least_recently_used_first_and_keeps_the_new_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        for (i, name) in ["a", "b", "c", "d"].iter().enumerate() {
+            let art = dir.path().join(format!("{name}.cwasm"));
+            std::fs::write(&art, vec![0u8; 100]).unwrap();
+            std::fs::write(dir.path().join(format!("{name}.meta")), "h").unwrap();
+            // a is the oldest, d the newest
+            std::fs::File::options()
+                .write(true)
+                .open(&art)
+                .unwrap()
+                .set_modified(now - Duration::from_secs(100 - i as u64 * 10))
+                .unwrap();
+        }
+        // Keep "a" (just written) although it is the oldest: b and c go.
+        let keep = dir.path().join("a.cwasm");
+        assert_eq!(prune_to_size(dir.path(), 250, &keep), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["a.cwasm", "a.meta", "d.cwasm", "d.meta"]);
+        // Under the bound nothing goes.
+        assert_eq!(prune_to_size(dir.path(), 1000, &keep), 0);
     }
 }

@@ -72,11 +72,44 @@ pub(crate) fn classify(
         Some(other) => format!("wasm trap: {other}"),
         None => format!("{:#}", err),
     };
-    let tail = state.stderr.tail(STDERR_TAIL);
-    let reason = if tail.trim().is_empty() {
+    let tail = last_lines(&state.stderr.tail(STDERR_TAIL), STDERR_LINES);
+    let reason = if tail.is_empty() {
         what
     } else {
-        format!("{what}; stderr: {}", tail.trim())
+        format!("{what}; stderr: {tail}")
     };
     SandboxError::Crashed { step, reason }
+}
+
+/// How many of the guest's last stderr lines a crash quotes.
+const STDERR_LINES: usize = 8;
+
+/// The last `n` whole lines of `text` (a first line cut by the byte tail is
+/// dropped when whole lines follow), trimmed: a Python traceback ends with
+/// the exception, which is what the reader needs.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut from = lines.len().saturating_sub(n);
+    if from == 0 && lines.len() > 1 && text.len() >= STDERR_TAIL {
+        from = 1;
+    }
+    lines[from..].join("\n").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crash_quotes_the_last_whole_lines_of_stderr() {
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(last_lines(&text, 3), "line 18\nline 19\nline 20");
+        assert_eq!(last_lines("only\n", 3), "only");
+        let cut = format!(
+            "{}tail of a long line\nKeyError: 'x'\n",
+            "x".repeat(STDERR_TAIL)
+        );
+        assert_eq!(last_lines(&cut, 8), "KeyError: 'x'");
+        assert_eq!(last_lines("  \n", 8), "");
+    }
 }

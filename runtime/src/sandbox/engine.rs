@@ -109,6 +109,26 @@ pub fn engine() -> Result<&'static SandboxEngine, SandboxError> {
         .map_err(|e| SandboxError::Engine(e.clone()))
 }
 
+static FUEL_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Run steps without fuel metering (epoch deadline only): a trusted
+/// policy's `fuel = false`. Fuel costs an interpreter ~50 % CPU (measured:
+/// runtime/benches/polyglot.sh). Must be called before the engine starts;
+/// returns whether it took effect. Compiled code differs, so the cache key
+/// (fingerprint) does too.
+pub fn disable_fuel() -> bool {
+    if engine_started() {
+        return !fuel_enabled();
+    }
+    FUEL_OFF.store(true, Ordering::SeqCst);
+    true
+}
+
+/// Whether steps are metered with fuel (the default).
+pub fn fuel_enabled() -> bool {
+    !FUEL_OFF.load(Ordering::SeqCst)
+}
+
 /// Whether the engine was created yet (it is not, until a wasm step is
 /// resolved or run).
 pub fn engine_started() -> bool {
@@ -119,7 +139,7 @@ fn config(allocation: Allocation) -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
-        .consume_fuel(true)
+        .consume_fuel(fuel_enabled())
         .epoch_interruption(true)
         .max_wasm_stack(MAX_WASM_STACK)
         .parallel_compilation(true);
@@ -220,6 +240,9 @@ impl Hasher for Blake3Hasher {
 fn fingerprint(engine: &Engine, allocation: Allocation) -> String {
     let mut h = Blake3Hasher(blake3::Hasher::new());
     CONFIG_TEXT.hash(&mut h);
+    if !fuel_enabled() {
+        "no-fuel".hash(&mut h);
+    }
     allocation.name().hash(&mut h);
     WASMTIME_MAJOR.hash(&mut h);
     engine.precompile_compatibility_hash().hash(&mut h);

@@ -132,6 +132,16 @@ pub enum SandboxError {
         /// The CLI flag that would grant it.
         flag: String,
     },
+    /// Compiling the component took longer than its own bound (the run's
+    /// deadline does not count compile time). The compile still finishes
+    /// in the background of this process and is cached when it does.
+    #[error("{path}: compiling took longer than {limit_ms}ms (LOBSTER_COMPILE_TIMEOUT_MS); warm the cache with `lobster steps precompile` or raise the limit")]
+    CompileTimeout {
+        /// Component file.
+        path: PathBuf,
+        /// The bound, in milliseconds.
+        limit_ms: u64,
+    },
     /// The file is not a component Lobster can run.
     #[error("{}: {}", .path.display(), bounded(.detail, MESSAGE_BYTES))]
     BadComponent {

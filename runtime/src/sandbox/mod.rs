@@ -7,6 +7,7 @@
 //!   ticker.
 //! - [`cache`]: compiled artefacts under `<state dir>/cache/wasm/`, keyed by
 //!   blake3 + engine fingerprint, validated before `deserialize`.
+//! - [`compile`]: compiling off the run's clock, bounded, observable.
 //! - [`component`]: a loaded component (digest, kind, `InstancePre`,
 //!   `describe` answer); `lobster:step` worlds and plain `wasi:cli/command`s.
 //! - [`limits`], [`grants`], [`config`]: fuel, deadline, memory and output
@@ -26,6 +27,7 @@ mod bindings;
 pub mod cache;
 mod classify;
 mod command_step;
+pub mod compile;
 pub mod component;
 mod component_step;
 pub mod config;

@@ -4,14 +4,16 @@
 //! by the CLI), then `LOBSTER_STEP_PATH` (colon-separated), then `./steps`.
 //! In each directory a stage `inbox.list` matches `inbox.list.wasm`,
 //! `inbox_list.wasm` or `inbox-list.wasm`; when no file name matches, every
-//! `.wasm` on the path is loaded (compiled artefacts are cached) and matched
-//! by the name its `describe` returns. Resolution (and blake3 hashing)
+//! `.wasm` on the path is matched by the name its `describe` returns, read
+//! from a describe cache keyed by the component's blake3 (a component is
+//! loaded only the first time it is seen, and then only the match is). Resolution (and blake3 hashing)
 //! happens when the pipeline is planned, before any stage runs.
 
 use super::cache::ArtifactCache;
-use super::component::load_file;
+use super::component::{digest_of, load_bytes, load_file};
 use super::error::SandboxError;
 use super::wasm_step::WasmStep;
+use crate::state::write_atomic;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -181,7 +183,13 @@ impl StepResolver {
             for path in files {
                 // Components that fail to load are not this step; they are
                 // reported when named directly.
-                let Ok(component) = load_file(&path, &self.cache) else {
+                let Ok(bytes) = std::fs::read(&path) else {
+                    continue;
+                };
+                if self.described_name(&bytes, &path).as_deref() != Some(name) {
+                    continue;
+                }
+                let Ok(component) = load_bytes(&bytes, &path, &self.cache) else {
                     continue;
                 };
                 if component.meta().is_some_and(|m| m.name == name) {
@@ -190,6 +198,26 @@ impl StepResolver {
             }
         }
         None
+    }
+
+    /// The name `describe` returns for component `bytes`, from the
+    /// describe cache (`<cache dir>/<blake3>.name`) when it is there, so a
+    /// mistyped stage name does not compile every component on the path;
+    /// otherwise the component is loaded (compiled or from the artefact
+    /// cache) and its name recorded. `None` for components that fail to
+    /// load; `Some("")` for plain commands, which have no name.
+    fn described_name(&self, bytes: &[u8], path: &Path) -> Option<String> {
+        let digest = digest_of(bytes);
+        let record = self.cache.dir().map(|d| d.join(format!("{digest}.name")));
+        if let Some(text) = record
+            .as_ref()
+            .and_then(|r| std::fs::read_to_string(r).ok())
+        {
+            return Some(text);
+        }
+        let component = load_bytes(bytes, path, &self.cache).ok()?;
+        remember_name(&self.cache, &component);
+        Some(component.meta().map(|m| m.name.clone()).unwrap_or_default())
     }
 
     /// Every step resolved so far, by stage name.
@@ -202,6 +230,16 @@ impl StepResolver {
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     }
+}
+
+/// Record in the describe cache (`<cache dir>/<blake3>.name`) the name
+/// `component`'s `describe` returns (empty for plain commands). Failing to
+/// is not fatal: the next resolution loads the component again.
+pub fn remember_name(cache: &ArtifactCache, component: &super::LoadedComponent) {
+    let Some(dir) = cache.dir() else { return };
+    let name = component.meta().map(|m| m.name.clone()).unwrap_or_default();
+    let record = dir.join(format!("{}.name", component.digest()));
+    let _ = std::fs::create_dir_all(dir).and_then(|_| write_atomic(&record, name.as_bytes()));
 }
 
 #[cfg(test)]

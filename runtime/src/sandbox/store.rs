@@ -95,9 +95,11 @@ pub(crate) fn new_store(
     };
     let mut store = Store::new(engine.engine(), data);
     store.limiter(|s| &mut s.limiter);
-    store
-        .set_fuel(limits.fuel)
-        .map_err(|e| SandboxError::Engine(e.to_string()))?;
+    if super::engine::fuel_enabled() {
+        store
+            .set_fuel(limits.fuel)
+            .map_err(|e| SandboxError::Engine(e.to_string()))?;
+    }
     let stop = Arc::new(AtomicU8::new(STOP_NONE));
     let cancel = env.cancel.clone();
     let flag = stop.clone();
