@@ -26,6 +26,8 @@ Usage:
   lobster lock [--steps DIR]... ['<pipeline>' | WORKFLOW]
   lobster doctor [--steps DIR]... [--policy FILE]
   lobster mcp [--workflows DIR]... [--approvals agent|human]
+  lobster step new NAME --lang rust|python|js | lobster step build|test [DIR]
+  lobster steps precompile [--steps DIR]...
   lobster version
   lobster help <command|step>
 
@@ -40,6 +42,8 @@ Sandbox (WebAssembly steps; they get nothing unless granted):
   --steps DIR             Also look for steps in DIR (then LOBSTER_STEP_PATH, then ./steps)
   --allow-read DIR[:/G]   Let steps read DIR (seen at /G); --allow-write DIR[:/G] read-write
   --allow-env NAME        Let steps see the environment variable NAME
+  --allow-tool NAME       Let steps and built-ins call the gateway tool NAME (brokered)
+  --allow-llm             Let steps and built-ins call the model (brokered)
   --policy FILE           Operator policy (also LOBSTER_POLICY): trust, roots, env, maximum limits
 
 Modes:
