@@ -136,6 +136,30 @@ fn envelope_shapes_match_the_reference() {
         ["status", "output", "requiresApproval", "requiresInput"]
     );
     assert!(h["requiresInput"]["subject"].is_null(), "{h}");
+    // Human mode, pipeline (no terminal): the halted item as the reference
+    // prints it (an `ask` item carries the input `items`), plus the token
+    // (and approval id, digest, capabilities) so the run is not lost.
+    let h = env.run(&["exec --json --shell 'echo [1,2]' | ask --prompt hi"]);
+    let h: serde_json::Value = serde_json::from_str(&h.stdout).unwrap();
+    assert_eq!(
+        keys(&h[0]),
+        ["type", "prompt", "responseSchema", "items", "resumeToken"]
+    );
+    assert_eq!(h[0]["items"], serde_json::json!([1, 2]));
+    let h = env.run(&["exec --json --shell 'echo [1]' | approve --prompt ok?"]);
+    let h: serde_json::Value = serde_json::from_str(&h.stdout).unwrap();
+    assert_eq!(
+        keys(&h[0]),
+        [
+            "type",
+            "prompt",
+            "items",
+            "resumeToken",
+            "approvalId",
+            "planDigest",
+            "capabilities"
+        ]
+    );
 }
 
 /// `LOBSTER_MAX_OUTPUT_BYTES` caps each child exactly, as in the reference
