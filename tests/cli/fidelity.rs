@@ -484,6 +484,27 @@ fn doctor_checks_the_sandbox_and_says_what_to_fix() {
         "{detail}"
     );
 
+    // A policy that cannot be read: a problem with its fix, the other checks still run.
+    std::fs::write(env.work_path("bad.toml"), "trust = \"sometimes\"\n").unwrap();
+    let checks = doctor_checks(&env.run(&["doctor", "--policy", "bad.toml"]));
+    let policy = check(&checks, "policy");
+    assert_eq!(policy["ok"], false, "{policy}");
+    assert!(
+        policy["detail"]
+            .as_str()
+            .unwrap()
+            .contains("invalid policy file"),
+        "{policy}"
+    );
+    assert!(
+        policy["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("fix the policy file"),
+        "{policy}"
+    );
+    assert_eq!(check(&checks, "state directory")["ok"], true);
+
     // The reserved allocator under a small address-space limit.
     let r = crate::common::finish(
         std::process::Command::new("/bin/sh")
