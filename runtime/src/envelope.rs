@@ -91,6 +91,9 @@ pub struct InputRequest {
     pub defaults: Option<Value>,
     pub subject: Option<Value>,
     pub resume_token: String,
+    /// The items that reached an `ask` stage. Not part of the tool envelope;
+    /// human mode prints them in the halted item, as the reference does.
+    pub items: Option<Vec<Item>>,
 }
 
 impl InputRequest {

@@ -116,6 +116,30 @@ fn keyword_rank(keyword: &str) -> u32 {
     }
 }
 
+/// Where Ajv checks `type` in `node`: first, unless `type` is one of
+/// number/string/array/object and `node` has keywords of that group; then
+/// the check happens with that group (after the any-type keywords).
+fn type_rank(node: &Value) -> u32 {
+    let base = match node.get("type").and_then(Value::as_str) {
+        Some("number") => 10,
+        Some("string") => 20,
+        Some("array") => 30,
+        Some("object") => 40,
+        _ => return 0,
+    };
+    let has_group_keyword = node.as_object().is_some_and(|m| {
+        m.keys().any(|k| {
+            let r = keyword_rank(k);
+            (base..base + 10).contains(&r) || (k == "format" && base == 10)
+        })
+    });
+    if has_group_keyword {
+        base - 1
+    } else {
+        0
+    }
+}
+
 /// The sort key of a violation at `schema_path` (a JSON pointer into
 /// `schema`): per nesting level, the keyword's rank and, under `properties`
 /// and the like, the position of the name in the schema (Ajv walks them in
@@ -131,7 +155,10 @@ fn ajv_order(schema: &Value, schema_path: &str) -> Vec<u32> {
     let mut i = 0;
     while i < segments.len() {
         let keyword = segments[i].as_str();
-        key.push(keyword_rank(keyword));
+        key.push(match (keyword, node) {
+            ("type", Some(n)) => type_rank(n),
+            _ => keyword_rank(keyword),
+        });
         let inner = node.and_then(|n| n.get(keyword));
         i += 1;
         match keyword {
@@ -377,6 +404,23 @@ mod tests {
             "must NOT have additional properties"
         );
         assert_eq!(first(json!(3)).message, "must be object");
+        // `type` comes after `enum` when the schema has keywords of that
+        // type's group (Ajv checks it with the group), first otherwise.
+        let both = |schema: Value| {
+            Schema::compile(&schema)
+                .unwrap()
+                .check(&json!(5))
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            both(json!({"type": "string", "minLength": 2, "enum": ["abc"]})),
+            "must be equal to one of the allowed values"
+        );
+        assert_eq!(
+            both(json!({"type": "string", "enum": ["abc"]})),
+            "must be string"
+        );
         let e = validate_response(
             &json!({"required": ["name"]}),
             &json!({}),

@@ -136,6 +136,30 @@ fn envelope_shapes_match_the_reference() {
         ["status", "output", "requiresApproval", "requiresInput"]
     );
     assert!(h["requiresInput"]["subject"].is_null(), "{h}");
+    // Human mode, pipeline (no terminal): the halted item as the reference
+    // prints it (an `ask` item carries the input `items`), plus the token
+    // (and approval id, digest, capabilities) so the run is not lost.
+    let h = env.run(&["exec --json --shell 'echo [1,2]' | ask --prompt hi"]);
+    let h: serde_json::Value = serde_json::from_str(&h.stdout).unwrap();
+    assert_eq!(
+        keys(&h[0]),
+        ["type", "prompt", "responseSchema", "items", "resumeToken"]
+    );
+    assert_eq!(h[0]["items"], serde_json::json!([1, 2]));
+    let h = env.run(&["exec --json --shell 'echo [1]' | approve --prompt ok?"]);
+    let h: serde_json::Value = serde_json::from_str(&h.stdout).unwrap();
+    assert_eq!(
+        keys(&h[0]),
+        [
+            "type",
+            "prompt",
+            "items",
+            "resumeToken",
+            "approvalId",
+            "planDigest",
+            "capabilities"
+        ]
+    );
 }
 
 /// `LOBSTER_MAX_OUTPUT_BYTES` caps each child exactly, as in the reference
@@ -459,6 +483,27 @@ fn doctor_checks_the_sandbox_and_says_what_to_fix() {
             .ends_with("policy.toml: trust untrusted, roots [mail], env none, max timeout_ms=5000"),
         "{detail}"
     );
+
+    // A policy that cannot be read: a problem with its fix, the other checks still run.
+    std::fs::write(env.work_path("bad.toml"), "trust = \"sometimes\"\n").unwrap();
+    let checks = doctor_checks(&env.run(&["doctor", "--policy", "bad.toml"]));
+    let policy = check(&checks, "policy");
+    assert_eq!(policy["ok"], false, "{policy}");
+    assert!(
+        policy["detail"]
+            .as_str()
+            .unwrap()
+            .contains("invalid policy file"),
+        "{policy}"
+    );
+    assert!(
+        policy["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("fix the policy file"),
+        "{policy}"
+    );
+    assert_eq!(check(&checks, "state directory")["ok"], true);
 
     // The reserved allocator under a small address-space limit.
     let r = crate::common::finish(

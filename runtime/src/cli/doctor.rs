@@ -92,9 +92,28 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
         super::apply_sandbox_args(&mut ctx, &sandbox)?;
         Ok(ctx)
     });
+    // A policy that cannot be read is a problem to report, not a reason to
+    // skip the other checks; runs are judged without any trust then (the
+    // probe below stays pure).
+    let mut policy_problem = None;
     let ctx = match ctx {
         Ok(ctx) => ctx,
-        // The policy (or a flag) is unusable: say so, and how to fix it.
+        Err(e) if e.kind() == "parse_error" && e.to_string().contains("policy") => {
+            policy_problem = Some(e.to_string());
+            let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::from_env());
+            ctx.policy = std::sync::Arc::new(crate::policy::Policy {
+                trust: crate::policy::Trust::Untrusted,
+                ..Default::default()
+            });
+            let sandbox = super::run_args::SandboxArgs {
+                steps: steps.clone(),
+                ..Default::default()
+            };
+            if let Err(e) = super::apply_sandbox_args(&mut ctx, &sandbox) {
+                return printer.envelope(&error_envelope_of("doctor_error", &e.to_string()));
+            }
+            ctx
+        }
         Err(e) => return printer.envelope(&error_envelope_of("doctor_error", &e.to_string())),
     };
     // The reference's probe runs a host process; an untrusted policy forbids
@@ -127,7 +146,14 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
                 check_engine(),
                 check_step_path(&ctx),
                 check_cache(&ctx),
-                check_policy(&ctx),
+                match &policy_problem {
+                    None => check_policy(&ctx),
+                    Some(e) => Check::problem(
+                        "policy",
+                        e.clone(),
+                        "fix the policy file (or unset LOBSTER_POLICY / drop --policy); until then every run is refused".into(),
+                    ),
+                },
             ];
             let problems = checks.iter().filter(|c| !c.ok).count();
             report.insert("problems".into(), json!(problems));

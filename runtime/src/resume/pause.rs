@@ -141,13 +141,14 @@ fn save_halt(
             prompt,
             schema,
             subject,
-            ..
+            items,
         } => Envelope::needs_input(InputRequest {
             prompt,
             response_schema: schema,
             defaults: None,
             subject,
             resume_token,
+            items: Some(items),
         }),
     })
 }
@@ -187,10 +188,20 @@ pub fn uuid_v4() -> String {
 }
 
 /// The item human mode prints for a halt (the request, with its token).
+/// An `ask` item also carries the input `items` before the token, as the
+/// reference's halted item does.
 pub fn halted_item(envelope: &Envelope) -> Option<Item> {
-    envelope
-        .requires_approval
-        .as_ref()
-        .map(ApprovalRequest::to_json)
-        .or_else(|| envelope.requires_input.as_ref().map(InputRequest::to_json))
+    if let Some(a) = &envelope.requires_approval {
+        return Some(a.to_json());
+    }
+    let request = envelope.requires_input.as_ref()?;
+    let mut item = request.to_json();
+    if let (Some(items), Item::Object(map)) = (&request.items, &mut item) {
+        let token = map.remove("resumeToken");
+        map.insert("items".into(), Item::Array(items.clone()));
+        if let Some(token) = token {
+            map.insert("resumeToken".into(), token);
+        }
+    }
+    Some(item)
 }

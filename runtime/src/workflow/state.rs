@@ -251,6 +251,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
                 defaults: gate.defaults,
                 subject: gate.subject,
                 resume_token,
+                items: None,
             };
             fit_subject(&mut request, runner, step_id)?;
             Envelope::needs_input(request)
