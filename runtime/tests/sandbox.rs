@@ -323,7 +323,8 @@ fn world() -> World {
 
 fn context(cwd: &Path, state: &Path, grants: Grants) -> Context {
     let mut ctx = Context::from_process(Mode::Tool, StateStore::new(state));
-    ctx.cwd = cwd.to_path_buf();
+    // The authority resolves granted directories against the run directory.
+    ctx.set_run_dir(cwd.to_path_buf());
     ctx.grants = grants;
     ctx.sandbox.log = sandbox::log::discard();
     let mut env = BTreeMap::new();
