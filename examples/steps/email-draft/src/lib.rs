@@ -2,7 +2,8 @@
 //! `lobster:step@0.2.0`), to classify each message (`action`, `fyi` or
 //! `ignore`) and draft a short reply. The host checks every answer against
 //! the schema below (asking again once when it does not fit) and records it,
-//! so a resumed run asks nothing twice. Needs `--allow-llm`.
+//! so a resumed run asks nothing twice. Needs `--allow-llm`. Each output
+//! item is `{item: <the message>, draft: {category, reply}}`.
 use lobster_guest::{json, llm, Args, Error, Flag, Step, StepInfo, Value};
 
 struct Draft;
@@ -44,7 +45,10 @@ impl Step for Draft {
                     "body": item.get("body"),
                 });
                 let answer = llm::ask(prompt, &input, &schema)?;
-                Ok(json!({"category": answer["category"], "reply": answer["reply"]}))
+                Ok(json!({
+                    "item": item,
+                    "draft": {"category": answer["category"], "reply": answer["reply"]}
+                }))
             })
             .collect()
     }
