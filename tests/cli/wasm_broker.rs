@@ -91,7 +91,7 @@ fn a_step_gets_only_described_and_granted_tools_and_nothing_is_sent_otherwise() 
 }
 
 #[test]
-fn a_policy_or_a_permissions_block_refuses_at_the_call_and_call_caps_hold() {
+fn the_policy_refuses_at_the_call_and_call_caps_hold() {
     let env = Env::new();
     let Some(steps) = steps(&env) else { return };
     let gw = Stub::start("gateway", None);
@@ -184,4 +184,40 @@ fn a_0_1_component_still_runs_beside_0_2() {
     );
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.json()["output"], json!([1, {"a": 2}]));
+}
+
+#[test]
+fn the_deadline_ends_a_brokered_call_in_flight() {
+    let env = Env::new();
+    let Some(steps) = steps(&env) else { return };
+    let model = Stub::start("model", None);
+    let base = format!("{}/v1", model.url);
+    crate::common::write(&env, "mail.json", r#"[{"subject":"Hello"}]"#);
+    // stub-slow answers after 3 s; the run (and so the step) has 700 ms.
+    let started = std::time::Instant::now();
+    let r = run(
+        &env,
+        &[
+            ("LOBSTER_LLM_PROVIDER", "openai"),
+            ("LOBSTER_LLM_BASE_URL", base.as_str()),
+            ("LOBSTER_LLM_MODEL", "stub-slow"),
+        ],
+        &[
+            "--steps",
+            &steps,
+            "--allow-llm",
+            "--allow-tool",
+            "echo",
+            "--timeout-ms",
+            "700",
+        ],
+        "exec --json cat mail.json | brokered --llm",
+    );
+    let took = started.elapsed();
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "{took:?} {r:?}"
+    );
+    assert_eq!(model.requests().len(), 1, "the request was in flight");
 }
