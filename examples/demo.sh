@@ -54,14 +54,14 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 export OPENCLAW_URL="$(head -n1 "$work/gateway.url")" OPENCLAW_TOKEN=demo-gateway-token
-export LOBSTER_LLM_BASE_URL="$(head -n1 "$work/model.url")/v1" LOBSTER_LLM_MODEL=stub-model
+export LOBSTER_LLM_PROVIDER=openai LOBSTER_LLM_BASE_URL="$(head -n1 "$work/model.url")/v1" LOBSTER_LLM_MODEL=stub-model
 export LOBSTER_LLM_API_KEY=demo-model-key
 triage="$root/examples/workflows/email-triage-llm.lobster"
 # A fresh copy of the sample mail (part 1 filed the first one into folders).
 mkdir -p "$work/triage" && cp -r "$root/examples/mail" "$work/triage/mail" && cd "$work/triage"
-echo "==> 3. run: list (sandboxed, read-only ./mail), classify + draft (model), stop at the gate" >&2
-echo "    lobster run --mode tool --allow-read mail examples/workflows/email-triage-llm.lobster" >&2
-"$lobster" run --mode tool --allow-read mail "$triage" >"$work/triage-paused.json"
+echo "==> 3. run: list (sandboxed, read-only ./mail), classify + draft (sandboxed step, model via the broker), stop at the gate" >&2
+echo "    lobster run --mode tool --allow-read mail --allow-llm examples/workflows/email-triage-llm.lobster" >&2
+"$lobster" run --mode tool --allow-read mail --allow-llm "$triage" >"$work/triage-paused.json"
 sed -n '/"items"/,/"preview"/p' "$work/triage-paused.json" | grep -E '"(subject|category|reply)"' >&2 || true
 token=$(sed -n 's/.*"resumeToken": "\([^"]*\)".*/\1/p' "$work/triage-paused.json")
 [ -n "$token" ] || { echo "demo: the triage run did not stop at the gate" >&2; cat "$work/triage-paused.json" >&2; exit 1; }

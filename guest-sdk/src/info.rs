@@ -74,6 +74,10 @@ pub enum Capability {
     Dir(String, Access),
     /// An environment variable.
     Env(String),
+    /// A gateway tool, called with [`crate::tools::invoke`] (`--allow-tool NAME`).
+    Tool(String),
+    /// Model calls with [`crate::llm::json`] (`--allow-llm`).
+    Llm,
 }
 
 /// What [`crate::Step::describe`] returns.
@@ -125,6 +129,20 @@ impl StepInfo {
         self
     }
 
+    /// Require gateway tool `name` (for [`crate::tools::invoke`]). The
+    /// host refuses a call to any tool not listed here, and refuses to run
+    /// the step unless the run grants it (`--allow-tool NAME`).
+    pub fn needs_tool(mut self, name: &str) -> StepInfo {
+        self.capabilities.push(Capability::Tool(name.to_string()));
+        self
+    }
+
+    /// Require model calls (for [`crate::llm::json`]); granted by `--allow-llm`.
+    pub fn needs_llm(mut self) -> StepInfo {
+        self.capabilities.push(Capability::Llm);
+        self
+    }
+
     pub(crate) fn into_wit(self) -> wit::StepInfo {
         wit::StepInfo {
             name: self.name,
@@ -156,6 +174,8 @@ impl StepInfo {
                         },
                     )),
                     Capability::Env(name) => wit::Capability::Env(name),
+                    Capability::Tool(name) => wit::Capability::Tool(name),
+                    Capability::Llm => wit::Capability::Llm,
                 })
                 .collect(),
         }

@@ -830,16 +830,26 @@ fn the_email_triage_llm_example_drafts_gates_and_sends_once() {
     let vars = [
         ("OPENCLAW_URL", gw.url.as_str()),
         ("OPENCLAW_TOKEN", "gt"),
+        ("LOBSTER_LLM_PROVIDER", "openai"),
         ("LOBSTER_LLM_BASE_URL", base.as_str()),
         ("LOBSTER_LLM_MODEL", "stub-model"),
         ("LOBSTER_LLM_API_KEY", "mk"),
     ];
     let workflow = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/workflows/email-triage-llm.lobster");
+    // Without --allow-llm the sandboxed drafting step does not run.
     let r = run(
         &env,
         &vars,
         &["--allow-read", "mail"],
+        workflow.to_str().unwrap(),
+    );
+    assert!(err_message(&r).contains("--allow-llm"), "{r:?}");
+    assert!(model.requests().is_empty());
+    let r = run(
+        &env,
+        &vars,
+        &["--allow-read", "mail", "--allow-llm"],
         workflow.to_str().unwrap(),
     );
     let v = r.json();

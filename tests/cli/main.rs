@@ -21,4 +21,5 @@ mod resume;
 mod streaming;
 mod trust;
 mod wasm;
+mod wasm_broker;
 mod workflow;

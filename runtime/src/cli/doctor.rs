@@ -101,7 +101,7 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
         Err(e) if e.kind() == "parse_error" && e.to_string().contains("policy") => {
             policy_problem = Some(e.to_string());
             let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::from_env());
-            ctx.policy = std::sync::Arc::new(crate::policy::Policy {
+            ctx.set_policy(crate::policy::Policy {
                 trust: crate::policy::Trust::Untrusted,
                 ..Default::default()
             });

@@ -114,6 +114,8 @@ pub fn capability_text(r: &Requirement) -> String {
             access: Access::ReadWrite,
         } => format!("write {path}"),
         Requirement::Env { name } => format!("env {name}"),
+        Requirement::Tool { name } => format!("tool {name}"),
+        Requirement::Llm => "llm".to_string(),
     }
 }
 

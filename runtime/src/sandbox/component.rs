@@ -24,7 +24,8 @@ use wasmtime_wasi::p2::bindings::sync::CommandPre;
 /// What interface a component implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ComponentKind {
-    /// Exports `describe` and `run` of `lobster:step@0.1.0`.
+    /// Exports `describe` and `run` of `lobster:step` (0.1.x or 0.2.x; see
+    /// [`LoadedComponent::world_version`]).
     Step,
     /// A plain `wasi:cli/command` (JSON on stdin/stdout).
     Command,
@@ -32,6 +33,8 @@ pub enum ComponentKind {
 
 pub(crate) enum Pre {
     Step(StepPre<HostState>),
+    /// `lobster:step@0.2.0` (may import `broker`).
+    Step02(super::bindings::v02::StepPre<HostState>),
     Command(CommandPre<HostState>),
 }
 
@@ -122,6 +125,44 @@ pub(crate) fn kind_of(engine: &SandboxEngine, component: &Component) -> Option<C
     }
 }
 
+/// Whether a step component implements `lobster:step@0.2.x`: it imports an
+/// interface of that version, or its `describe` returns the 0.2 capability
+/// variant (which has a `tool` case).
+pub(crate) fn is_v02(engine: &SandboxEngine, component: &Component) -> bool {
+    use wasmtime::component::types::Type;
+    let ty = component.component_type();
+    if ty
+        .imports(engine.engine())
+        .any(|(name, _)| name.starts_with("lobster:step/") && name.contains("@0.2."))
+    {
+        return true;
+    }
+    let Some(ComponentItem::ComponentFunc(describe)) = ty
+        .exports(engine.engine())
+        .find(|(name, _)| *name == "describe")
+        .map(|(_, item)| item.ty)
+    else {
+        return false;
+    };
+    let results: Vec<Type> = describe.results().collect();
+    results.iter().any(|result| {
+        let Type::Record(info) = result else {
+            return false;
+        };
+        let fields: Vec<_> = info.fields().map(|f| f.ty.clone()).collect();
+        fields.iter().any(|ty| match ty {
+            Type::List(list) => match list.ty() {
+                Type::Variant(v) => {
+                    let has_tool = v.cases().any(|c| c.name == "tool");
+                    has_tool
+                }
+                _ => false,
+            },
+            _ => false,
+        })
+    })
+}
+
 impl LoadedComponent {
     fn link(
         engine: &SandboxEngine,
@@ -143,6 +184,9 @@ impl LoadedComponent {
             ))
         })?;
         let pre = match kind {
+            ComponentKind::Step if is_v02(engine, &component) => Pre::Step02(
+                super::bindings::v02::StepPre::new(pre).map_err(|e| bad(format!("{e:#}")))?,
+            ),
             ComponentKind::Step => Pre::Step(StepPre::new(pre).map_err(|e| bad(format!("{e:#}")))?),
             ComponentKind::Command => {
                 Pre::Command(CommandPre::new(pre).map_err(|e| bad(format!("{e:#}")))?)
@@ -204,6 +248,15 @@ impl LoadedComponent {
         &self.imports
     }
 
+    /// `"0.1"` or `"0.2"` for `lobster:step` components, `None` for commands.
+    pub fn world_version(&self) -> Option<&'static str> {
+        match self.pre {
+            Pre::Step(_) => Some("0.1"),
+            Pre::Step02(_) => Some("0.2"),
+            Pre::Command(_) => None,
+        }
+    }
+
     /// Whether the compiled code came from the cache.
     pub fn cache_outcome(&self) -> &CacheOutcome {
         &self.cache
@@ -227,6 +280,9 @@ impl LoadedComponent {
         let _tick = engine.ticking();
         match &self.pre {
             Pre::Step(pre) => component_step::run(engine, pre, name, args, input, env, limits),
+            Pre::Step02(pre) => {
+                component_step::run_v02(engine, pre, name, args, input, env, limits)
+            }
             Pre::Command(pre) => command_step::run(engine, pre, name, args, input, env, limits),
         }
     }

@@ -21,11 +21,6 @@ pub(crate) fn describe(
     label: &str,
     limits: &EffectiveLimits,
 ) -> Result<StepMeta, SandboxError> {
-    let Pre::Step(pre) = component.pre() else {
-        return Err(SandboxError::Engine(
-            "describe on a command component".into(),
-        ));
-    };
     let _tick = engine.ticking();
     let _activity = super::activity::enter(label, super::activity::Phase::Describe);
     let mut s = new_store(
@@ -36,13 +31,22 @@ pub(crate) fn describe(
         &[label.to_string()],
         Vec::new(),
     )?;
-    let result = pre
-        .instantiate(&mut s.store)
-        .and_then(|step| step.call_describe(&mut s.store));
-    match result {
-        Ok(info) => Ok(info.into()),
-        Err(e) => Err(fail(e, label, &s, limits)),
-    }
+    let result: wasmtime::Result<StepMeta> = match component.pre() {
+        Pre::Step(pre) => pre
+            .instantiate(&mut s.store)
+            .and_then(|step| step.call_describe(&mut s.store))
+            .map(Into::into),
+        Pre::Step02(pre) => pre
+            .instantiate(&mut s.store)
+            .and_then(|step| step.call_describe(&mut s.store))
+            .map(Into::into),
+        Pre::Command(_) => {
+            return Err(SandboxError::Engine(
+                "describe on a command component".into(),
+            ))
+        }
+    };
+    result.map_err(|e| fail(e, label, &s, limits))
 }
 
 fn fail(e: wasmtime::Error, step: &str, s: &StepStore, limits: &EffectiveLimits) -> SandboxError {
@@ -73,6 +77,45 @@ pub(crate) fn run(
     let result = pre
         .instantiate(&mut s.store)
         .and_then(|step| step.call_run(&mut s.store, args, &input_json));
+    finish(name, result, s, env, limits)
+}
+
+/// Instantiate a `lobster:step@0.2.0` component and call `run`.
+pub(crate) fn run_v02(
+    engine: &SandboxEngine,
+    pre: &super::bindings::v02::StepPre<HostState>,
+    name: &str,
+    args: &[String],
+    input: &[Item],
+    env: &StepEnv,
+    limits: &EffectiveLimits,
+) -> Result<Vec<Item>, SandboxError> {
+    use super::bindings::v02::lobster::step::types::StepError as E02;
+    let input_json =
+        serde_json::to_string(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
+    let argv = [name.to_string()];
+    let mut s = new_store(engine, name, limits, env, &argv, Vec::new())?;
+    let result = pre
+        .instantiate(&mut s.store)
+        .and_then(|step| step.call_run(&mut s.store, args, &input_json))
+        .map(|r| {
+            r.map_err(|e| match e {
+                E02::InvalidArgs(m) => StepError::InvalidArgs(m),
+                E02::Failed(m) => StepError::Failed(m),
+            })
+        });
+    finish(name, result, s, env, limits)
+}
+
+/// Map `run`'s outcome to items or the precise error, forwarding what the
+/// step wrote to stdout/stderr.
+fn finish(
+    name: &str,
+    result: wasmtime::Result<Result<String, StepError>>,
+    s: StepStore,
+    env: &StepEnv,
+    limits: &EffectiveLimits,
+) -> Result<Vec<Item>, SandboxError> {
     let outcome = match result {
         Err(e) => Err(fail(e, name, &s, limits)),
         Ok(Err(StepError::InvalidArgs(message))) => Err(SandboxError::InvalidArgs {

@@ -45,6 +45,13 @@ pub enum Requirement {
         /// Variable name.
         name: String,
     },
+    /// A gateway tool through the broker (`lobster:step@0.2.0`).
+    Tool {
+        /// Tool name.
+        name: String,
+    },
+    /// Model calls through the broker (`lobster:step@0.2.0`).
+    Llm,
 }
 
 impl Requirement {
@@ -65,6 +72,11 @@ impl Requirement {
                 format!("the environment variable {name}"),
                 format!("--allow-env {name}"),
             ),
+            Requirement::Tool { name } => (
+                format!("the gateway tool {name}"),
+                format!("--allow-tool {name}"),
+            ),
+            Requirement::Llm => ("model calls".to_string(), "--allow-llm".to_string()),
         }
     }
 
@@ -75,6 +87,8 @@ impl Requirement {
                 grants.dir(path).is_some_and(|d| d.access >= *access)
             }
             Requirement::Env { name } => grants.allows_env(name),
+            Requirement::Tool { name } => grants.tools.iter().any(|t| t == name),
+            Requirement::Llm => grants.llm,
         }
     }
 }
@@ -132,6 +146,47 @@ impl From<bindings::StepInfo> for StepMeta {
     }
 }
 
+impl From<bindings::v02::StepInfo> for StepMeta {
+    fn from(i: bindings::v02::StepInfo) -> Self {
+        use bindings::v02::lobster::step::types as t;
+        StepMeta {
+            name: i.name,
+            version: i.version,
+            summary: i.summary,
+            flags: i
+                .flags
+                .into_iter()
+                .map(|f| StepFlag {
+                    name: f.name,
+                    kind: match f.kind {
+                        t::FlagKind::Switch => FlagKind::Switch,
+                        t::FlagKind::Text => FlagKind::Text,
+                        t::FlagKind::Number => FlagKind::Number,
+                    },
+                    default: f.default_value,
+                    description: f.description,
+                })
+                .collect(),
+            requires: i
+                .capabilities
+                .into_iter()
+                .map(|c| match c {
+                    t::Capability::Dir((path, access)) => Requirement::Dir {
+                        path,
+                        access: match access {
+                            t::Access::Read => Access::Read,
+                            t::Access::ReadWrite => Access::ReadWrite,
+                        },
+                    },
+                    t::Capability::Env(name) => Requirement::Env { name },
+                    t::Capability::Tool(name) => Requirement::Tool { name },
+                    t::Capability::Llm => Requirement::Llm,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Longest name, version, flag name, default, guest path or variable name
 /// a `describe` answer may hold (a path as long as Linux's `PATH_MAX`).
 pub const MAX_DESCRIBE_FIELD_BYTES: usize = 4096;
@@ -159,6 +214,8 @@ impl StepMeta {
             match r {
                 Requirement::Dir { path, .. } => fields.push(("directory path", path)),
                 Requirement::Env { name } => fields.push(("environment variable name", name)),
+                Requirement::Tool { name } => fields.push(("tool name", name)),
+                Requirement::Llm => {}
             }
         }
         let mut total = 0usize;
@@ -177,6 +234,22 @@ impl StepMeta {
             ));
         }
         Ok(())
+    }
+
+    /// The tools its `describe` asks for.
+    pub fn tools(&self) -> Vec<String> {
+        self.requires
+            .iter()
+            .filter_map(|r| match r {
+                Requirement::Tool { name } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether its `describe` asks for model calls.
+    pub fn wants_llm(&self) -> bool {
+        self.requires.contains(&Requirement::Llm)
     }
 
     /// The help text `lobster help <step>` prints.

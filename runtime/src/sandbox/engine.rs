@@ -184,6 +184,12 @@ impl SandboxEngine {
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
         Step::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
+        // lobster:step@0.2.0 (host again, plus broker) beside 0.1.0.
+        super::bindings::v02::Step::add_to_linker::<HostState, HasSelf<HostState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| SandboxError::Engine(e.to_string()))?;
         super::sleep::add_bounded_sleep(&mut linker)
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
         let fingerprint = fingerprint(&engine, allocation);

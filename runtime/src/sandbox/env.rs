@@ -23,6 +23,9 @@ pub struct StepEnv {
     pub state: Option<(StateStore, String)>,
     /// Where log lines go.
     pub log: LogSink,
+    /// Tools and models for a `lobster:step@0.2.0` step's `broker` import
+    /// (`None`: every call is refused).
+    pub broker: Option<std::sync::Arc<dyn super::broker_port::StepBroker>>,
 }
 
 impl StepEnv {
@@ -36,6 +39,7 @@ impl StepEnv {
             cancel: None,
             state: None,
             log: super::log::discard(),
+            broker: None,
         }
     }
 
@@ -62,6 +66,7 @@ impl StepEnv {
             cancel: Some(ctx.cancel.clone()),
             state: Some((ctx.state.clone(), ctx.sandbox.state_scope.clone())),
             log: ctx.sandbox.log.clone(),
+            broker: None,
         })
     }
 

@@ -63,6 +63,9 @@ pub(crate) struct HostState {
     pub(crate) monotonic: super::sleep::StepMonotonic,
     /// Bytes written with `state-set` so far.
     pub(crate) state_written: usize,
+    /// Tools and models for a `lobster:step@0.2.0` step (`None` in
+    /// `describe` and for commands: every broker call is refused).
+    pub(crate) broker: Option<std::sync::Arc<dyn super::broker_port::StepBroker>>,
 }
 
 impl WasiView for HostState {
@@ -182,5 +185,76 @@ mod tests {
         assert_eq!(k("adhoc", "s", "k"), k("adhoc", "s", "k"));
         let name = crate::state::key_to_file_name(&k("adhoc", "s", "../../x")).unwrap();
         assert!(name.starts_with("step_") && !name.contains('/'), "{name}");
+    }
+}
+
+mod v02 {
+    use super::super::bindings::v02::lobster::step::{broker, host, types};
+    use super::super::broker_port::CallBounds;
+    use super::HostState;
+    use crate::sandbox::bindings::LogLevel;
+
+    impl host::Host for HostState {
+        fn log(&mut self, l: types::LogLevel, message: String) -> wasmtime::Result<()> {
+            let l = match l {
+                types::LogLevel::Trace => LogLevel::Trace,
+                types::LogLevel::Debug => LogLevel::Debug,
+                types::LogLevel::Info => LogLevel::Info,
+                types::LogLevel::Warn => LogLevel::Warn,
+                types::LogLevel::Error => LogLevel::Error,
+            };
+            super::host::Host::log(self, l, message)
+        }
+
+        fn state_get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+            super::host::Host::state_get(self, key)
+        }
+
+        fn state_set(
+            &mut self,
+            key: String,
+            value: String,
+        ) -> wasmtime::Result<Result<(), String>> {
+            super::host::Host::state_set(self, key, value)
+        }
+    }
+
+    impl types::Host for HostState {}
+
+    impl HostState {
+        fn bounds(&self) -> CallBounds {
+            CallBounds {
+                deadline: self.deadline,
+                output_bytes: self.output_cap,
+            }
+        }
+
+        fn no_broker(&self) -> String {
+            format!(
+                "step {} has no broker here (describe runs with nothing granted); nothing was sent",
+                self.step
+            )
+        }
+    }
+
+    impl broker::Host for HostState {
+        fn invoke_tool(
+            &mut self,
+            tool: String,
+            action: Option<String>,
+            args_json: String,
+        ) -> wasmtime::Result<Result<String, String>> {
+            let Some(b) = self.broker.clone() else {
+                return Ok(Err(self.no_broker()));
+            };
+            Ok(b.invoke_tool(&tool, action.as_deref(), &args_json, self.bounds()))
+        }
+
+        fn llm_json(&mut self, request_json: String) -> wasmtime::Result<Result<String, String>> {
+            let Some(b) = self.broker.clone() else {
+                return Ok(Err(self.no_broker()));
+            };
+            Ok(b.llm_json(&request_json, self.bounds()))
+        }
     }
 }

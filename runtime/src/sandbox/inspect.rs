@@ -2,7 +2,8 @@
 //! what `lobster check` and `lobster bundle verify` look at first.
 //!
 //! A step may import only what the host provides and Lobster grants:
-//! `lobster:step/*`, and WASI `cli`, `io`, `clocks`, `random` and
+//! `lobster:step/*` (0.1.x and 0.2.x, whose `broker` the host judges per
+//! call), and WASI `cli`, `io`, `clocks`, `random` and
 //! `filesystem`. `wasi:sockets/*` and `wasi:http/*` (network) and any other
 //! interface are refused by name.
 
@@ -86,6 +87,8 @@ mod tests {
     fn network_and_unknown_imports_are_named() {
         assert!(import_problem("wasi:cli/stdin@0.2.6").is_none());
         assert!(import_problem("lobster:step/host@0.1.0").is_none());
+        // lobster:step@0.2.0's broker is the host's own (judged per call).
+        assert!(import_problem("lobster:step/broker@0.2.0").is_none());
         let m = import_problem("wasi:sockets/tcp@0.2.6").unwrap();
         assert!(
             m.contains("wasi:sockets/tcp@0.2.6") && m.contains("network"),

@@ -16,14 +16,18 @@
 //!   a [`crate::commands::Command`].
 //! - [`error`]: one typed error per way a step can fail.
 //! - [`inspect`]: import/export audit without linking (`lobster check`).
+//! - [`broker_port`]: the `broker` import of `lobster:step@0.2.0` (tools and
+//!   models, judged and recorded by the run's broker).
 //!
-//! The interface is `wit/step.wit` (`lobster:step@0.1.0`); guests are built
+//! The interface is `wit/step.wit` (`lobster:step@0.1.0`) and
+//! `wit/v0.2/step.wit` (`@0.2.0`, adds `broker`); guests are built
 //! with the `lobster-guest` crate (`guest-sdk/`).
 
 #![deny(missing_docs)]
 
 pub mod activity;
 mod bindings;
+pub mod broker_port;
 pub mod cache;
 mod classify;
 mod command_step;
@@ -48,6 +52,7 @@ mod store;
 pub mod survey;
 pub mod wasm_step;
 
+pub use broker_port::{CallBounds, RunBroker, StepBroker};
 pub use cache::{ArtifactCache, CacheOutcome};
 pub use component::{digest_of, load_bytes, load_file, ComponentKind, LoadedComponent};
 pub use config::SandboxConfig;

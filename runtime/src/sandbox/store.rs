@@ -92,6 +92,7 @@ pub(crate) fn new_store(
         cancel: env.cancel.clone(),
         monotonic,
         state_written: 0,
+        broker: env.broker.clone(),
     };
     let mut store = Store::new(engine.engine(), data);
     store.limiter(|s| &mut s.limiter);

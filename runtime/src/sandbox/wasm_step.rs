@@ -156,6 +156,11 @@ impl WasmStep {
             asks.iter()
                 .any(|r| matches!(r, Requirement::Env { name } if name == e))
         });
+        out.tools.retain(|t| {
+            asks.iter()
+                .any(|r| matches!(r, Requirement::Tool { name } if name == t))
+        });
+        out.llm &= meta.wants_llm();
         out
     }
 
@@ -227,7 +232,19 @@ impl Command for WasmStep {
     fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
         let items = collect(input)?;
         self.check_grants(&ctx.grants)?;
-        let env = StepEnv::from_grants(&self.granted(&ctx.grants), ctx)?;
+        let granted = self.granted(&ctx.grants);
+        let mut env = StepEnv::from_grants(&granted, ctx)?;
+        if let Some(meta) = self.component.meta() {
+            // Every call is judged again when it is made (policy, grants,
+            // describe, budgets) by the run's broker.
+            env.broker = Some(Arc::new(super::broker_port::RunBroker::new(
+                ctx,
+                self.name,
+                meta.tools(),
+                meta.wants_llm(),
+                &granted,
+            )));
+        }
         let limits = ctx.sandbox.limits.effective(&ctx.limits);
         let argv = Self::argv(args);
         match self.component.run(self.name, &argv, &items, &env, &limits) {
