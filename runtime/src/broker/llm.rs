@@ -686,7 +686,9 @@ mod tests {
             data: Some(json!({})),
             ..Reply::default()
         };
-        assert!(check(Some(&schema), &r2).unwrap_err()[0].contains("\"a\" is a required property"));
+        assert!(
+            check(Some(&schema), &r2).unwrap_err()[0].contains("must have required property 'a'")
+        );
         assert_eq!(Reply::from_value(&r2.to_value()), r2);
     }
 
