@@ -156,6 +156,19 @@ fn llm_json_answers_schema_checked_json_and_resume_repeats_no_call() {
     let paused = run(&env, &vars, &grant, pipeline);
     assert_eq!(paused.json()["status"], "needs_approval", "{paused:?}");
     assert_eq!(model.requests().len(), 2);
+    // What the human approves names the model calls still to come.
+    let caps = &paused.json()["requiresApproval"]["capabilities"];
+    let caps: Vec<&str> = caps
+        .as_array()
+        .expect("capabilities")
+        .iter()
+        .filter_map(|c| c.as_str())
+        .collect();
+    assert!(
+        caps.iter()
+            .any(|c| c.starts_with("stage 5 (brokered)") && c.contains("model calls")),
+        "{caps:?}"
+    );
     let token = crate::common::token_of(&paused.json());
     let mut c = env.command(&["resume", "--token", &token, "--approve", "yes"]);
     for (k, v) in vars {
