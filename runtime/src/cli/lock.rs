@@ -26,14 +26,7 @@ pinned step whose component no longer has its pinned digest.
 pub fn all_steps(path: &StepPath, cache: &ArtifactCache) -> Result<LockFile> {
     let mut lock = LockFile::new();
     for dir in path.dirs() {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-            .collect();
-        files.sort();
+        let files = crate::sandbox::survey::wasm_files(dir);
         for file in files {
             let c = load_file(&file, cache)?;
             let name = match c.meta() {

@@ -91,14 +91,7 @@ fn precompile(extra: &[PathBuf]) -> Result<(String, bool)> {
     let mut ok = true;
     let mut count = 0;
     for dir in path.dirs() {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-            .collect();
-        files.sort();
+        let files = crate::sandbox::survey::wasm_files(dir);
         for file in files {
             count += 1;
             let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);

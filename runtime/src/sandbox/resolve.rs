@@ -172,14 +172,7 @@ impl StepResolver {
         name: &str,
     ) -> Option<(PathBuf, std::sync::Arc<super::LoadedComponent>)> {
         for dir in &self.path.dirs {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-                .collect();
-            files.sort();
+            let files = super::survey::wasm_files(dir);
             for path in files {
                 // Components that fail to load are not this step; they are
                 // reported when named directly.
