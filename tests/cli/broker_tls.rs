@@ -112,7 +112,10 @@ fn https_openai_model_plain_and_streamed() {
             ),
         );
         assert_eq!(r.code, 0, "stream={stream}: {r:?}");
-        assert!(r.json()["output"][0]["output"]["data"]["intent"].is_string(), "{r:?}");
+        assert!(
+            r.json()["output"][0]["output"]["data"]["intent"].is_string(),
+            "{r:?}"
+        );
     }
     let seen = model.requests();
     assert_eq!(seen.len(), 2);
