@@ -30,10 +30,19 @@ fn an_optional_tool_runs_without_the_grant_and_is_refused_when_called() {
     // `sessions_list` is described as optional: the step runs without
     // --allow-tool sessions_list, and the call is refused when made; the
     // guest handles the refusal (--soft) and nothing is sent.
-    let base = ["--steps", steps.as_str(), "--allow-tool", "echo", "--allow-llm"];
+    let base = [
+        "--steps",
+        steps.as_str(),
+        "--allow-tool",
+        "echo",
+        "--allow-llm",
+    ];
     let r = run(&env, &vars, &base, "brokered --tool sessions_list --soft");
     assert_eq!(r.code, 0, "{r:?}");
-    let error = r.json()["output"][0]["error"].as_str().unwrap_or_default().to_string();
+    let error = r.json()["output"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert_eq!(
         error,
         "step brokered may not call tool \"sessions_list\": the run does not grant it (--allow-tool sessions_list, and every permissions: tools: list over the step must name it); nothing was sent"
@@ -42,12 +51,20 @@ fn an_optional_tool_runs_without_the_grant_and_is_refused_when_called() {
     // A guest that does not handle it fails with the same clear message.
     let r = run(&env, &vars, &base, "brokered --tool sessions_list");
     assert_ne!(r.code, 0, "{r:?}");
-    assert!(err_message(&r).contains("may not call tool \"sessions_list\""), "{r:?}");
+    assert!(
+        err_message(&r).contains("may not call tool \"sessions_list\""),
+        "{r:?}"
+    );
     assert!(gw.requests().is_empty());
     // Granted: the call goes through.
     let mut granted = base.to_vec();
     granted.extend(["--allow-tool", "sessions_list"]);
-    let r = run(&env, &vars, &granted, "brokered --tool sessions_list --soft");
+    let r = run(
+        &env,
+        &vars,
+        &granted,
+        "brokered --tool sessions_list --soft",
+    );
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.json()["output"][0].get("error").is_none(), "{r:?}");
     assert_eq!(gw.requests().len(), 1);
@@ -63,7 +80,14 @@ fn an_optional_tool_runs_without_the_grant_and_is_refused_when_called() {
 }
 
 /// Run hostile-broker in `mode` with the stubs; its one output item.
-fn hostile(env: &Env, steps: &str, gw: &Stub, model: &Stub, extra: &[&str], mode: &str) -> (Run, Value) {
+fn hostile(
+    env: &Env,
+    steps: &str,
+    gw: &Stub,
+    model: &Stub,
+    extra: &[&str],
+    mode: &str,
+) -> (Run, Value) {
     let base = format!("{}/v1", model.url);
     let vars = [
         ("OPENCLAW_URL", gw.url.as_str()),
@@ -107,7 +131,11 @@ fn a_hostile_guest_is_refused_each_time_and_the_host_carries_on() {
     // Arguments far past the step's output limit: refused, nothing sent.
     let (r, item) = hostile(&env, &steps, &gw, &model, &[], "huge-args");
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!((item["answered"].as_u64(), item["refused"].as_u64()), (Some(0), Some(1)), "{item}");
+    assert_eq!(
+        (item["answered"].as_u64(), item["refused"].as_u64()),
+        (Some(0), Some(1)),
+        "{item}"
+    );
     let e = item["errors"][0].as_str().unwrap();
     assert!(
         e.starts_with("the tool call's args-json is 8000011 bytes, over the step's output limit of 512000 bytes"),
@@ -130,9 +158,20 @@ fn a_hostile_guest_is_refused_each_time_and_the_host_carries_on() {
     let (r, item) = hostile(&env, &steps, &gw, &model, &[], "malformed");
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(item["refused"], 2, "{item}");
-    let errors: Vec<&str> = item["errors"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(errors[0].starts_with("broker.invoke-tool args-json is not JSON: "), "{errors:?}");
-    assert_eq!(errors[1], "broker.invoke-tool args-json must be a JSON object");
+    let errors: Vec<&str> = item["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        errors[0].starts_with("broker.invoke-tool args-json is not JSON: "),
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors[1],
+        "broker.invoke-tool args-json must be a JSON object"
+    );
     assert_eq!(item["after"], "answered");
     assert!(sent_besides_after(&gw).is_empty());
 
@@ -141,11 +180,16 @@ fn a_hostile_guest_is_refused_each_time_and_the_host_carries_on() {
     assert_eq!(r.code, 0, "{r:?}");
     let e = item["errors"][0].as_str().unwrap();
     assert!(
-        e.starts_with("the llm-json request is ") && e.contains("over the step's output limit of 512000 bytes"),
+        e.starts_with("the llm-json request is ")
+            && e.contains("over the step's output limit of 512000 bytes"),
         "{e}"
     );
     assert!(model.requests().is_empty(), "a refused model call was sent");
-    assert_eq!(gw.requests().len(), 4, "only the four closing calls reached the gateway");
+    assert_eq!(
+        gw.requests().len(),
+        4,
+        "only the four closing calls reached the gateway"
+    );
 
     // A thousand calls past the run's tool-call budget: three answered,
     // every other one refused before sending (the closing call too).
@@ -153,7 +197,11 @@ fn a_hostile_guest_is_refused_each_time_and_the_host_carries_on() {
     let p = policy.to_str().unwrap().to_string();
     let (r, item) = hostile(&env, &steps, &gw, &model, &["--policy", &p], "flood");
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!((item["answered"].as_u64(), item["refused"].as_u64()), (Some(3), Some(1000)), "{item}");
+    assert_eq!(
+        (item["answered"].as_u64(), item["refused"].as_u64()),
+        (Some(3), Some(1000)),
+        "{item}"
+    );
     assert_eq!(item["errors"].as_array().map(Vec::len), Some(1), "{item}");
     assert!(
         item["errors"][0]
@@ -162,8 +210,15 @@ fn a_hostile_guest_is_refused_each_time_and_the_host_carries_on() {
             .contains("this run has used its tool call budget (3, the policy's [max] tool_calls)"),
         "{item}"
     );
-    assert!(item["after"].as_str().unwrap().contains("tool call budget"), "{item}");
-    assert_eq!(gw.requests().len(), 4 + 3, "only the budgeted calls were sent");
+    assert!(
+        item["after"].as_str().unwrap().contains("tool call budget"),
+        "{item}"
+    );
+    assert_eq!(
+        gw.requests().len(),
+        4 + 3,
+        "only the budgeted calls were sent"
+    );
 }
 
 #[test]
@@ -177,7 +232,11 @@ fn an_oversize_brokered_answer_is_an_error_the_step_sees_and_the_caps_hold() {
     // The stub's `big` answers ~600 kB: past the step's 512000-byte limit.
     let (r, item) = hostile(&env, &steps, &gw, &model, &[], "big-answer --bytes 600000");
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!(item["errors"], json!(["HTTP response body exceeded 512000 bytes"]), "{item}");
+    assert_eq!(
+        item["errors"],
+        json!(["HTTP response body exceeded 512000 bytes"]),
+        "{item}"
+    );
     assert_eq!(item["after"], "answered");
     // The run's own output cap is lower still: it bounds the answer too,
     // and the run's output stays within it.
@@ -190,10 +249,18 @@ fn an_oversize_brokered_answer_is_an_error_the_step_sees_and_the_caps_hold() {
         "big-answer --bytes 60000",
     );
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!(item["errors"], json!(["HTTP response body exceeded 20000 bytes"]), "{item}");
+    assert_eq!(
+        item["errors"],
+        json!(["HTTP response body exceeded 20000 bytes"]),
+        "{item}"
+    );
     assert!(r.stdout.len() < 20000, "{}", r.stdout.len());
     // The same answer within the caps arrives.
     let (r, item) = hostile(&env, &steps, &gw, &model, &[], "big-answer --bytes 1000");
     assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!((item["answered"].as_u64(), item["refused"].as_u64()), (Some(1), Some(0)), "{item}");
+    assert_eq!(
+        (item["answered"].as_u64(), item["refused"].as_u64()),
+        (Some(1), Some(0)),
+        "{item}"
+    );
 }

@@ -262,3 +262,70 @@ fn a_stalled_tls_server_hits_the_deadline() {
     assert_eq!(gw.requests().len(), 1, "the request was in flight");
     holder.join().unwrap();
 }
+
+#[test]
+fn a_wasm_step_reaches_an_https_gateway_through_the_policy() {
+    let env = Env::new();
+    let Some(guest) = crate::common::test_guest("brokered") else {
+        return;
+    };
+    let steps = env.work_path("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    std::fs::copy(guest, steps.join("brokered.wasm")).unwrap();
+    let steps = steps.to_str().unwrap().to_string();
+    let gw = tls_stub(&env, "gateway", Some("optok"), "ca.pem", &[]);
+    // The operator's policy names the https gateway, its token variable and
+    // the CA; the step never picks any of them.
+    let untrusted = |ca: &str| {
+        let p = crate::common::write(
+            &env,
+            "untrusted.toml",
+            &format!(
+                "trust = \"untrusted\"\ntools = [\"echo\"]\nllm = true\n[gateway]\nurl = \"{}\"\ntoken_env = \"GW_TOKEN\"\nca_file = \"{ca}\"\n",
+                gw.url
+            ),
+        );
+        p.to_str().unwrap().to_string()
+    };
+    let grant = |policy: &str| {
+        vec![
+            "--steps".to_string(),
+            steps.clone(),
+            "--allow-tool".into(),
+            "echo".into(),
+            "--allow-llm".into(),
+            "--policy".into(),
+            policy.to_string(),
+        ]
+    };
+    let p = untrusted("ca.pem");
+    let args = grant(&p);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run(
+        &env,
+        &[("GW_TOKEN", "optok")],
+        &args,
+        "brokered --tool echo --args '{\"to\":\"x\"}'",
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.json()["output"][0]["args"]["to"], "x", "{r:?}");
+    assert_eq!(gw.requests().len(), 1);
+    assert_eq!(gw.requests()[0]["auth"], "Bearer optok");
+    // Without the CA the step's call fails the handshake: nothing is sent.
+    let _other = tls_stub(&env, "model", None, "other-ca.pem", &[]);
+    let p = untrusted("other-ca.pem");
+    let args = grant(&p);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run(
+        &env,
+        &[("GW_TOKEN", "optok")],
+        &args,
+        "brokered --tool echo --args '{\"to\":\"y\"}'",
+    );
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(
+        err_message(&r).contains("not signed by a trusted CA"),
+        "{r:?}"
+    );
+    assert_eq!(gw.requests().len(), 1);
+}
