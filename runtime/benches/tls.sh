@@ -32,23 +32,15 @@ start_stub() { # name, extra flags…
 start_stub plain
 start_stub tls --tls --ca-out "$work/ca.pem"
 pipeline="exec --json cat items.json | openclaw.invoke --tool echo --action x --each --item-key item"
-best_ms() { # url
-    local best=""
-    for _ in $(seq "$runs"); do
-        local t0 t1
-        t0=$(date +%s%N)
-        (cd "$work" && OPENCLAW_URL=$1 "$bin/lobster" run --mode tool --policy policy.toml "$pipeline" >/dev/null)
-        t1=$(date +%s%N)
-        local ms=$(((t1 - t0) / 1000000))
-        if [ -z "$best" ] || [ "$ms" -lt "$best" ]; then best=$ms; fi
-    done
-    echo "$best"
+measure() { # url -> "wall_ms cpu_ms" (medians, lobster's own process; see timeit.py)
+    python3 "$script_dir/timeit.py" --runs "$runs" --cwd "$work" --env "OPENCLAW_URL=$1" -- \
+        "$bin/lobster" run --mode tool --policy policy.toml "$pipeline" | awk -F'\t' '$1 == "ok" { print $2, $3 }'
 }
-plain=$(best_ms "$(head -1 "$work/plain.url")")
-tls=$(best_ms "$(head -1 "$work/tls.url")")
-awk -v n="$items" -v p="$plain" -v t="$tls" -v prof="$profile" 'BEGIN {
-    printf "profile %s, %d calls per run (best of runs)\n", prof, n
-    printf "http : %6d ms total, %.2f ms per call\n", p, p / n
-    printf "https: %6d ms total, %.2f ms per call (handshake + request)\n", t, t / n
-    printf "TLS adds %.2f ms per call\n", (t - p) / n
+read -r plain_wall plain_cpu <<<"$(measure "$(head -1 "$work/plain.url")")"
+read -r tls_wall tls_cpu <<<"$(measure "$(head -1 "$work/tls.url")")"
+awk -v n="$items" -v pw="$plain_wall" -v pc="$plain_cpu" -v tw="$tls_wall" -v tc="$tls_cpu" -v prof="$profile" 'BEGIN {
+    printf "profile %s, %d calls per run, medians of the runs (client process only for cpu)\n", prof, n
+    printf "http : %7.1f ms wall %7.1f ms cpu, %.2f ms wall per call\n", pw, pc, pw / n
+    printf "https: %7.1f ms wall %7.1f ms cpu, %.2f ms wall per call (handshake + request)\n", tw, tc, tw / n
+    printf "TLS adds %.2f ms wall, %.2f ms client cpu per call\n", (tw - pw) / n, (tc - pc) / n
 }'

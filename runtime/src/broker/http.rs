@@ -239,6 +239,9 @@ impl Post<'_> {
         stream
             .set_write_timeout(Some(Duration::from_secs(30)))
             .map_err(io)?;
+        // Whole messages are written at once; do not let Nagle hold the
+        // last segment (or a TLS handshake flight) for a delayed ACK.
+        stream.set_nodelay(true).map_err(io)?;
         stream.set_read_timeout(Some(POLL)).map_err(io)?;
         let mut conn = if self.url.tls {
             Conn::Tls {
@@ -248,8 +251,9 @@ impl Post<'_> {
         } else {
             Conn::Plain(stream)
         };
-        conn.send(head.as_bytes(), cancel)?;
-        conn.send(self.body, cancel)?;
+        let mut message = head.into_bytes();
+        message.extend_from_slice(self.body);
+        conn.send(&message, cancel)?;
         let mut reader = BufReader::new(CancelRead {
             conn,
             cancel: cancel.clone(),
