@@ -329,3 +329,41 @@ fn a_wasm_step_reaches_an_https_gateway_through_the_policy() {
     );
     assert_eq!(gw.requests().len(), 1);
 }
+
+#[test]
+fn doctor_names_an_unusable_ca_file_before_any_run() {
+    let env = Env::new();
+    let policy = trusting(&env, "missing.pem");
+    let r = env.run(&["doctor", "--policy", &policy]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let checks = r.json()["output"][0]["checks"].clone();
+    let check = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "policy")
+        .cloned()
+        .unwrap();
+    assert_eq!(check["ok"], false, "{check}");
+    assert!(
+        check["detail"].as_str().unwrap().contains("missing.pem"),
+        "{check}"
+    );
+    assert!(
+        check["fix"].as_str().unwrap().contains("[gateway] ca_file"),
+        "{check}"
+    );
+    // A usable bundle passes.
+    let _gw = tls_stub(&env, "gateway", None, "ca.pem", &[]);
+    let policy = trusting(&env, "ca.pem");
+    let r = env.run(&["doctor", "--policy", &policy]);
+    let checks = r.json()["output"][0]["checks"].clone();
+    assert!(
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["check"] == "policy" && c["ok"] == true),
+        "{checks}"
+    );
+}
