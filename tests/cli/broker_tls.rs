@@ -176,6 +176,18 @@ fn an_unknown_ca_is_refused_with_the_fix_and_nothing_is_sent() {
     );
     // Nothing (no request, no token) went past a handshake.
     assert!(gw.requests().is_empty(), "{:?}", gw.requests());
+    // https to a plain-http server: said so, with the fix.
+    let plain = Stub::start("gateway", None);
+    let r = run(
+        &env,
+        &[("OPENCLAW_URL", &plain.url.replace("http://", "https://"))],
+        &[],
+        "openclaw.invoke --tool sessions_list --action list",
+    );
+    assert!(
+        err_message(&r).contains("(is it plain http on this port? then use an http:// URL)"),
+        "{r:?}"
+    );
     // The environment token rule holds for https: a non-loopback URL gets
     // no environment token, and nothing is sent.
     let remote = gw.url.replace("127.0.0.1", "127.0.0.2");

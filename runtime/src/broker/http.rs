@@ -286,6 +286,9 @@ impl Conn {
                         return Err(HttpError::Cancelled);
                     }
                     let n = tls.writer().write(rest).map_err(io)?;
+                    if n == 0 && !tls.wants_write() {
+                        return Err(HttpError::Io("TLS connection refused more data".into()));
+                    }
                     rest = &rest[n..];
                     while tls.wants_write() {
                         tls.write_tls(sock).map_err(io)?;
@@ -330,7 +333,7 @@ fn handshake(
         match conn.read_tls(&mut sock) {
             Ok(0) => {
                 return Err(HttpError::Tls(format!(
-                    "TLS with {origin} failed: the server closed the connection during the handshake (is it speaking TLS on this port?)"
+                    "TLS with {origin} failed: the server closed the connection during the handshake (is it plain http on this port? then use an http:// URL)"
                 )))
             }
             Ok(_) => {

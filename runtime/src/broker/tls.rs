@@ -92,6 +92,9 @@ pub fn explain(url: &str, e: &rustls::Error) -> String {
         | Error::InvalidCertificate(CertificateError::ExpiredContext { .. }) => {
             "its certificate has expired".to_string()
         }
+        Error::InvalidMessage(_) => {
+            "the server did not answer in TLS (is it plain http on this port? then use an http:// URL)".to_string()
+        }
         other => other.to_string(),
     };
     format!("TLS with {url} failed: {why}")
