@@ -137,6 +137,15 @@ impl StepInfo {
         self
     }
 
+    /// Ask for gateway tool `name` without requiring it (described as
+    /// `tool("NAME?")`): the step runs whether or not the run grants the
+    /// tool, and [`crate::tools::invoke`] returns the host's refusal as an
+    /// error when it does not, so the step can carry on without it.
+    pub fn may_use_tool(mut self, name: &str) -> StepInfo {
+        self.capabilities.push(Capability::Tool(format!("{name}?")));
+        self
+    }
+
     /// Require model calls (for [`crate::llm::json`]); granted by `--allow-llm`.
     pub fn needs_llm(mut self) -> StepInfo {
         self.capabilities.push(Capability::Llm);

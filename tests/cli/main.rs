@@ -5,6 +5,8 @@ mod common;
 
 mod attacks;
 mod broker;
+mod broker_hostile;
+mod broker_tls;
 mod call;
 mod cancellation;
 mod data;

@@ -2,13 +2,19 @@
 //! broker talks to, used by the test suite and by `examples/demo.sh`.
 //!
 //! ```text
-//! lobster-stubs gateway [--port N] [--token T] [--log FILE]
-//! lobster-stubs model   [--port N] [--key K]   [--log FILE]
+//! lobster-stubs gateway [--port N] [--token T] [--log FILE] [--tls --ca-out FILE [--tls-name NAME]]
+//! lobster-stubs model   [--port N] [--key K]   [--log FILE] [--tls --ca-out FILE [--tls-name NAME]]
 //! ```
 //!
-//! Each prints its base URL (`http://127.0.0.1:PORT`) on the first line of
-//! stdout, then serves until killed. `--log FILE` appends one JSON line per
-//! request (`{"path", "auth", "body"}`), so a test can count what was sent.
+//! Each prints its base URL (`http://127.0.0.1:PORT`, or `https://…` with
+//! `--tls`) on the first line of stdout, then serves until killed. `--log
+//! FILE` appends one JSON line per request (`{"path", "auth", "body"}`), so
+//! a test can count what was sent.
+//!
+//! `--tls` serves HTTPS with a certificate made at start: a fresh CA (its
+//! PEM written to `--ca-out FILE`) signs a server certificate for
+//! `localhost`, `127.0.0.1` and `::1` (or only for `--tls-name NAME`, to
+//! test host-name checks). Requests whose handshake fails are never logged.
 //!
 //! **gateway** follows OpenClaw's documented `POST /tools/invoke` contract
 //! (integration notes §1): bearer auth (401 `unauthorized`), bad JSON (400
@@ -31,11 +37,93 @@
 //! feedback of a retry, then a valid one), `stub-fail` (500), `stub-slow` (answers after 3 s).
 
 use serde_json::{json, Map, Value};
+use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// One accepted connection: plain TCP or TLS over it. Read and written
+/// through `&Conn` (like `&TcpStream`), so handlers share it freely.
+struct Conn(RefCell<Stream>);
+
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Read for &Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &mut *self.0.borrow_mut() {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for &Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut *self.0.borrow_mut() {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut *self.0.borrow_mut() {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+impl Conn {
+    /// End a TLS session cleanly (close_notify), so clients reading to the
+    /// end see a proper close.
+    fn finish(&self) {
+        if let Stream::Tls(s) = &mut *self.0.borrow_mut() {
+            s.conn.send_close_notify();
+            let _ = s.flush();
+        }
+    }
+}
+
+/// A server TLS configuration with a fresh CA (PEM written to `ca_out`)
+/// and a leaf certificate for `names`.
+fn tls_config(ca_out: &str, names: Vec<String>) -> Arc<rustls::ServerConfig> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    ca.distinguished_name
+        .push(DnType::CommonName, "lobster-stubs test CA");
+    let issuer = CertifiedIssuer::self_signed(ca, ca_key).expect("CA certificate");
+    let tmp = format!("{ca_out}.tmp");
+    std::fs::write(&tmp, issuer.pem())
+        .and_then(|_| std::fs::rename(&tmp, ca_out))
+        .unwrap_or_else(|e| panic!("cannot write --ca-out {ca_out}: {e}"));
+    let leaf_key = KeyPair::generate().expect("server key");
+    let mut leaf = CertificateParams::new(names).expect("server certificate names");
+    leaf.distinguished_name
+        .push(DnType::CommonName, "lobster-stubs");
+    let cert = leaf
+        .signed_by(&leaf_key, &issuer)
+        .expect("server certificate");
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der().clone(), issuer.der().clone()], key)
+        .expect("server certificate and key");
+    Arc::new(config)
+}
 
 struct Server {
     kind: String,
@@ -49,7 +137,7 @@ fn main() {
     let kind = argv.first().cloned().unwrap_or_default();
     if kind != "gateway" && kind != "model" {
         eprintln!(
-            "usage: lobster-stubs gateway|model [--port N] [--token T | --key K] [--log FILE]"
+            "usage: lobster-stubs gateway|model [--port N] [--token T | --key K] [--log FILE] [--tls --ca-out FILE [--tls-name NAME]]"
         );
         std::process::exit(2);
     }
@@ -68,9 +156,21 @@ fn main() {
                 .unwrap_or_else(|e| panic!("cannot open log {p}: {e}")),
         )
     });
+    let tls = argv.iter().any(|a| a == "--tls").then(|| {
+        let ca_out = flag("--ca-out").unwrap_or_else(|| {
+            eprintln!("lobster-stubs: --tls needs --ca-out FILE (where the test CA's PEM goes)");
+            std::process::exit(2);
+        });
+        let names = match flag("--tls-name") {
+            Some(n) => vec![n],
+            None => vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        };
+        tls_config(&ca_out, names)
+    });
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind 127.0.0.1");
     let addr = listener.local_addr().expect("local addr");
-    println!("http://127.0.0.1:{}", addr.port());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("{scheme}://127.0.0.1:{}", addr.port());
     std::io::stdout().flush().ok();
     let server = Arc::new(Server {
         secret: flag(if kind == "gateway" {
@@ -82,10 +182,21 @@ fn main() {
         log,
         counter: AtomicU64::new(0),
     });
-    for conn in listener.incoming().flatten() {
+    for sock in listener.incoming().flatten() {
         let server = server.clone();
+        let tls = tls.clone();
         std::thread::spawn(move || {
-            let _ = server.handle(conn);
+            let stream = match tls {
+                Some(config) => match rustls::ServerConnection::new(config) {
+                    Ok(c) => Stream::Tls(Box::new(rustls::StreamOwned::new(c, sock))),
+                    Err(_) => return,
+                },
+                None => Stream::Plain(sock),
+            };
+            let conn = Conn(RefCell::new(stream));
+            if server.handle(&conn).is_ok() {
+                conn.finish();
+            }
         });
     }
 }
@@ -97,7 +208,7 @@ struct Request {
     body: Vec<u8>,
 }
 
-fn read_request(conn: &TcpStream) -> std::io::Result<Request> {
+fn read_request(conn: &Conn) -> std::io::Result<Request> {
     let mut r = BufReader::new(conn);
     let mut line = String::new();
     r.read_line(&mut line)?;
@@ -129,7 +240,7 @@ fn read_request(conn: &TcpStream) -> std::io::Result<Request> {
     })
 }
 
-fn respond(mut conn: &TcpStream, status: u16, body: &str) -> std::io::Result<()> {
+fn respond(mut conn: &Conn, status: u16, body: &str) -> std::io::Result<()> {
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
@@ -146,13 +257,13 @@ fn respond(mut conn: &TcpStream, status: u16, body: &str) -> std::io::Result<()>
     conn.flush()
 }
 
-fn json_respond(conn: &TcpStream, status: u16, v: &Value) -> std::io::Result<()> {
+fn json_respond(conn: &Conn, status: u16, v: &Value) -> std::io::Result<()> {
     respond(conn, status, &v.to_string())
 }
 
 impl Server {
-    fn handle(&self, conn: TcpStream) -> std::io::Result<()> {
-        let req = read_request(&conn)?;
+    fn handle(&self, conn: &Conn) -> std::io::Result<()> {
+        let req = read_request(conn)?;
         let parsed: Option<Value> = serde_json::from_slice(&req.body).ok();
         if let Some(log) = &self.log {
             let body = parsed
@@ -170,44 +281,44 @@ impl Server {
                 } else {
                     json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}})
                 };
-                return json_respond(&conn, 401, &body);
+                return json_respond(conn, 401, &body);
             }
         }
         match (self.kind.as_str(), req.path.as_str()) {
             ("gateway", "/tools/invoke") if req.method != "POST" => json_respond(
-                &conn,
+                conn,
                 405,
                 &json!({"error": {"message": "Method Not Allowed", "type": "method_not_allowed"}}),
             ),
             ("gateway", "/tools/invoke") => match parsed {
                 None => json_respond(
-                    &conn,
+                    conn,
                     400,
                     &json!({"error": {"message": "Invalid JSON body", "type": "invalid_request_error"}}),
                 ),
-                Some(body) => self.tool(&conn, body),
+                Some(body) => self.tool(conn, body),
             },
             ("model", "/v1/chat/completions") => match parsed {
                 None => json_respond(
-                    &conn,
+                    conn,
                     400,
                     &json!({"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error"}}),
                 ),
-                Some(body) => self.chat(&conn, body),
+                Some(body) => self.chat(conn, body),
             },
             ("model", "/invoke") => match parsed {
                 None => json_respond(
-                    &conn,
+                    conn,
                     400,
                     &json!({"ok": false, "error": {"message": "invalid JSON"}}),
                 ),
-                Some(body) => self.adapter(&conn, body),
+                Some(body) => self.adapter(conn, body),
             },
-            _ => respond(&conn, 404, "Not Found"),
+            _ => respond(conn, 404, "Not Found"),
         }
     }
 
-    fn tool(&self, conn: &TcpStream, body: Value) -> std::io::Result<()> {
+    fn tool(&self, conn: &Conn, body: Value) -> std::io::Result<()> {
         let tool = body.get("tool").and_then(Value::as_str).unwrap_or("");
         let mut args = body.get("args").cloned().unwrap_or(json!({}));
         if let (Some(m), Some(a)) = (args.as_object_mut(), body.get("action")) {
@@ -287,7 +398,7 @@ impl Server {
         }
     }
 
-    fn chat(&self, conn: &TcpStream, body: Value) -> std::io::Result<()> {
+    fn chat(&self, conn: &Conn, body: Value) -> std::io::Result<()> {
         let model = body
             .get("model")
             .and_then(Value::as_str)
@@ -374,7 +485,7 @@ impl Server {
         )
     }
 
-    fn adapter(&self, conn: &TcpStream, body: Value) -> std::io::Result<()> {
+    fn adapter(&self, conn: &Conn, body: Value) -> std::io::Result<()> {
         let model = body
             .get("model")
             .and_then(Value::as_str)

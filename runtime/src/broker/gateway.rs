@@ -2,11 +2,12 @@
 //! token may go there, the request body, and the response mapping with the
 //! reference's error strings (prefixed with the calling command's name).
 
-use super::http::{HttpError, Post, Url, UrlError};
+use super::http::{HttpError, Post, Url};
 use crate::executor::Cancel;
 use crate::value::to_js_json;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// Where a gateway is and what to send it.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,6 +16,8 @@ pub struct Endpoint {
     pub url: Url,
     /// The bearer token, if any.
     pub token: Option<String>,
+    /// The operator's extra CA bundle for `https:` (policy `[gateway] ca_file`).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Why a gateway call failed; `Display` is the reference's text after the
@@ -27,9 +30,6 @@ pub enum GatewayError {
     /// The URL is not http(s).
     #[error("requires an http(s) --url")]
     NotHttp,
-    /// A `https://` URL (this build speaks plain HTTP only).
-    #[error("cannot use {0}: https URLs are not supported by this build; use an http:// endpoint (a loopback gateway, or a local TLS-terminating proxy)")]
-    Https(String),
     /// A token from the environment would leave the machine.
     #[error("refuses to send OPENCLAW_TOKEN/CLAWD_TOKEN to non-local --url; pass --token explicitly for remote endpoints")]
     TokenToRemote,
@@ -71,11 +71,13 @@ impl GatewayError {
 /// Resolve the endpoint as the reference does: URL from `url_flag`, then
 /// `OPENCLAW_URL`, then `CLAWD_URL`; token from `token_flag`, then
 /// `OPENCLAW_TOKEN`, then `CLAWD_TOKEN`. A token from the environment goes
-/// only to a loopback host.
+/// only to a loopback host. `ca_file` is the operator's extra CA bundle for
+/// `https:` URLs (the policy's `[gateway] ca_file`).
 pub fn resolve(
     url_flag: Option<&str>,
     token_flag: Option<&str>,
     env: &BTreeMap<String, String>,
+    ca_file: Option<&Path>,
 ) -> Result<Endpoint, GatewayError> {
     let base = url_flag
         .map(str::to_string)
@@ -88,7 +90,6 @@ pub fn resolve(
     }
     let url = match Url::parse(base) {
         Ok(u) => u.with_path("/tools/invoke"),
-        Err(UrlError::Https) => return Err(GatewayError::Https(base.to_string())),
         Err(_) => return Err(GatewayError::NotHttp),
     };
     let explicit = token_flag.is_some();
@@ -107,6 +108,7 @@ pub fn resolve(
     Ok(Endpoint {
         url,
         token: (!token.is_empty()).then_some(token),
+        ca_file: ca_file.map(Path::to_path_buf),
     })
 }
 
@@ -169,6 +171,7 @@ pub fn post_json(
         bearer: endpoint.token.as_deref(),
         body: &bytes,
         accept: None,
+        ca_file: endpoint.ca_file.as_deref(),
     }
     .send(cancel, max_body)
     .map_err(|e| match e {
@@ -232,13 +235,14 @@ mod tests {
     #[test]
     fn url_and_token_sources_in_order() {
         assert!(matches!(
-            resolve(None, None, &env(&[])),
+            resolve(None, None, &env(&[]), None),
             Err(GatewayError::NoUrl)
         ));
         let e = resolve(
             None,
             None,
             &env(&[("CLAWD_URL", "http://localhost:1"), ("CLAWD_TOKEN", "c")]),
+            None,
         )
         .unwrap();
         assert_eq!(e.url.path, "/tools/invoke");
@@ -251,6 +255,7 @@ mod tests {
                 ("OPENCLAW_TOKEN", " t "),
                 ("CLAWD_TOKEN", "c"),
             ]),
+            None,
         )
         .unwrap();
         assert_eq!((e.url.port, e.token.as_deref()), (2, Some("t")));
@@ -259,28 +264,47 @@ mod tests {
             ("OPENCLAW_URL", "http://gateway.example:80"),
             ("OPENCLAW_TOKEN", "t"),
         ]);
-        let err = resolve(None, None, &remote).unwrap_err();
+        let err = resolve(None, None, &remote, None).unwrap_err();
         assert_eq!(
             err.message("openclaw.invoke"),
             "openclaw.invoke refuses to send OPENCLAW_TOKEN/CLAWD_TOKEN to non-local --url; pass --token explicitly for remote endpoints"
         );
         assert_eq!(
-            resolve(None, Some("x"), &remote).unwrap().token.as_deref(),
+            resolve(None, Some("x"), &remote, None)
+                .unwrap()
+                .token
+                .as_deref(),
             Some("x")
         );
         assert_eq!(
-            resolve(Some("ftp://h"), None, &env(&[]))
+            resolve(Some("ftp://h"), None, &env(&[]), None)
                 .unwrap_err()
                 .message("clawd.invoke"),
             "clawd.invoke requires an http(s) --url"
         );
+        let e = resolve(
+            Some("https://h"),
+            None,
+            &env(&[]),
+            Some(Path::new("ca.pem")),
+        )
+        .unwrap();
+        assert!(e.url.tls && e.url.port == 443);
+        assert_eq!(e.ca_file.as_deref(), Some(Path::new("ca.pem")));
+        // The environment-token rule holds for https too.
+        let remote_tls = env(&[
+            ("OPENCLAW_URL", "https://gateway.example"),
+            ("OPENCLAW_TOKEN", "t"),
+        ]);
         assert!(matches!(
-            resolve(Some("https://h"), None, &env(&[])),
-            Err(GatewayError::Https(_))
+            resolve(None, None, &remote_tls, None),
+            Err(GatewayError::TokenToRemote)
         ));
         // An empty explicit token sends none.
         assert_eq!(
-            resolve(Some("http://h"), Some(""), &remote).unwrap().token,
+            resolve(Some("http://h"), Some(""), &remote, None)
+                .unwrap()
+                .token,
             None
         );
     }

@@ -6,12 +6,16 @@
 //! endpoint, and the run's cancellation must interrupt a request that is
 //! waiting for bytes. A socket read timeout of [`POLL`] lets every blocking
 //! read re-check the cancellation flag, which no off-the-shelf blocking client
-//! exposes without an async runtime. Only `http://` is spoken; `https://` is
-//! refused with a clear error (see docs/COMPATIBILITY.md).
+//! exposes without an async runtime. `https://` is spoken through rustls
+//! ([`super::tls`]) over the same socket, so the deadline, cancellation and
+//! size caps bound the handshake and every TLS read exactly as plain ones.
 
+use super::tls;
 use crate::executor::Cancel;
+use rustls::ClientConnection;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
 use std::time::Duration;
 
 /// How often a blocked read or connect wakes to check the cancellation flag.
@@ -21,12 +25,14 @@ const MAX_LINE: usize = 16 * 1024;
 /// Most header lines accepted.
 const MAX_HEADERS: usize = 200;
 
-/// A parsed `http://host[:port]/path` URL.
+/// A parsed `http(s)://host[:port]/path` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Url {
+    /// `https:` (TLS).
+    pub tls: bool,
     /// Host as written, without brackets (`::1` for `[::1]`), lower case.
     pub host: String,
-    /// Port (default 80).
+    /// Port (default 80, or 443 for `https:`).
     pub port: u16,
     /// Path and query, starting with `/`.
     pub path: String,
@@ -38,9 +44,6 @@ pub enum UrlError {
     /// Not `http:`/`https:` at all.
     #[error("unsupported URL scheme")]
     Scheme,
-    /// `https:`, which this build does not speak.
-    #[error("https URLs are not supported by this build; use an http:// endpoint (a loopback gateway, or a local TLS-terminating proxy)")]
-    Https,
     /// Host or port missing or malformed.
     #[error("invalid URL: {0}")]
     Invalid(String),
@@ -53,11 +56,11 @@ impl Url {
         let (scheme, rest) = text
             .split_once("://")
             .ok_or_else(|| UrlError::Invalid(text.to_string()))?;
-        match scheme.to_ascii_lowercase().as_str() {
-            "http" => {}
-            "https" => return Err(UrlError::Https),
+        let tls = match scheme.to_ascii_lowercase().as_str() {
+            "http" => false,
+            "https" => true,
             _ => return Err(UrlError::Scheme),
-        }
+        };
         let (authority, path) = match rest.find(['/', '?', '#']) {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
@@ -79,7 +82,13 @@ impl Url {
             return Err(UrlError::Invalid(text.to_string()));
         }
         let port = match port {
-            None | Some("") => 80,
+            None | Some("") => {
+                if tls {
+                    443
+                } else {
+                    80
+                }
+            }
             Some(p) => p
                 .parse::<u16>()
                 .map_err(|_| UrlError::Invalid(text.to_string()))?,
@@ -91,6 +100,7 @@ impl Url {
             format!("/{path}")
         };
         Ok(Url {
+            tls,
             host: host.to_ascii_lowercase(),
             port,
             path,
@@ -118,11 +128,30 @@ impl Url {
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == self.default_port() {
             host
         } else {
             format!("{host}:{}", self.port)
         }
+    }
+
+    fn default_port(&self) -> u16 {
+        if self.tls {
+            443
+        } else {
+            80
+        }
+    }
+
+    /// `scheme://host:port` (for messages and request digests; never a token).
+    pub fn origin(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("{scheme}://{host}:{}", self.port)
     }
 }
 
@@ -163,6 +192,10 @@ pub enum HttpError {
     /// Connecting, writing or reading failed.
     #[error("{0}")]
     Io(String),
+    /// The TLS handshake or a TLS record failed (the text names the URL and
+    /// the fix); nothing past the handshake was sent.
+    #[error("{0}")]
+    Tls(String),
     /// The server's answer is not HTTP/1.x.
     #[error("malformed HTTP response: {0}")]
     Malformed(String),
@@ -178,6 +211,8 @@ pub struct Post<'a> {
     pub body: &'a [u8],
     /// Extra `Accept` header (`text/event-stream` for streamed answers).
     pub accept: Option<&'a str>,
+    /// The operator's extra CA bundle for `https:` (policy `[gateway] ca_file`).
+    pub ca_file: Option<&'a Path>,
 }
 
 impl Post<'_> {
@@ -201,20 +236,128 @@ impl Post<'_> {
             head.push_str(&format!("Authorization: Bearer {token}\r\n"));
         }
         head.push_str("\r\n");
-        let mut writer = stream.try_clone().map_err(io)?;
-        writer
+        stream
             .set_write_timeout(Some(Duration::from_secs(30)))
             .map_err(io)?;
-        writer.write_all(head.as_bytes()).map_err(io)?;
-        writer.write_all(self.body).map_err(io)?;
-        writer.flush().map_err(io)?;
+        // Whole messages are written at once; do not let Nagle hold the
+        // last segment (or a TLS handshake flight) for a delayed ACK.
+        stream.set_nodelay(true).map_err(io)?;
         stream.set_read_timeout(Some(POLL)).map_err(io)?;
+        let mut conn = if self.url.tls {
+            Conn::Tls {
+                tls: Box::new(handshake(self.url, &stream, cancel, self.ca_file)?),
+                sock: stream,
+            }
+        } else {
+            Conn::Plain(stream)
+        };
+        let mut message = head.into_bytes();
+        message.extend_from_slice(self.body);
+        conn.send(&message, cancel)?;
         let mut reader = BufReader::new(CancelRead {
-            stream,
+            conn,
             cancel: cancel.clone(),
         });
         read_response(&mut reader, max_body)
     }
+}
+
+/// An open connection: plain, or TLS over the socket.
+enum Conn {
+    Plain(TcpStream),
+    Tls {
+        sock: TcpStream,
+        tls: Box<ClientConnection>,
+    },
+}
+
+impl Conn {
+    /// Write all of `data` (blocking, bounded by the socket's write timeout).
+    fn send(&mut self, data: &[u8], cancel: &Cancel) -> Result<(), HttpError> {
+        match self {
+            Conn::Plain(sock) => {
+                sock.write_all(data).map_err(io)?;
+                sock.flush().map_err(io)
+            }
+            Conn::Tls { sock, tls } => {
+                let mut rest = data;
+                while !rest.is_empty() {
+                    if cancel.is_cancelled() {
+                        return Err(HttpError::Cancelled);
+                    }
+                    let n = tls.writer().write(rest).map_err(io)?;
+                    if n == 0 && !tls.wants_write() {
+                        return Err(HttpError::Io("TLS connection refused more data".into()));
+                    }
+                    rest = &rest[n..];
+                    while tls.wants_write() {
+                        tls.write_tls(sock).map_err(io)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Run the TLS handshake on `sock` (whose reads time out every [`POLL`]),
+/// re-checking `cancel` between reads. Certificate and host name are always
+/// verified; a failure sends the alert and nothing else.
+fn handshake(
+    url: &Url,
+    sock: &TcpStream,
+    cancel: &Cancel,
+    ca_file: Option<&Path>,
+) -> Result<ClientConnection, HttpError> {
+    let origin = url.origin();
+    let config = tls::client_config(ca_file).map_err(|e| HttpError::Tls(e.to_string()))?;
+    let name = tls::server_name(&url.host).ok_or_else(|| {
+        HttpError::Tls(format!(
+            "{origin}: {:?} is not a valid TLS server name",
+            url.host
+        ))
+    })?;
+    let mut conn = ClientConnection::new(config, name)
+        .map_err(|e| HttpError::Tls(tls::explain(&origin, &e)))?;
+    let mut sock = sock;
+    while conn.is_handshaking() {
+        if cancel.is_cancelled() {
+            return Err(HttpError::Cancelled);
+        }
+        while conn.wants_write() {
+            conn.write_tls(&mut sock).map_err(io)?;
+        }
+        if !conn.is_handshaking() {
+            break;
+        }
+        match conn.read_tls(&mut sock) {
+            Ok(0) => {
+                return Err(HttpError::Tls(format!(
+                    "TLS with {origin} failed: the server closed the connection during the handshake (is it plain http on this port? then use an http:// URL)"
+                )))
+            }
+            Ok(_) => {
+                if let Err(e) = conn.process_new_packets() {
+                    // Tell the server why (the alert), then give up.
+                    let _ = conn.write_tls(&mut sock);
+                    return Err(HttpError::Tls(tls::explain(&origin, &e)));
+                }
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    while conn.wants_write() {
+        conn.write_tls(&mut sock).map_err(io)?;
+    }
+    Ok(conn)
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 fn io(e: std::io::Error) -> HttpError {
@@ -255,28 +398,50 @@ fn connect(url: &Url, cancel: &Cancel) -> Result<TcpStream, HttpError> {
     }))
 }
 
-/// A socket reader that turns read timeouts into cancellation checks.
+/// A connection reader that turns read timeouts into cancellation checks.
 struct CancelRead {
-    stream: TcpStream,
+    conn: Conn,
     cancel: Cancel,
+}
+
+impl CancelRead {
+    fn cancelled(&self) -> std::io::Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                CANCELLED,
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Read for CancelRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
-            if self.cancel.is_cancelled() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::Interrupted,
-                    CANCELLED,
-                ));
-            }
-            match self.stream.read(buf) {
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                other => return other,
+            self.cancelled()?;
+            match &mut self.conn {
+                Conn::Plain(stream) => match stream.read(buf) {
+                    Err(e) if is_timeout(&e) => {}
+                    other => return other,
+                },
+                Conn::Tls { sock, tls } => {
+                    // Plaintext already decrypted, or a clean close_notify (0).
+                    match tls.reader().read(buf) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        other => return other,
+                    }
+                    match tls.read_tls(sock) {
+                        Err(e) if is_timeout(&e) => continue,
+                        Err(e) => return Err(e),
+                        Ok(_) => {}
+                    }
+                    tls.process_new_packets()
+                        .map_err(|e| std::io::Error::other(format!("TLS: {e}")))?;
+                    while tls.wants_write() {
+                        tls.write_tls(sock)?;
+                    }
+                }
             }
         }
     }
@@ -423,7 +588,17 @@ mod tests {
         assert!(u.is_loopback() && u.port == 80);
         assert!(!Url::parse("http://example.com").unwrap().is_loopback());
         assert!(!Url::parse("http://127.0.0.2").unwrap().is_loopback());
-        assert_eq!(Url::parse("https://x").unwrap_err(), UrlError::Https);
+        let u = Url::parse("https://API.example.com/v1").unwrap();
+        assert!(u.tls && u.port == 443 && !u.is_loopback());
+        assert_eq!(
+            (u.host_header(), u.origin()),
+            (
+                "api.example.com".into(),
+                "https://api.example.com:443".into()
+            )
+        );
+        assert_eq!(Url::parse("https://h:80").unwrap().host_header(), "h:80");
+        assert!(!Url::parse("http://h").unwrap().tls);
         assert_eq!(Url::parse("ftp://x").unwrap_err(), UrlError::Scheme);
         assert!(matches!(Url::parse("nope"), Err(UrlError::Invalid(_))));
         assert!(matches!(

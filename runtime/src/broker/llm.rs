@@ -15,11 +15,12 @@
 //! with `retryContext.validationErrors` up to the retry budget.
 
 use super::gateway::{self, Endpoint, GatewayError};
-use super::http::{HttpError, Post, Url, UrlError};
+use super::http::{HttpError, Post, Url};
 use crate::executor::Cancel;
 use crate::schema::Schema;
 use crate::value::to_js_json;
 use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
 
 /// Where model calls go.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +35,8 @@ pub enum Provider {
         url: Url,
         /// Bearer token.
         token: Option<String>,
+        /// The operator's extra CA bundle for `https:`.
+        ca_file: Option<PathBuf>,
     },
     /// An OpenAI-compatible chat-completions endpoint.
     Openai {
@@ -43,6 +46,8 @@ pub enum Provider {
         key: Option<String>,
         /// Ask for a streamed answer.
         stream: bool,
+        /// The operator's extra CA bundle for `https:`.
+        ca_file: Option<PathBuf>,
     },
 }
 
@@ -62,17 +67,24 @@ impl Provider {
             Provider::Openclaw(e) => &e.url,
             Provider::Adapter { url, .. } | Provider::Openai { url, .. } => url,
         };
-        format!("{}:{}{}", url.host, url.port, url.path)
+        // Plain http keeps its historical form (recorded digests stay valid).
+        if url.tls {
+            format!("https://{}:{}{}", url.host, url.port, url.path)
+        } else {
+            format!("{}:{}{}", url.host, url.port, url.path)
+        }
     }
 }
 
 /// Build a provider from its name and the environment (`prefix` names the
-/// calling command in errors). `token` is `--token`.
+/// calling command in errors). `token` is `--token`; `ca_file` is the
+/// operator's extra CA bundle for `https:` (the policy's `[gateway] ca_file`).
 pub fn provider(
     name: &str,
     prefix: &str,
     token: Option<&str>,
     env: &std::collections::BTreeMap<String, String>,
+    ca_file: Option<&Path>,
 ) -> Result<Provider, String> {
     let get = |k: &str| {
         env.get(k)
@@ -80,10 +92,7 @@ pub fn provider(
             .filter(|v| !v.is_empty())
     };
     let url = |raw: &str, adapter: bool| -> Result<Url, String> {
-        let mut u = Url::parse(raw).map_err(|e| match e {
-            UrlError::Https => format!("{prefix} cannot use {raw}: {e}"),
-            other => format!("{prefix} {other}: {raw}"),
-        })?;
+        let mut u = Url::parse(raw).map_err(|e| format!("{prefix} {e}: {raw}"))?;
         if adapter && u.path == "/" {
             u.path = "/invoke".into();
         }
@@ -96,7 +105,7 @@ pub fn provider(
                     "{prefix} requires OPENCLAW_URL (or CLAWD_URL) for provider=openclaw"
                 ));
             }
-            gateway::resolve(None, token, env)
+            gateway::resolve(None, token, env, ca_file)
                 .map(Provider::Openclaw)
                 .map_err(|e| e.message(prefix))
         }
@@ -120,6 +129,7 @@ pub fn provider(
                 name,
                 url: url(&raw, true)?,
                 token: token.map(str::to_string).or_else(|| get(token_var)),
+                ca_file: ca_file.map(Path::to_path_buf),
             })
         }
         "openai" => {
@@ -137,6 +147,7 @@ pub fn provider(
                     .map(str::to_string)
                     .or_else(|| get("LOBSTER_LLM_API_KEY")),
                 stream,
+                ca_file: ca_file.map(Path::to_path_buf),
             })
         }
         other => Err(format!("Unsupported llm provider: {other}")),
@@ -346,17 +357,25 @@ pub fn send(
             })?;
             openclaw_reply(result)
         }
-        Provider::Adapter { url, token, .. } => {
-            let parsed = post(url, token.as_deref(), body, cancel, cap, None)?;
+        Provider::Adapter {
+            url,
+            token,
+            ca_file,
+            ..
+        } => {
+            let parsed = post(url, token.as_deref(), body, cancel, cap, ca_file.as_deref())?;
             adapter_reply(parsed)
         }
-        Provider::Openai { url, key, .. } => {
+        Provider::Openai {
+            url, key, ca_file, ..
+        } => {
             let bytes = to_js_json(body).into_bytes();
             let res = Post {
                 url,
                 bearer: key.as_deref(),
                 body: &bytes,
                 accept: None,
+                ca_file: ca_file.as_deref(),
             }
             .send(cancel, cap)
             .map_err(http_err)?;
@@ -384,14 +403,15 @@ fn post(
     body: &Value,
     cancel: &Cancel,
     cap: Option<usize>,
-    accept: Option<&str>,
+    ca_file: Option<&Path>,
 ) -> Result<Value, AskError> {
     let bytes = to_js_json(body).into_bytes();
     let res = Post {
         url,
         bearer: token,
         body: &bytes,
-        accept,
+        accept: None,
+        ca_file,
     }
     .send(cancel, cap)
     .map_err(http_err)?;
@@ -599,25 +619,25 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
-        let e = provider("openclaw", "llm_task.invoke", None, &env(&[])).unwrap_err();
+        let e = provider("openclaw", "llm_task.invoke", None, &env(&[]), None).unwrap_err();
         assert_eq!(
             e,
             "llm_task.invoke requires OPENCLAW_URL (or CLAWD_URL) for provider=openclaw"
         );
         assert_eq!(
-            provider("pi", "llm.invoke", None, &env(&[])).unwrap_err(),
+            provider("pi", "llm.invoke", None, &env(&[]), None).unwrap_err(),
             "llm.invoke requires LOBSTER_PI_LLM_ADAPTER_URL for provider=pi"
         );
         assert_eq!(
-            provider("http", "llm.invoke", None, &env(&[])).unwrap_err(),
+            provider("http", "llm.invoke", None, &env(&[]), None).unwrap_err(),
             "llm.invoke requires LOBSTER_LLM_ADAPTER_URL for provider=http"
         );
         assert_eq!(
-            provider("openai", "llm.invoke", None, &env(&[])).unwrap_err(),
+            provider("openai", "llm.invoke", None, &env(&[]), None).unwrap_err(),
             "llm.invoke requires LOBSTER_LLM_BASE_URL for provider=openai"
         );
         assert_eq!(
-            provider("x", "llm.invoke", None, &env(&[])).unwrap_err(),
+            provider("x", "llm.invoke", None, &env(&[]), None).unwrap_err(),
             "Unsupported llm provider: x"
         );
         let p = provider(
@@ -625,6 +645,7 @@ mod tests {
             "llm.invoke",
             None,
             &env(&[("LOBSTER_LLM_ADAPTER_URL", "http://127.0.0.1:5")]),
+            None,
         )
         .unwrap();
         assert_eq!(p.target(), "127.0.0.1:5/invoke");
@@ -633,15 +654,28 @@ mod tests {
             "llm.invoke",
             None,
             &env(&[("LOBSTER_LLM_BASE_URL", "http://127.0.0.1:5/v1/")]),
+            None,
         )
         .unwrap();
         assert_eq!(p.target(), "127.0.0.1:5/v1/chat/completions");
+        let p = provider(
+            "openai",
+            "llm.invoke",
+            None,
+            &env(&[("LOBSTER_LLM_BASE_URL", "https://api.example.com/v1")]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            p.target(),
+            "https://api.example.com:443/v1/chat/completions"
+        );
         // The gateway's loopback rule holds for model calls too.
         let remote = env(&[
             ("OPENCLAW_URL", "http://gw.example"),
             ("OPENCLAW_TOKEN", "t"),
         ]);
-        assert!(provider("openclaw", "llm.invoke", None, &remote)
+        assert!(provider("openclaw", "llm.invoke", None, &remote, None)
             .unwrap_err()
             .contains("refuses to send OPENCLAW_TOKEN"));
     }
@@ -698,6 +732,7 @@ mod tests {
             name: "http",
             url: Url::parse("http://h").unwrap(),
             token: None,
+            ca_file: None,
         };
         let q = Question {
             prompt: "p".into(),
@@ -714,6 +749,7 @@ mod tests {
         let gw = Provider::Openclaw(Endpoint {
             url: Url::parse("http://h").unwrap(),
             token: None,
+            ca_file: None,
         });
         let b = request_body(&gw, &q, 2, &["/ bad".into()]);
         assert_eq!(

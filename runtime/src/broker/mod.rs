@@ -14,10 +14,12 @@
 //! - [`http`]: the minimal HTTP/1.1 client.
 //! - [`gateway`]: the `/tools/invoke` contract.
 //! - [`llm`]: model providers (OpenClaw `llm-task`, generic adapters, OpenAI-compatible).
+//! - [`tls`]: rustls client configuration (built-in roots plus the operator's CA file).
 
 pub mod gateway;
 pub mod http;
 pub mod llm;
+pub mod tls;
 
 use crate::error::{Error, Result};
 use crate::policy::broker::{self as judge, BrokerGrants, Caller, Refusal, Spent};

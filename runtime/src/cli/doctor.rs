@@ -375,6 +375,17 @@ fn check_policy(ctx: &Context) -> Check {
         .iter()
         .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
         .collect();
+    // The operator's CA bundle is read only when an https call is made;
+    // say here, before any run, when it cannot be used.
+    if let Some(ca) = p.ca_file() {
+        if let Err(e) = crate::broker::tls::client_config(Some(&ca)) {
+            return Check::problem(
+                NAME,
+                e.to_string(),
+                "point [gateway] ca_file at a readable PEM file of CA certificates (or remove it); until then every brokered https call fails".into(),
+            );
+        }
+    }
     Check::ok(
         NAME,
         format!(

@@ -288,7 +288,14 @@ impl LlmInvoke {
         let token = args.str("token");
         judge_endpoint_flags(ctx.policy(), self.name, false, token.is_some())
             .map_err(|r| Error::runtime(r.to_string()).with_hint("nothing was sent"))?;
-        llm::provider(&plan.provider, self.name, token, &ctx.env).map_err(Error::runtime)
+        llm::provider(
+            &plan.provider,
+            self.name,
+            token,
+            &ctx.env,
+            ctx.policy().ca_file().as_deref(),
+        )
+        .map_err(Error::runtime)
     }
 }
 

@@ -202,7 +202,13 @@ impl OpenclawInvoke {
             }
             (url, _) => (url, token_flag),
         };
-        gateway::resolve(url.as_deref(), token.as_deref(), &ctx.env).map_err(|e| self.err(e))
+        gateway::resolve(
+            url.as_deref(),
+            token.as_deref(),
+            &ctx.env,
+            ctx.policy().ca_file().as_deref(),
+        )
+        .map_err(|e| self.err(e))
     }
 }
 

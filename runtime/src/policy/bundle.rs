@@ -114,7 +114,14 @@ pub fn capability_text(r: &Requirement) -> String {
             access: Access::ReadWrite,
         } => format!("write {path}"),
         Requirement::Env { name } => format!("env {name}"),
-        Requirement::Tool { name } => format!("tool {name}"),
+        Requirement::Tool {
+            name,
+            optional: false,
+        } => format!("tool {name}"),
+        Requirement::Tool {
+            name,
+            optional: true,
+        } => format!("tool {name}?"),
         Requirement::Llm => "llm".to_string(),
     }
 }

@@ -85,6 +85,10 @@ pub struct GatewayPolicy {
     pub url: Option<String>,
     /// Name of the environment variable that holds the gateway's token.
     pub token_env: Option<String>,
+    /// A PEM bundle of extra CA certificates trusted for every brokered
+    /// `https://` call (gateway and model endpoints), besides the built-in
+    /// webpki roots; relative to the policy file's directory.
+    pub ca_file: Option<String>,
 }
 
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
@@ -188,6 +192,16 @@ impl Policy {
         }
         policy.source = Some(path.to_path_buf());
         Ok(policy)
+    }
+
+    /// The `[gateway] ca_file` path, resolved against the policy file's
+    /// directory when relative.
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        let file = Path::new(self.gateway.ca_file.as_deref()?);
+        Some(match self.source.as_deref().and_then(Path::parent) {
+            Some(dir) if file.is_relative() => dir.join(file),
+            _ => file.to_path_buf(),
+        })
     }
 
     /// Read the policy at `path`.

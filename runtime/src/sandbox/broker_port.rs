@@ -106,8 +106,13 @@ impl RunBroker {
             (Some(_), Some(var)) => Some(self.env.get(var).cloned().unwrap_or_default()),
             _ => None,
         };
-        gateway::resolve(gw.url.as_deref(), token.as_deref(), &self.env)
-            .map_err(|e| e.message("broker.invoke-tool"))
+        gateway::resolve(
+            gw.url.as_deref(),
+            token.as_deref(),
+            &self.env,
+            self.policy.ca_file().as_deref(),
+        )
+        .map_err(|e| e.message("broker.invoke-tool"))
     }
 
     /// The provider, chosen from the environment like `llm.invoke` does
@@ -132,7 +137,13 @@ impl RunBroker {
         } else {
             return Err("broker.llm-json could not resolve a provider: the operator sets LOBSTER_LLM_PROVIDER (or OPENCLAW_URL, LOBSTER_LLM_BASE_URL, …)".into());
         };
-        llm::provider(&name, "broker.llm-json", None, &self.env)
+        llm::provider(
+            &name,
+            "broker.llm-json",
+            None,
+            &self.env,
+            self.policy.ca_file().as_deref(),
+        )
     }
 
     /// A cancellation that fires with the run's or at the step's deadline.

@@ -49,6 +49,11 @@ pub enum Requirement {
     Tool {
         /// Tool name.
         name: String,
+        /// Described as `tool("NAME?")`: the step runs without the grant,
+        /// and a call to the tool is refused at the moment of use (the
+        /// guest gets the refusal as `err` and may carry on without it).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        optional: bool,
     },
     /// Model calls through the broker (`lobster:step@0.2.0`).
     Llm,
@@ -72,22 +77,43 @@ impl Requirement {
                 format!("the environment variable {name}"),
                 format!("--allow-env {name}"),
             ),
-            Requirement::Tool { name } => (
-                format!("the gateway tool {name}"),
+            Requirement::Tool { name, optional } => (
+                if *optional {
+                    format!("the gateway tool {name} (optional: without the grant its calls are refused)")
+                } else {
+                    format!("the gateway tool {name}")
+                },
                 format!("--allow-tool {name}"),
             ),
             Requirement::Llm => ("model calls".to_string(), "--allow-llm".to_string()),
         }
     }
 
-    /// Whether `grants` satisfy this requirement.
+    /// A `tool(NAME)` capability as described: a trailing `?` marks an
+    /// optional tool (`tool("message?")`).
+    pub fn tool(described: String) -> Requirement {
+        match described.strip_suffix('?') {
+            Some(name) => Requirement::Tool {
+                name: name.to_string(),
+                optional: true,
+            },
+            None => Requirement::Tool {
+                name: described,
+                optional: false,
+            },
+        }
+    }
+
+    /// Whether `grants` satisfy this requirement (an optional tool always
+    /// does: its calls are judged when made).
     pub fn granted_by(&self, grants: &Grants) -> bool {
         match self {
             Requirement::Dir { path, access } => {
                 grants.dir(path).is_some_and(|d| d.access >= *access)
             }
             Requirement::Env { name } => grants.allows_env(name),
-            Requirement::Tool { name } => grants.tools.iter().any(|t| t == name),
+            Requirement::Tool { optional: true, .. } => true,
+            Requirement::Tool { name, .. } => grants.tools.iter().any(|t| t == name),
             Requirement::Llm => grants.llm,
         }
     }
@@ -179,7 +205,7 @@ impl From<bindings::v02::StepInfo> for StepMeta {
                         },
                     },
                     t::Capability::Env(name) => Requirement::Env { name },
-                    t::Capability::Tool(name) => Requirement::Tool { name },
+                    t::Capability::Tool(name) => Requirement::tool(name),
                     t::Capability::Llm => Requirement::Llm,
                 })
                 .collect(),
@@ -214,7 +240,7 @@ impl StepMeta {
             match r {
                 Requirement::Dir { path, .. } => fields.push(("directory path", path)),
                 Requirement::Env { name } => fields.push(("environment variable name", name)),
-                Requirement::Tool { name } => fields.push(("tool name", name)),
+                Requirement::Tool { name, .. } => fields.push(("tool name", name)),
                 Requirement::Llm => {}
             }
         }
@@ -241,7 +267,7 @@ impl StepMeta {
         self.requires
             .iter()
             .filter_map(|r| match r {
-                Requirement::Tool { name } => Some(name.clone()),
+                Requirement::Tool { name, .. } => Some(name.clone()),
                 _ => None,
             })
             .collect()
@@ -295,5 +321,48 @@ impl StepMeta {
         }
         out.push_str(&format!("\nComponent: blake3 {digest}\n"));
         out
+    }
+}
+
+#[cfg(test)]
+mod optional_tool_tests {
+    use super::*;
+
+    #[test]
+    fn a_trailing_question_mark_makes_a_tool_optional() {
+        let required = Requirement::tool("message".into());
+        let optional = Requirement::tool("message?".into());
+        assert_eq!(
+            optional,
+            Requirement::Tool {
+                name: "message".into(),
+                optional: true
+            }
+        );
+        let none = Grants::default();
+        assert!(!required.granted_by(&none));
+        assert!(
+            optional.granted_by(&none),
+            "an optional tool never blocks the run"
+        );
+        assert!(optional.describe().0.contains("optional"));
+        assert_eq!(optional.describe().1, "--allow-tool message");
+        let meta = StepMeta {
+            name: "s".into(),
+            version: "0".into(),
+            summary: String::new(),
+            flags: vec![],
+            requires: vec![optional.clone()],
+        };
+        // Still a described tool: calls to it are judged, not refused as undescribed.
+        assert_eq!(meta.tools(), vec!["message".to_string()]);
+        assert_eq!(
+            serde_json::to_value(&optional).unwrap(),
+            serde_json::json!({"tool": {"name": "message", "optional": true}})
+        );
+        assert_eq!(
+            serde_json::to_value(&required).unwrap(),
+            serde_json::json!({"tool": {"name": "message"}})
+        );
     }
 }

@@ -158,7 +158,7 @@ impl WasmStep {
         });
         out.tools.retain(|t| {
             asks.iter()
-                .any(|r| matches!(r, Requirement::Tool { name } if name == t))
+                .any(|r| matches!(r, Requirement::Tool { name, .. } if name == t))
         });
         out.llm &= meta.wants_llm();
         out
