@@ -526,9 +526,23 @@ fn limits_answer_429_and_413() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(&setup(
         dir.path(),
-        "max_body_bytes = 2048",
+        "max_body_bytes = 2048\nrequest_timeout_ms = 400",
         "max_concurrent_runs = 1\nrequests_per_minute = 8",
     ));
+    // The per-request deadline caps how long a request waits for its run.
+    let t = Instant::now();
+    let r = s.call(
+        "POST",
+        "/v1/runs?wait=5000",
+        SELF,
+        Some(json!({"pipeline": "exec --shell 'sleep 1.5'"})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert!(
+        t.elapsed() < Duration::from_millis(1400),
+        "{:?}",
+        t.elapsed()
+    );
     let r = s.call(
         "POST",
         "/v1/runs?wait=0",

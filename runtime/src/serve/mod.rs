@@ -234,22 +234,13 @@ async fn deadline(
 }
 
 /// Build the state: the root store, every tenant (policy, catalog, store),
-/// runs left `running` by a previous process marked `interrupted`, the
-/// approval-link key.
+/// the approval-link key.
 pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     let root = StateStore::new(&config.state);
     root.ensure_dir()?;
     let mut tenants = Vec::new();
     for t in &config.tenants {
-        let tenant = Tenant::new(t, &root)?;
-        let n = runs::mark_interrupted(&tenant, &log);
-        if n > 0 {
-            log(&format!(
-                "lobster serve: tenant {}: {n} run(s) were going on when the server last stopped; they are reported interrupted",
-                tenant.name
-            ));
-        }
-        tenants.push(Arc::new(tenant));
+        tenants.push(Arc::new(Tenant::new(t, &root)?));
     }
     let link_key = link::LinkKey::load_or_create(&root)?;
     Ok(AppState {

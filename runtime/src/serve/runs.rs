@@ -1,9 +1,9 @@
 //! The run registry and the runs API: every run has a record in its
 //! tenant's store (`serve_run_<runId>`), written when it starts and when it
-//! settles, so `GET /v1/runs/{runId}` answers after a restart. Two index
-//! keys per tenant, changed under the tenant's index lock, say which runs
-//! are going on (`serve_running`: reported `interrupted` after a restart)
-//! and which are paused at a gate (`serve_pending`: the approvals list).
+//! settles, so `GET /v1/runs/{runId}` answers after a restart (a record
+//! left `running` by a process that ended reads `interrupted`). One index
+//! key per tenant, changed under the tenant's index lock, lists the runs
+//! paused at a gate (`serve_pending`: the approvals list).
 //!
 //! The work itself is [`crate::api::run`] / [`crate::api::resume`] on the
 //! blocking pool, with the tenant's settings (policy, catalog, steps,
@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 
 /// Default `wait` of `POST /v1/runs` (ms).
 pub const DEFAULT_WAIT_MS: u64 = 10_000;
-const RUNNING: &str = "serve_running";
 const PENDING: &str = "serve_pending";
 
 fn record_key(run_id: &str) -> String {
@@ -91,28 +90,36 @@ fn take_pending(tenant: &Tenant, run_id: &str, log: &Log) -> bool {
     found
 }
 
-/// After a restart: runs that were going on when the process ended are
-/// `interrupted` (their records say so); paused runs stay as they are.
-pub fn mark_interrupted(tenant: &Tenant, log: &Log) -> usize {
+/// The record of `run_id` as it stands: a record still `running` whose run
+/// is not going on in this process was left by a process that ended (killed,
+/// crashed, power loss), so it is reported, and stored, as `interrupted`.
+/// (One server process per store: runs are not shared between processes.)
+pub fn current_record(
+    app: &AppState,
+    tenant: &Tenant,
+    run_id: &str,
+) -> Result<Option<Value>, ApiError> {
+    let rec = load_record(&tenant.store, run_id)?;
+    if rec.as_ref().is_none_or(|r| r["status"] != "running") {
+        return Ok(rec);
+    }
+    // Settling saves the record and leaves the live set under this lock.
     let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let list = index(&tenant.store, RUNNING);
-    for e in &list {
-        let Some(id) = e["runId"].as_str() else {
-            continue;
-        };
-        if let Ok(Some(mut rec)) = load_record(&tenant.store, id) {
-            if rec["status"] == "running" {
-                rec["status"] = json!("interrupted");
-                rec["updatedAt"] = json!(now_iso());
-                rec["reason"] = json!("the server stopped while the run was going on");
-                save_record(&tenant.store, &rec, log);
-            }
-        }
+    let Some(mut rec) = load_record(&tenant.store, run_id)? else {
+        return Ok(None);
+    };
+    let live = app
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains_key(run_id);
+    if rec["status"] == "running" && !live {
+        rec["status"] = json!("interrupted");
+        rec["updatedAt"] = json!(now_iso());
+        rec["reason"] = json!("the server stopped while the run was going on");
+        save_record(&tenant.store, &rec, &app.log);
     }
-    if !list.is_empty() {
-        set_index(&tenant.store, RUNNING, vec![], log);
-    }
-    list.len()
+    Ok(Some(rec))
 }
 
 /// What to do.
@@ -153,16 +160,9 @@ pub fn start(
         "createdAt": created_at.clone().unwrap_or_else(|| now.clone()),
         "updatedAt": now,
     });
-    {
-        let log = &app.log;
-        let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-        save_record(&tenant.store, &record, log);
-        let mut list = index(&tenant.store, RUNNING);
-        list.push(json!({"runId": run_id}));
-        set_index(&tenant.store, RUNNING, list, log);
-    }
     let cancel = Cancel::default();
     let by_shutdown = Arc::new(AtomicBool::new(false));
+    // Live first, then the record: a `running` record is never without its run.
     app.live.lock().unwrap_or_else(|p| p.into_inner()).insert(
         run_id.clone(),
         Live {
@@ -171,6 +171,7 @@ pub fn start(
             by_shutdown: by_shutdown.clone(),
         },
     );
+    save_record(&tenant.store, &record, &app.log);
     app.metrics.in_flight(1);
     let (tx, rx) = tokio::sync::watch::channel(None);
     let app = app.clone();
@@ -197,9 +198,10 @@ pub fn start(
             let log = &app.log;
             let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
             save_record(&tenant.store, &rec, log);
-            let mut running = index(&tenant.store, RUNNING);
-            running.retain(|e| e["runId"].as_str() != Some(rec["runId"].as_str().unwrap_or("")));
-            set_index(&tenant.store, RUNNING, running, log);
+            app.live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(rec["runId"].as_str().unwrap_or_default());
             if status == "needs_approval" || status == "needs_input" {
                 let mut list = index(&tenant.store, PENDING);
                 list.push(json!({
@@ -214,10 +216,6 @@ pub fn start(
         app.metrics
             .run_settled(&tenant.name, status, started.elapsed());
         app.metrics.in_flight(-1);
-        app.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(rec["runId"].as_str().unwrap_or_default());
         drop(slot);
         app.run_ended.notify_waiters();
         let _ = tx.send(Some(rec));
@@ -394,7 +392,7 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = authed(&app, &headers)?;
-    let rec = load_record(&tenant.store, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
     Ok(Json(rec).into_response())
 }
 
@@ -409,7 +407,7 @@ pub async fn resume_run(
     let tenant = authed(&app, &headers)?;
     let body = body_json(body)?;
     let wait = wait_of(&app, &body, &query)?;
-    let rec = load_record(&tenant.store, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
     decide(&app, &tenant, &rec, body, wait, false).await
 }
 
