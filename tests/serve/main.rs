@@ -725,3 +725,46 @@ fn mcp_over_http() {
         r.body
     );
 }
+
+#[test]
+fn help_and_bad_configs() {
+    let out = Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Example config:") && text.contains("[[tenant]]"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("serve.toml");
+    std::fs::write(&path, "listne = \"127.0.0.1:0\"\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("listne") && err.contains("serve.toml"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // A token variable that is not set stops the server before it listens.
+    std::fs::write(
+        &path,
+        "[[tenant]]\nname = \"a\"\ntoken_env = \"LOBSTER_TEST_UNSET_TOKEN\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env_remove("LOBSTER_TEST_UNSET_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("LOBSTER_TEST_UNSET_TOKEN is not set"));
+}
