@@ -99,6 +99,18 @@ pub fn current_record(
     tenant: &Tenant,
     run_id: &str,
 ) -> Result<Option<Value>, ApiError> {
+    if !valid_run_id(run_id) {
+        return Ok(None);
+    }
+    if let Some(l) = app
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(run_id)
+        .filter(|l| l.tenant == tenant.name)
+    {
+        return Ok(Some(l.record.clone()));
+    }
     let rec = load_record(&tenant.store, run_id)?;
     if rec.as_ref().is_none_or(|r| r["status"] != "running") {
         return Ok(rec);
@@ -162,16 +174,23 @@ pub fn start(
     });
     let cancel = Cancel::default();
     let by_shutdown = Arc::new(AtomicBool::new(false));
-    // Live first, then the record: a `running` record is never without its run.
+    // The `running` record is stored only when the run's id is handed out
+    // before it settles ([`hand_out`]): a run that settles within the wait
+    // costs one store write.
     app.live.lock().unwrap_or_else(|p| p.into_inner()).insert(
         run_id.clone(),
         Live {
             tenant: tenant.name.clone(),
             cancel: cancel.clone(),
             by_shutdown: by_shutdown.clone(),
+            record: record.clone(),
         },
     );
-    save_record(&tenant.store, &record, &app.log);
+    if created_at.is_some() {
+        // A resume: its gate is spent from here on, so the record says so
+        // at once (a process that dies now leaves it `interrupted`).
+        save_record(&tenant.store, &record, &app.log);
+    }
     app.metrics.in_flight(1);
     let (tx, rx) = tokio::sync::watch::channel(None);
     let app = app.clone();
@@ -243,6 +262,22 @@ async fn settle(
     }
 }
 
+/// Before a 202 hands out the id of a run still going on, store its
+/// `running` record (unless it settled meanwhile: settling stores the final
+/// record and leaves the live set under the same lock).
+fn hand_out(app: &AppState, tenant: &Tenant, run_id: &str) {
+    let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let record = app
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(run_id)
+        .map(|l| l.record.clone());
+    if let Some(r) = record {
+        save_record(&tenant.store, &r, &app.log);
+    }
+}
+
 /// `{runId, …envelope}` (200) for a settled run, `{runId, status:"running"}` (202) otherwise.
 fn answer(run_id: &str, settled: Option<Value>) -> Response {
     match settled {
@@ -310,7 +345,11 @@ pub async fn create(
     let slot = slot(&app, &tenant)?;
     let run_id = random_hex(16);
     let rx = start(&app, &tenant, slot, run_id.clone(), Job::Run(request), None);
-    Ok(answer(&run_id, settle(rx, wait).await))
+    let settled = settle(rx, wait).await;
+    if settled.is_none() {
+        hand_out(&app, &tenant, &run_id);
+    }
+    Ok(answer(&run_id, settled))
 }
 
 /// The run request of a `POST /v1/runs` body.
@@ -513,7 +552,11 @@ pub async fn decide(
         Job::Resume(call),
         rec["createdAt"].as_str().map(String::from),
     );
-    Ok(answer(&run_id, settle(rx, wait).await))
+    let settled = settle(rx, wait).await;
+    if settled.is_none() {
+        hand_out(app, tenant, &run_id);
+    }
+    Ok(answer(&run_id, settled))
 }
 
 /// Cancel every run going on (the shutdown's last step); returns how many.

@@ -16,6 +16,9 @@ pub struct Live {
     pub cancel: Cancel,
     /// Set when the server's shutdown cancelled the run.
     pub by_shutdown: Arc<AtomicBool>,
+    /// Its record while it runs (`status: "running"`), stored only once
+    /// the run's id is handed out before it settled (a 202).
+    pub record: serde_json::Value,
 }
 
 /// Everything the handlers share.
