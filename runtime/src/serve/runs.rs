@@ -213,6 +213,29 @@ pub fn start(
         if is_policy_refusal(&reply.envelope) {
             app.metrics.policy_refused(&tenant.name);
         }
+        app.metrics
+            .run_settled(&tenant.name, status, started.elapsed());
+        let paused = status == "needs_approval" || status == "needs_input";
+        let mut slot = Some(slot);
+        let mut tx = Some(tx);
+        if !paused {
+            // Answer first, store after: the client does not wait for the
+            // store's fsyncs, and GET sees the final record in the live set
+            // until it is stored. (A paused run is answered only once its
+            // gate is on the pending index, so it can be decided at once.)
+            if let Some(l) = app
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_mut(rec["runId"].as_str().unwrap_or_default())
+            {
+                l.record = rec.clone();
+            }
+            drop(slot.take());
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(Some(rec.clone()));
+            }
+        }
         {
             let log = &app.log;
             let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -221,7 +244,7 @@ pub fn start(
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(rec["runId"].as_str().unwrap_or_default());
-            if status == "needs_approval" || status == "needs_input" {
+            if paused {
                 let mut list = index(&tenant.store, PENDING);
                 list.push(json!({
                     "runId": rec["runId"],
@@ -232,12 +255,12 @@ pub fn start(
                 set_index(&tenant.store, PENDING, list, log);
             }
         }
-        app.metrics
-            .run_settled(&tenant.name, status, started.elapsed());
         app.metrics.in_flight(-1);
         drop(slot);
         app.run_ended.notify_waiters();
-        let _ = tx.send(Some(rec));
+        if let Some(tx) = tx {
+            let _ = tx.send(Some(rec));
+        }
     });
     rx
 }
