@@ -554,6 +554,18 @@ fn limits_answer_429_and_413() {
     assert_eq!(r.status, 429, "{}", r.body);
     assert_eq!(r.json()["error"]["type"], "too_many_runs");
     assert!(r.header("retry-after").is_some());
+    // MCP calls share the run slots.
+    let r = s.raw(
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &format!("Bearer {ACME}")),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+    );
+    assert_eq!(r.status, 429, "{}", r.body);
     // Body limit.
     let big = json!({"pipeline": "x".repeat(4000)}).to_string();
     let r = s.raw(
@@ -587,7 +599,7 @@ fn limits_answer_429_and_413() {
             &s,
             "lobster_rate_limited_total{tenant=\"acme\",reason=\"too_many_runs\"}"
         ),
-        1
+        2
     );
 }
 

@@ -3,6 +3,9 @@
 //! tenant so every tool call runs with that tenant's settings (policy,
 //! catalog, steps, store). The bearer token picks the tenant.
 //!
+//! Each request takes one of the tenant's run slots while it is served
+//! (`max_concurrent_runs`), so MCP calls and `/v1/runs` share one budget.
+//!
 //! With `self_approve = false` the tenant's MCP server runs in human
 //! approval mode: `approve: true` from the agent is refused unless the
 //! client can ask the human itself (MCP elicitation), as in
@@ -62,6 +65,9 @@ pub async fn handle(
     request: Request,
 ) -> Result<Response, ApiError> {
     let tenant = authed(&app, request.headers())?;
+    // An MCP request holds one of the tenant's run slots while it is served
+    // (tool calls run pipelines; listing is cheap and brief).
+    let _slot = super::runs::slot(&app, &tenant)?;
     let Some(svc) = mcp.get(&tenant.name) else {
         return Err(ApiError::internal("no MCP service for this tenant"));
     };
