@@ -302,6 +302,11 @@ fn tenants_are_isolated_and_tokens_checked() {
     );
     let wf = "name: w\nsteps:\n  - id: a\n    run: echo hi\n";
     let r = s.run(BETA, json!({"workflowText": wf})).json();
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("workflowText:3:5") && !msg.contains("tenants/"),
+        "{msg}"
+    );
     assert!(
         r["error"]["message"]
             .as_str()

@@ -201,6 +201,20 @@ pub fn start(
             Job::Run(r) => api::run(&tenant.settings, r, &cancel),
             Job::Resume(c) => api::resume(&tenant.settings, c, &cancel),
         };
+        let mut reply = reply;
+        if let Job::Run(RunRequest {
+            target: RunTarget::WorkflowPath(path),
+            ..
+        }) = &job
+        {
+            // Messages name the inline document, not where the server keeps it.
+            let shown = path.to_string_lossy().into_owned();
+            if let Some(m) = reply.envelope.pointer_mut("/error/message") {
+                if let Some(text) = m.as_str().filter(|t| t.contains(&shown)) {
+                    *m = json!(text.replace(&shown, "workflowText"));
+                }
+            }
+        }
         let shut = by_shutdown.load(Ordering::SeqCst);
         let status = status_of(&reply, shut);
         let mut rec = record;
