@@ -29,6 +29,7 @@ pub mod process;
 pub mod resume;
 pub mod sandbox;
 pub mod schema;
+pub mod serve;
 pub mod state;
 pub mod value;
 pub mod workflow;

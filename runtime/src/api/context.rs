@@ -15,7 +15,20 @@ use std::path::PathBuf;
 /// operator policy, and whether a human can answer prompts (only in human
 /// mode on a terminal).
 pub fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
-    let mut ctx = Context::from_process(mode, StateStore::from_env());
+    build_context_in(mode, limits, cwd, StateStore::from_env(), None)
+}
+
+/// [`build_context`] over `state`, and under `fixed` when given (a policy
+/// the front door loaded and checked itself; `limits.policy` and
+/// `LOBSTER_POLICY` are then not read).
+pub fn build_context_in(
+    mode: Mode,
+    limits: &LimitArgs,
+    cwd: Option<&str>,
+    state: StateStore,
+    fixed: Option<&crate::policy::Policy>,
+) -> Result<Context> {
+    let mut ctx = Context::from_process(mode, state);
     ctx.limits = limits.resolve(mode)?;
     if let Some(requested) = cwd {
         let dir = limits::resolve_cwd(&ctx.cwd, requested)?;
@@ -23,16 +36,22 @@ pub fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Resul
         let path = StepPath::from_env(&ctx.cwd, &[]);
         ctx.use_step_path(path);
     }
-    if limits.policy.is_some() && std::env::var_os("LOBSTER_POLICY").is_some_and(|v| !v.is_empty())
-    {
-        return Err(Error::parse(
-            "--policy cannot replace the operator's policy (LOBSTER_POLICY is set)",
-        ));
-    }
-    let policy = crate::policy::Policy::from_flag_or_env(
-        limits.policy.as_deref(),
-        &std::env::current_dir().unwrap_or_default(),
-    )?;
+    let policy = match fixed {
+        Some(p) => p.clone(),
+        None => {
+            if limits.policy.is_some()
+                && std::env::var_os("LOBSTER_POLICY").is_some_and(|v| !v.is_empty())
+            {
+                return Err(Error::parse(
+                    "--policy cannot replace the operator's policy (LOBSTER_POLICY is set)",
+                ));
+            }
+            crate::policy::Policy::from_flag_or_env(
+                limits.policy.as_deref(),
+                &std::env::current_dir().unwrap_or_default(),
+            )?
+        }
+    };
     crate::policy::clamp_defaults(
         &policy,
         &mut ctx,

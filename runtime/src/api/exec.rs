@@ -2,7 +2,7 @@
 //! on a worker thread under the call's deadline and cancellation handle, and
 //! turn the outcome into a [`Reply`].
 
-use super::context::{apply_sandbox_args, build_context};
+use super::context::{apply_sandbox_args, build_context_in};
 use super::request::{ResumeCall, RunRequest, RunTarget};
 use super::Settings;
 use crate::cli::workflow_file::{has_workflow_extension, looks_like_workflow};
@@ -122,7 +122,13 @@ pub fn resume_logged(
 ) -> Reply {
     let mut limits = call.limits.clone();
     limits.policy = settings.policy.clone();
-    let mut ctx = match build_context(Mode::Tool, &limits, None) {
+    let mut ctx = match build_context_in(
+        Mode::Tool,
+        &limits,
+        None,
+        settings.store(),
+        settings.fixed_policy.as_ref(),
+    ) {
         Ok(c) => c,
         Err(e) => return Reply::error(&e),
     };
@@ -146,7 +152,13 @@ fn prepare_run(
     let args_text = request.args_text()?;
     let mut limits = request.limits.clone();
     limits.policy = settings.policy.clone();
-    let mut ctx = build_context(Mode::Tool, &limits, request.cwd.as_deref())?;
+    let mut ctx = build_context_in(
+        Mode::Tool,
+        &limits,
+        request.cwd.as_deref(),
+        settings.store(),
+        settings.fixed_policy.as_ref(),
+    )?;
     apply_sandbox_args(&mut ctx, &settings.sandbox)?;
     ctx.cancel = cancel.clone();
     let workflow: Option<PathBuf> = match &request.target {
@@ -160,6 +172,7 @@ fn prepare_run(
             (lone && looks_like_workflow_in(&ctx.cwd, text)).then(|| ctx.cwd.join(text))
         }
         RunTarget::WorkflowFile(path) => Some(workflow_inside(&ctx.cwd, path)?),
+        RunTarget::WorkflowPath(path) => Some(path.clone()),
         RunTarget::WorkflowNamed(name) => {
             let entry = settings.catalog.get(name).ok_or_else(|| {
                 Error::parse(format!("unknown workflow: {name}")).with_hint(format!(

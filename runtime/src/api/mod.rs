@@ -59,4 +59,20 @@ pub struct Settings {
     pub sandbox: SandboxArgs,
     /// The workflows under `--workflows` directories.
     pub catalog: Catalog,
+    /// The state store of every run and resume (`None`: `LOBSTER_STATE_DIR`).
+    /// `lobster serve` gives each tenant its own.
+    pub state: Option<crate::state::StateStore>,
+    /// A policy already loaded by the front door, used instead of `policy`
+    /// and `LOBSTER_POLICY` (`lobster serve`: the tenant's policy, checked
+    /// at start-up). The run's authority judges everything under it.
+    pub fixed_policy: Option<crate::policy::Policy>,
+}
+
+impl Settings {
+    /// The store runs use: [`Settings::state`], else `LOBSTER_STATE_DIR`.
+    pub fn store(&self) -> crate::state::StateStore {
+        self.state
+            .clone()
+            .unwrap_or_else(crate::state::StateStore::from_env)
+    }
 }

@@ -19,6 +19,9 @@ pub enum RunTarget {
     WorkflowFile(String),
     /// A workflow of the catalog, by its tool name.
     WorkflowNamed(String),
+    /// A workflow file the front door itself wrote or chose (`lobster
+    /// serve`'s `workflowText`, saved in the tenant's store); taken as is.
+    WorkflowPath(std::path::PathBuf),
 }
 
 /// Run a pipeline or a workflow.

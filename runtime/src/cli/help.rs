@@ -26,6 +26,7 @@ Usage:
   lobster lock [--steps DIR]... ['<pipeline>' | WORKFLOW]
   lobster doctor [--steps DIR]... [--policy FILE]
   lobster mcp [--workflows DIR]... [--approvals agent|human]
+  lobster serve --config serve.toml [--listen ADDR]
   lobster step new NAME --lang rust|python|js | lobster step build|test [DIR]
   lobster steps precompile [--steps DIR]...
   lobster version

@@ -121,6 +121,7 @@ fn settings(args: &McpArgs) -> Result<Settings> {
         policy: args.policy.clone(),
         sandbox: args.sandbox.clone(),
         catalog,
+        ..Default::default()
     })
 }
 

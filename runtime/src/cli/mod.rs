@@ -19,6 +19,7 @@ pub mod output;
 pub mod progress;
 pub mod resume_args;
 pub mod run_args;
+pub mod serve;
 pub mod step_project;
 mod step_templates;
 pub mod steps;
@@ -55,6 +56,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("bundle") => bundle::bundle(&args[1..]),
         Some("lock") => lock::lock(&args[1..]),
         Some("mcp") => mcp::mcp(&args[1..]),
+        Some("serve") => serve::serve(&args[1..]),
         Some("steps") => steps::steps(&args[1..]),
         Some("step") => step_project::step(&args[1..]),
         Some(_) => run(&args),
@@ -123,6 +125,7 @@ fn help_topic(name: &str) -> bool {
             | "bundle"
             | "lock"
             | "mcp"
+            | "serve"
             | "steps"
             | "step"
     )
@@ -139,6 +142,7 @@ fn print_topic(registry: &Registry, topic: &str) -> i32 {
         "bundle" => bundle::BUNDLE_HELP,
         "lock" => lock::LOCK_HELP,
         "mcp" => mcp::MCP_HELP,
+        "serve" => serve::SERVE_HELP,
         "steps" => steps::STEPS_HELP,
         "step" => step_project::STEP_HELP,
         name => registry.get(name).map_or("", |cmd| cmd.help()),

@@ -12,7 +12,6 @@ use crate::error::{Error, Result};
 use crate::executor::{Cancel, CancelReason};
 use crate::resume::Decision;
 use crate::sandbox::{Level, LogLine, LogSink};
-use crate::state::StateStore;
 use crate::value::Item;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -215,7 +214,7 @@ impl LobsterMcp {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<Gate> {
-        let store = StateStore::from_env();
+        let store = self.inner.settings.store();
         let pending = approval::pending(&store, &call.request.target)?;
         if pending.halt_type != "approval_request" {
             // Input gates take a response; the api layer refuses approve there.

@@ -1,0 +1,294 @@
+//! Approvals: the tenant's list of paused gates (each with a fresh signed
+//! link for a human), and the link's page and form (`/a/{link}`).
+
+use super::link::{self, LinkError};
+use super::page;
+use super::runs::{self, load_record};
+use super::state::AppState;
+use super::{authed, ApiError};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// `GET /v1/approvals`.
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authed(&app, &headers)?;
+    let ttl = app.config.approval_link_ttl.as_secs();
+    let mut out = Vec::new();
+    for entry in runs::pending(&tenant) {
+        if entry["kind"] != "needs_approval" {
+            continue;
+        }
+        let Some(id) = entry["runId"].as_str() else {
+            continue;
+        };
+        let Some(rec) = load_record(&tenant.store, id)? else {
+            continue;
+        };
+        if rec["status"] != "needs_approval" {
+            continue;
+        }
+        let gate = runs::envelope_gate(&rec);
+        let approval_id = gate["approvalId"].as_str().unwrap_or_default();
+        let link = app.link_key.issue(&tenant.name, id, approval_id, ttl);
+        out.push(json!({
+            "runId": id,
+            "approvalId": gate["approvalId"],
+            "prompt": gate["prompt"],
+            "items": gate.get("items").cloned().unwrap_or(json!([])),
+            "preview": gate.get("preview").cloned().or_else(|| page::preview_of(gate).map(Value::String)),
+            "capabilities": gate.get("capabilities").cloned().unwrap_or(json!([])),
+            "createdAt": entry["createdAt"],
+            "approveUrl": format!("{}/a/{link}", app.public_url),
+        }));
+    }
+    Ok(Json(Value::Array(out)).into_response())
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+            ),
+        ],
+        Html(body),
+    )
+        .into_response()
+}
+
+/// A checked link: the tenant, the verified link and the run's record.
+struct Opened {
+    tenant: Arc<super::tenant::Tenant>,
+    link: link::Link,
+    record: Value,
+}
+
+fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
+    let gone = |why: &str| {
+        Box::new(html(
+            StatusCode::GONE,
+            page::refused("This link cannot be used", why),
+        ))
+    };
+    let unknown = || {
+        Box::new(html(
+            StatusCode::NOT_FOUND,
+            page::refused(
+                "Unknown link",
+                "This approval link is not valid. Ask for a new one.",
+            ),
+        ))
+    };
+    let link = match app.link_key.verify(raw) {
+        Ok(l) => l,
+        Err(LinkError::Expired) => {
+            return Err(gone(
+                "This approval link has expired. Ask for a new one (the run is still waiting).",
+            ))
+        }
+        Err(_) => return Err(unknown()),
+    };
+    let tenant = app.tenant_named(&link.tenant).ok_or_else(unknown)?;
+    match link::is_spent(&tenant.store, &link) {
+        Ok(false) => {}
+        Ok(true) => return Err(gone("This approval link was already used.")),
+        Err(_) => return Err(unknown()),
+    }
+    let record = match load_record(&tenant.store, &link.run_id) {
+        Ok(Some(r)) => r,
+        _ => return Err(unknown()),
+    };
+    let gate = runs::envelope_gate(&record);
+    if record["status"] != "needs_approval"
+        || gate["approvalId"].as_str().unwrap_or_default() != link.approval_id
+    {
+        return Err(gone("This gate was already decided."));
+    }
+    Ok(Opened {
+        tenant,
+        link,
+        record,
+    })
+}
+
+/// `GET /a/{link}`: the page.
+pub async fn show(State(app): State<Arc<AppState>>, Path(raw): Path<String>) -> Response {
+    let o = match open(&app, &raw) {
+        Ok(o) => o,
+        Err(r) => return *r,
+    };
+    let gate = runs::envelope_gate(&o.record);
+    let caps: Vec<String> = gate["capabilities"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let preview = page::preview_of(gate);
+    let expires = chrono::DateTime::from_timestamp(o.link.expires as i64, 0)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_default();
+    html(
+        StatusCode::OK,
+        page::approval(
+            &raw,
+            &page::Gate {
+                tenant: &o.tenant.name,
+                run_id: &o.link.run_id,
+                prompt: gate["prompt"].as_str().unwrap_or_default(),
+                preview: preview.as_deref(),
+                capabilities: &caps,
+                expires_at: &expires,
+            },
+        ),
+    )
+}
+
+/// `POST /a/{link}` with `decision=approve|deny`.
+pub async fn decide(
+    State(app): State<Arc<AppState>>,
+    Path(raw): Path<String>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return html(e.status(), page::refused("Request refused", &e.body_text())),
+    };
+    let form: Vec<(String, String)> = form_urlencoded(&body);
+    let approve = match form
+        .iter()
+        .find(|(k, _)| k == "decision")
+        .map(|(_, v)| v.as_str())
+    {
+        Some("approve") => true,
+        Some("deny") => false,
+        _ => {
+            return html(
+                StatusCode::BAD_REQUEST,
+                page::refused(
+                    "Request refused",
+                    "The form must send decision=approve or decision=deny.",
+                ),
+            )
+        }
+    };
+    let o = match open(&app, &raw) {
+        Ok(o) => o,
+        Err(r) => return *r,
+    };
+    let decision = if approve { "approve" } else { "deny" };
+    if let Err(e) = link::spend(&o.tenant.store, &o.link, decision) {
+        (app.log)(&format!(
+            "lobster serve: cannot record a used approval link: {e}"
+        ));
+        return html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            page::refused(
+                "Not recorded",
+                "The decision could not be recorded; nothing was resumed. Try again.",
+            ),
+        );
+    }
+    let mut fields = Map::new();
+    fields.insert("approve".into(), json!(approve));
+    fields.insert("approver".into(), json!("approval link"));
+    let wait = app.config.request_timeout;
+    match runs::decide(&app, &o.tenant, &o.record, fields, wait, true).await {
+        Ok(resp) => {
+            let status = resp.status();
+            let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+                .await
+                .unwrap_or_default();
+            let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let shown = if status == StatusCode::OK {
+                v["status"].as_str().map(String::from).or_else(|| {
+                    (v["ok"] == false).then(|| {
+                        format!(
+                            "failed: {}",
+                            v["error"]["message"].as_str().unwrap_or("error")
+                        )
+                    })
+                })
+            } else {
+                None
+            };
+            html(
+                StatusCode::OK,
+                page::decided(approve, &o.link.run_id, shown.as_deref()),
+            )
+        }
+        Err(e) if e.status == StatusCode::CONFLICT => html(
+            StatusCode::GONE,
+            page::refused("This link cannot be used", "This gate was already decided."),
+        ),
+        Err(e) => html(e.status, page::refused("Not decided", &e.message)),
+    }
+}
+
+/// `application/x-www-form-urlencoded` pairs.
+fn form_urlencoded(body: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(body);
+    text.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                match (
+                    bytes.get(i + 1).and_then(|b| hex(*b)),
+                    bytes.get(i + 2).and_then(|b| hex(*b)),
+                ) {
+                    (Some(h), Some(l)) => {
+                        out.push(h * 16 + l);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_fields_decode() {
+        assert_eq!(
+            form_urlencoded(b"decision=approve&x=a+b%21"),
+            vec![
+                ("decision".to_string(), "approve".to_string()),
+                ("x".to_string(), "a b!".to_string())
+            ]
+        );
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+}

@@ -1,0 +1,316 @@
+//! `serve.toml`: the gateway's configuration, read and checked once at
+//! start-up. Unknown keys, bad names, missing tokens and unreadable policy
+//! files stop the server with an error naming the file and the key.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Default `listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+
+/// The file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    listen: Option<String>,
+    state: Option<String>,
+    public_url: Option<String>,
+    approval_link_ttl: Option<String>,
+    max_body_bytes: Option<u64>,
+    request_timeout_ms: Option<u64>,
+    shutdown_grace_ms: Option<u64>,
+    #[serde(default)]
+    tenant: Vec<RawTenant>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTenant {
+    name: String,
+    token_sha256: Option<String>,
+    token_env: Option<String>,
+    policy: Option<String>,
+    #[serde(default)]
+    workflows: Vec<String>,
+    #[serde(default)]
+    steps: Vec<String>,
+    max_concurrent_runs: Option<usize>,
+    requests_per_minute: Option<u32>,
+    self_approve: Option<bool>,
+}
+
+/// The checked configuration.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Where the file was read from.
+    pub file: PathBuf,
+    pub listen: String,
+    /// The state directory (every tenant's store lives under it).
+    pub state: PathBuf,
+    /// Base of `approveUrl` links (`None`: `http://<bound address>`).
+    pub public_url: Option<String>,
+    pub approval_link_ttl: Duration,
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+    pub shutdown_grace: Duration,
+    pub tenants: Vec<TenantConfig>,
+}
+
+/// One `[[tenant]]`, paths made absolute.
+#[derive(Debug, Clone)]
+pub struct TenantConfig {
+    pub name: String,
+    /// sha256 of the bearer token.
+    pub token_sha256: [u8; 32],
+    /// The policy file (`None`: untrusted, no roots).
+    pub policy: Option<PathBuf>,
+    pub workflows: Vec<PathBuf>,
+    pub steps: Vec<PathBuf>,
+    pub max_concurrent_runs: usize,
+    pub requests_per_minute: u32,
+    pub self_approve: bool,
+}
+
+impl ServeConfig {
+    /// Read and check `path`.
+    pub fn load(path: &Path) -> Result<ServeConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::parse(format!("cannot read serve config {}: {e}", path.display()))
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Check config `text` read from `path` (relative paths in it are
+    /// relative to `path`'s directory).
+    pub fn parse(text: &str, path: &Path) -> Result<ServeConfig> {
+        let bad = |msg: String| Error::parse(format!("serve config {}: {msg}", path.display()));
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|e| bad(e.to_string().trim_end().into()))?;
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let base = base.canonicalize().unwrap_or(base);
+        let rel = |p: &str| -> PathBuf {
+            let p = PathBuf::from(p);
+            if p.is_absolute() {
+                p
+            } else {
+                base.join(p)
+            }
+        };
+        let state = match raw.state.as_deref() {
+            Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
+                return Err(bad(
+                    "state: a PostgreSQL store is not available in this build; give a directory"
+                        .into(),
+                ))
+            }
+            Some(s) if !s.trim().is_empty() => rel(s),
+            _ => default_state_dir(),
+        };
+        let ttl = match raw.approval_link_ttl.as_deref() {
+            None => Duration::from_secs(15 * 60),
+            Some(s) => parse_duration(s).ok_or_else(|| {
+                bad(format!(
+                    "approval_link_ttl {s:?} is not a duration like \"90s\", \"15m\" or \"2h\""
+                ))
+            })?,
+        };
+        if raw.tenant.is_empty() {
+            return Err(bad(
+                "no [[tenant]]: add at least one (see `lobster serve --help`)".into(),
+            ));
+        }
+        let mut tenants: Vec<TenantConfig> = Vec::new();
+        for t in raw.tenant {
+            let name_ok = !t.name.is_empty()
+                && t.name.len() <= 64
+                && t.name.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
+                });
+            if !name_ok {
+                return Err(bad(format!(
+                    "tenant name {:?} must match [a-z0-9_-]{{1,64}}",
+                    t.name
+                )));
+            }
+            if tenants.iter().any(|o| o.name == t.name) {
+                return Err(bad(format!("tenant {} is configured twice", t.name)));
+            }
+            let token_sha256 = match (&t.token_sha256, &t.token_env) {
+                (Some(hex), None) => parse_sha256(hex).ok_or_else(|| {
+                    bad(format!(
+                        "tenant {}: token_sha256 must be 64 hex digits (sha256 of the token)",
+                        t.name
+                    ))
+                })?,
+                (None, Some(var)) => {
+                    let token = std::env::var(var)
+                        .ok()
+                        .filter(|v| !v.is_empty())
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "tenant {}: token_env {var} is not set (or empty)",
+                                t.name
+                            ))
+                        })?;
+                    super::tenant::sha256(token.as_bytes())
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "tenant {}: give exactly one of token_sha256 and token_env",
+                        t.name
+                    )))
+                }
+            };
+            let max_concurrent_runs = t.max_concurrent_runs.unwrap_or(8);
+            let requests_per_minute = t.requests_per_minute.unwrap_or(600);
+            if max_concurrent_runs == 0 || requests_per_minute == 0 {
+                return Err(bad(format!(
+                    "tenant {}: max_concurrent_runs and requests_per_minute must be at least 1",
+                    t.name
+                )));
+            }
+            tenants.push(TenantConfig {
+                policy: t.policy.as_deref().map(rel),
+                workflows: t.workflows.iter().map(|p| rel(p)).collect(),
+                steps: t.steps.iter().map(|p| rel(p)).collect(),
+                max_concurrent_runs,
+                requests_per_minute,
+                self_approve: t.self_approve.unwrap_or(false),
+                token_sha256,
+                name: t.name,
+            });
+        }
+        let positive = |v: Option<u64>, key: &str, default: u64| -> Result<u64> {
+            match v {
+                Some(0) => Err(bad(format!("{key} must be greater than 0"))),
+                Some(n) => Ok(n),
+                None => Ok(default),
+            }
+        };
+        Ok(ServeConfig {
+            file: path.to_path_buf(),
+            listen: raw.listen.unwrap_or_else(|| DEFAULT_LISTEN.into()),
+            state,
+            public_url: raw.public_url.map(|u| u.trim_end_matches('/').to_string()),
+            approval_link_ttl: ttl,
+            max_body_bytes: positive(raw.max_body_bytes, "max_body_bytes", 1 << 20)? as usize,
+            request_timeout: Duration::from_millis(positive(
+                raw.request_timeout_ms,
+                "request_timeout_ms",
+                60_000,
+            )?),
+            shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(10_000)),
+            tenants,
+        })
+    }
+}
+
+/// `$LOBSTER_STATE_DIR`, else `~/.lobster/state/serve`.
+fn default_state_dir() -> PathBuf {
+    match std::env::var("LOBSTER_STATE_DIR")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+    {
+        Some(dir) => PathBuf::from(dir.trim()),
+        None => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join(".lobster/state/serve"),
+    }
+}
+
+/// `"90s"`, `"15m"`, `"2h"` (a positive whole number and a unit).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let unit = text.chars().last()?;
+    let n: u64 = text[..text.len() - unit.len_utf8()].parse().ok()?;
+    let secs = match unit {
+        's' => n,
+        'm' => n.checked_mul(60)?,
+        'h' => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    (secs > 0).then(|| Duration::from_secs(secs))
+}
+
+fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ServeConfig> {
+        ServeConfig::parse(text, Path::new("/etc/lobster/serve.toml"))
+    }
+
+    const TENANT: &str = "[[tenant]]\nname = \"acme\"\ntoken_sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n";
+
+    #[test]
+    fn defaults_and_relative_paths() {
+        let c = parse(&format!("state = \"st\"\n{TENANT}policy = \"p.toml\"\n")).unwrap();
+        assert_eq!(c.listen, DEFAULT_LISTEN);
+        assert_eq!(c.state, PathBuf::from("/etc/lobster/st"));
+        assert_eq!(c.approval_link_ttl, Duration::from_secs(900));
+        assert_eq!(c.max_body_bytes, 1 << 20);
+        let t = &c.tenants[0];
+        assert_eq!(t.policy.as_deref(), Some(Path::new("/etc/lobster/p.toml")));
+        assert_eq!((t.max_concurrent_runs, t.requests_per_minute), (8, 600));
+        assert!(!t.self_approve);
+        assert_eq!(t.token_sha256, super::super::tenant::sha256(b"test"));
+    }
+
+    #[test]
+    fn bad_input_names_the_key() {
+        let e = parse(&format!("listne = \"x\"\n{TENANT}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/etc/lobster/serve.toml") && e.contains("listne"),
+            "{e}"
+        );
+        let e = parse(&format!("{TENANT}self_aprove = true\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("self_aprove"), "{e}");
+        let e = parse("[[tenant]]\nname = \"Acme\"\ntoken_sha256 = \"00\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[a-z0-9_-]{1,64}"), "{e}");
+        let e = parse("[[tenant]]\nname = \"a\"\ntoken_sha256 = \"00\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("64 hex digits"), "{e}");
+        let e = parse(&format!("approval_link_ttl = \"soon\"\n{TENANT}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("approval_link_ttl"), "{e}");
+        let e = parse("").unwrap_err().to_string();
+        assert!(e.contains("[[tenant]]"), "{e}");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("15m"), Some(Duration::from_secs(900)));
+        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("0s"), None);
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("m"), None);
+    }
+}

@@ -1,0 +1,305 @@
+//! `lobster serve`: a multi-tenant HTTP gateway over the [`crate::api`]
+//! front-door layer (axum on a multi-thread tokio runtime; runs and resumes
+//! on the blocking pool).
+//!
+//! - [`config`]: `serve.toml`, checked at start-up.
+//! - [`tenant`]: bearer-token authentication (constant-time compare of
+//!   sha256(token)), each tenant's settings (policy, catalog, steps) and
+//!   store ([`tenant::tenant_store`]), request and concurrency budgets.
+//! - [`state`]: the shared [`state::AppState`], passed to handlers explicitly.
+//! - [`runs`]: the run registry (records in the tenant's store) and the runs API.
+//! - [`approvals`], [`link`], [`page`]: the approvals list, signed
+//!   single-use expiring links, and the HTML page a human decides on.
+//! - [`mcp_http`]: the MCP tools at `/mcp` (streamable HTTP).
+//! - [`metrics`]: `/metrics` in Prometheus text.
+//! - [`shutdown`]: SIGTERM/SIGINT → stop accepting, drain, cancel.
+//!
+//! Every capability of every run is judged by the run's
+//! [`crate::policy::Authority`] under the tenant's policy, exactly as for
+//! `lobster run`; nothing here decides what a run may do. Nothing here
+//! prints: the ready line and logs go through the callbacks `cli/serve.rs`
+//! hands in.
+
+pub mod approvals;
+pub mod config;
+pub mod link;
+pub mod mcp_http;
+pub mod metrics;
+pub mod page;
+pub mod runs;
+pub mod shutdown;
+pub mod state;
+pub mod tenant;
+
+use crate::error::{Error, Result};
+use crate::state::StateStore;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use axum::{Json, Router};
+use serde_json::{json, Map, Value};
+use state::AppState;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tenant::Tenant;
+
+pub use config::ServeConfig;
+
+/// Where log lines go (the CLI writes them to stderr). Never handed a secret.
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// An HTTP error: `{"error":{"type","message"}}` with a status (and
+/// `Retry-After` for 429s).
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub message: String,
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error of this status and type.
+    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 400.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 500 (the message is logged by nobody: it names no secret).
+    pub fn internal(message: impl ToString) -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            message.to_string(),
+        )
+    }
+
+    /// 404 for a run this tenant does not have.
+    pub fn no_run(run_id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no run {run_id} for this tenant"),
+        )
+    }
+
+    /// 409: the gate was decided already.
+    pub fn decided(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "already_decided", message)
+    }
+
+    /// 429 for too many runs at once.
+    pub fn too_many_runs(max: usize) -> Self {
+        ApiError {
+            retry_after: Some(tenant::RUNS_RETRY_AFTER.as_secs()),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_runs",
+                format!("this tenant already has {max} runs going on (max_concurrent_runs); retry later"),
+            )
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Json(json!({"error": {"type": self.kind, "message": self.message}}));
+        let mut resp = (self.status, body).into_response();
+        if let Some(s) = self.retry_after {
+            if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+/// The tenant of a request's bearer token, after its per-minute budget.
+pub fn authed(app: &AppState, headers: &HeaderMap) -> std::result::Result<Arc<Tenant>, ApiError> {
+    let unauthorized = |m: &str| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m);
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| unauthorized("missing Authorization: Bearer <tenant token>"))?;
+    let token = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| unauthorized("Authorization must be `Bearer <tenant token>`"))?;
+    let tenant = app
+        .tenant_for(token)
+        .ok_or_else(|| unauthorized("unknown token"))?;
+    if let Err(tenant::OverBudget::Rate(secs)) = tenant.admit_request() {
+        app.metrics.limited(&tenant.name, "rate_limited");
+        return Err(ApiError {
+            retry_after: Some(secs),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "this tenant is over its requests_per_minute; retry after the Retry-After seconds",
+            )
+        });
+    }
+    Ok(tenant)
+}
+
+/// A JSON object body (an empty body is `{}`); 413 past `max_body_bytes`.
+pub fn body_json(
+    body: std::result::Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> std::result::Result<Map<String, Value>, ApiError> {
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the request body is larger than max_body_bytes",
+            )
+        } else {
+            ApiError::bad_request(e.body_text())
+        }
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the body is not valid JSON: {e}"
+        ))),
+    }
+}
+
+/// The router over `app`.
+pub fn router(app: Arc<AppState>) -> Router {
+    let mcp = Arc::new(mcp_http::services(&app.tenants, app.config.max_body_bytes));
+    let limit = app.config.max_body_bytes;
+    Router::new()
+        .route("/v1/runs", post(runs::create))
+        .route("/v1/runs/{run_id}", get(runs::get))
+        .route("/v1/runs/{run_id}/resume", post(runs::resume_run))
+        .route("/v1/resume", post(runs::resume_by_token))
+        .route("/v1/approvals", get(approvals::list))
+        .route("/a/{link}", get(approvals::show).post(approvals::decide))
+        .route("/mcp", any(mcp_http::handle))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics_text))
+        .layer(axum::Extension(mcp))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), deadline))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(app)
+}
+
+async fn metrics_text(axum::extract::State(app): axum::extract::State<Arc<AppState>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.metrics.render(),
+    )
+        .into_response()
+}
+
+/// Every request gets `request_timeout_ms` (504 past it).
+async fn deadline(
+    axum::extract::State(app): axum::extract::State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    app.metrics.request();
+    // Runs are waited for at most request_timeout; the margin lets them answer 202.
+    let limit = app.config.request_timeout + std::time::Duration::from_secs(1);
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(r) => r,
+        Err(_) => ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            "the request took longer than request_timeout_ms",
+        )
+        .into_response(),
+    }
+}
+
+/// Build the state: the root store, every tenant (policy, catalog, store),
+/// the approval-link key.
+pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
+    let root = StateStore::new(&config.state);
+    root.ensure_dir()?;
+    let mut tenants = Vec::new();
+    for t in &config.tenants {
+        tenants.push(Arc::new(Tenant::new(t, &root)?));
+    }
+    let link_key = link::LinkKey::load_or_create(&root)?;
+    Ok(AppState {
+        public_url: config.public_url.clone().unwrap_or_default(),
+        config,
+        tenants,
+        root,
+        link_key,
+        metrics: metrics::Metrics::default(),
+        live: Default::default(),
+        run_ended: Default::default(),
+        shutting_down: Default::default(),
+        log,
+    })
+}
+
+/// Run the server until SIGTERM/SIGINT: bind `listen`, call `ready` with the
+/// bound address, serve, then shut down gracefully. `workers` is the number
+/// of async threads (runs use the blocking pool).
+pub fn run(
+    config: ServeConfig,
+    listen: &str,
+    workers: usize,
+    log: Log,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<()> {
+    let mut app = prepare(config, log)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot start the server's runtime: {e}")))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| Error::parse(format!("cannot listen on {listen}: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::runtime(format!("cannot read the bound address: {e}")))?;
+        if app.public_url.is_empty() {
+            app.public_url = format!("http://{addr}");
+        }
+        let app = Arc::new(app);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(shutdown::watch(app.clone(), stop_tx, drained_tx));
+        ready(addr);
+        let served = axum::serve(listener, router(app.clone()))
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.await;
+            })
+            .await;
+        if served.is_ok() {
+            let _ = drained_rx.await;
+        }
+        served.map_err(|e| Error::runtime(format!("the server failed: {e}")))
+    })?;
+    // Runs cancelled at shutdown have written their records; blocking
+    // threads still stuck in a host process are abandoned with the process.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(())
+}

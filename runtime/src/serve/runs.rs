@@ -1,0 +1,615 @@
+//! The run registry and the runs API: every run has a record in its
+//! tenant's store (`serve_run_<runId>`), written when it starts and when it
+//! settles, so `GET /v1/runs/{runId}` answers after a restart (a record
+//! left `running` by a process that ended reads `interrupted`). One index
+//! key per tenant, changed under the tenant's index lock, lists the runs
+//! paused at a gate (`serve_pending`: the approvals list).
+//!
+//! The work itself is [`crate::api::run`] / [`crate::api::resume`] on the
+//! blocking pool, with the tenant's settings (policy, catalog, steps,
+//! store): the same authority, limits, claims and digests as the CLI.
+
+use super::state::{AppState, Live};
+use super::tenant::{RunSlot, Tenant};
+use super::{authed, body_json, ApiError, Log};
+use crate::api::request::{limit_fields, resume_fields};
+use crate::api::{self, ResumeCall, RunRequest, RunTarget};
+use crate::executor::{Cancel, CancelReason};
+use crate::resume::approval_id::now_iso;
+use crate::state::{random_hex, StateStore};
+use crate::value::Item;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Default `wait` of `POST /v1/runs` (ms).
+pub const DEFAULT_WAIT_MS: u64 = 10_000;
+const PENDING: &str = "serve_pending";
+
+fn record_key(run_id: &str) -> String {
+    format!("serve_run_{run_id}")
+}
+
+/// Whether `id` looks like a runId (32 lowercase hex).
+pub fn valid_run_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The record of `run_id` in `store`.
+pub fn load_record(store: &StateStore, run_id: &str) -> Result<Option<Value>, ApiError> {
+    if !valid_run_id(run_id) {
+        return Ok(None);
+    }
+    store.get(&record_key(run_id)).map_err(ApiError::internal)
+}
+
+fn save_record(store: &StateStore, record: &Value, log: &Log) {
+    let id = record["runId"].as_str().unwrap_or_default();
+    if let Err(e) = store.set(&record_key(id), record) {
+        log(&format!("lobster serve: cannot write run record {id}: {e}"));
+    }
+}
+
+fn index(store: &StateStore, key: &str) -> Vec<Value> {
+    store
+        .get(key)
+        .ok()
+        .flatten()
+        .and_then(|v| v.get("runs").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+}
+
+fn set_index(store: &StateStore, key: &str, runs: Vec<Value>, log: &Log) {
+    if let Err(e) = store.set(key, &json!({ "runs": runs })) {
+        log(&format!("lobster serve: cannot write {key}: {e}"));
+    }
+}
+
+/// The tenant's paused runs: `[{runId, approvalId?, kind, createdAt}]`.
+pub fn pending(tenant: &Tenant) -> Vec<Value> {
+    index(&tenant.store, PENDING)
+}
+
+/// Take `run_id` off the tenant's pending list; `false` when it was not on
+/// it (already being resumed or decided).
+fn take_pending(tenant: &Tenant, run_id: &str, log: &Log) -> bool {
+    let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let mut list = index(&tenant.store, PENDING);
+    let before = list.len();
+    list.retain(|e| e["runId"].as_str() != Some(run_id));
+    let found = list.len() != before;
+    if found {
+        set_index(&tenant.store, PENDING, list, log);
+    }
+    found
+}
+
+/// The record of `run_id` as it stands: a record still `running` whose run
+/// is not going on in this process was left by a process that ended (killed,
+/// crashed, power loss), so it is reported, and stored, as `interrupted`.
+/// (One server process per store: runs are not shared between processes.)
+pub fn current_record(
+    app: &AppState,
+    tenant: &Tenant,
+    run_id: &str,
+) -> Result<Option<Value>, ApiError> {
+    if !valid_run_id(run_id) {
+        return Ok(None);
+    }
+    if let Some(l) = app
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(run_id)
+        .filter(|l| l.tenant == tenant.name)
+    {
+        return Ok(Some(l.record.clone()));
+    }
+    let rec = load_record(&tenant.store, run_id)?;
+    if rec.as_ref().is_none_or(|r| r["status"] != "running") {
+        return Ok(rec);
+    }
+    // Settling saves the record and leaves the live set under this lock.
+    let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(mut rec) = load_record(&tenant.store, run_id)? else {
+        return Ok(None);
+    };
+    let live = app
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains_key(run_id);
+    if rec["status"] == "running" && !live {
+        rec["status"] = json!("interrupted");
+        rec["updatedAt"] = json!(now_iso());
+        rec["reason"] = json!("the server stopped while the run was going on");
+        save_record(&tenant.store, &rec, &app.log);
+    }
+    Ok(Some(rec))
+}
+
+/// What to do.
+pub enum Job {
+    Run(RunRequest),
+    Resume(ResumeCall),
+}
+
+/// Status of a settled run from its reply.
+fn status_of(reply: &api::Reply, by_shutdown: bool) -> &'static str {
+    if by_shutdown && !reply.ok() {
+        return "cancelled";
+    }
+    match (reply.ok(), reply.status()) {
+        (true, Some("needs_approval")) => "needs_approval",
+        (true, Some("needs_input")) => "needs_input",
+        (true, Some("cancelled")) => "cancelled",
+        (true, _) => "ok",
+        (false, _) => "failed",
+    }
+}
+
+/// Start `job` as run `run_id` of `tenant` on the blocking pool; the
+/// receiver gets the settled record.
+pub fn start(
+    app: &Arc<AppState>,
+    tenant: &Arc<Tenant>,
+    slot: RunSlot,
+    run_id: String,
+    job: Job,
+    created_at: Option<String>,
+) -> tokio::sync::watch::Receiver<Option<Value>> {
+    let now = now_iso();
+    let record = json!({
+        "runId": run_id,
+        "tenant": tenant.name,
+        "status": "running",
+        "createdAt": created_at.clone().unwrap_or_else(|| now.clone()),
+        "updatedAt": now,
+    });
+    let cancel = Cancel::default();
+    let by_shutdown = Arc::new(AtomicBool::new(false));
+    // The `running` record is stored only when the run's id is handed out
+    // before it settles ([`hand_out`]): a run that settles within the wait
+    // costs one store write.
+    app.live.lock().unwrap_or_else(|p| p.into_inner()).insert(
+        run_id.clone(),
+        Live {
+            tenant: tenant.name.clone(),
+            cancel: cancel.clone(),
+            by_shutdown: by_shutdown.clone(),
+            record: record.clone(),
+        },
+    );
+    if created_at.is_some() {
+        // A resume: its gate is spent from here on, so the record says so
+        // at once (a process that dies now leaves it `interrupted`).
+        save_record(&tenant.store, &record, &app.log);
+    }
+    app.metrics.in_flight(1);
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    let app = app.clone();
+    let tenant = tenant.clone();
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let reply = match &job {
+            Job::Run(r) => api::run(&tenant.settings, r, &cancel),
+            Job::Resume(c) => api::resume(&tenant.settings, c, &cancel),
+        };
+        let mut reply = reply;
+        if let Job::Run(RunRequest {
+            target: RunTarget::WorkflowPath(path),
+            ..
+        }) = &job
+        {
+            // Messages name the inline document, not where the server keeps it.
+            let shown = path.to_string_lossy().into_owned();
+            if let Some(m) = reply.envelope.pointer_mut("/error/message") {
+                if let Some(text) = m.as_str().filter(|t| t.contains(&shown)) {
+                    *m = json!(text.replace(&shown, "workflowText"));
+                }
+            }
+        }
+        let shut = by_shutdown.load(Ordering::SeqCst);
+        let status = status_of(&reply, shut);
+        let mut rec = record;
+        rec["status"] = json!(status);
+        rec["updatedAt"] = json!(now_iso());
+        rec["envelope"] = reply.envelope.clone();
+        if shut && !reply.ok() {
+            rec["reason"] = json!("cancelled by the server's shutdown (shutdown_grace_ms passed)");
+        }
+        if is_policy_refusal(&reply.envelope) {
+            app.metrics.policy_refused(&tenant.name);
+        }
+        app.metrics
+            .run_settled(&tenant.name, status, started.elapsed());
+        let paused = status == "needs_approval" || status == "needs_input";
+        let mut slot = Some(slot);
+        let mut tx = Some(tx);
+        if !paused {
+            // Answer first, store after: the client does not wait for the
+            // store's fsyncs, and GET sees the final record in the live set
+            // until it is stored. (A paused run is answered only once its
+            // gate is on the pending index, so it can be decided at once.)
+            if let Some(l) = app
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_mut(rec["runId"].as_str().unwrap_or_default())
+            {
+                l.record = rec.clone();
+            }
+            drop(slot.take());
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(Some(rec.clone()));
+            }
+        }
+        {
+            let log = &app.log;
+            let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+            save_record(&tenant.store, &rec, log);
+            app.live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(rec["runId"].as_str().unwrap_or_default());
+            if paused {
+                let mut list = index(&tenant.store, PENDING);
+                list.push(json!({
+                    "runId": rec["runId"],
+                    "approvalId": rec["envelope"]["requiresApproval"]["approvalId"],
+                    "kind": status,
+                    "createdAt": rec["updatedAt"],
+                }));
+                set_index(&tenant.store, PENDING, list, log);
+            }
+        }
+        app.metrics.in_flight(-1);
+        drop(slot);
+        app.run_ended.notify_waiters();
+        if let Some(tx) = tx {
+            let _ = tx.send(Some(rec));
+        }
+    });
+    rx
+}
+
+/// Whether an error envelope is the policy authority's refusal.
+fn is_policy_refusal(envelope: &Value) -> bool {
+    envelope["ok"] == false
+        && envelope["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("policy"))
+}
+
+/// Wait up to `wait` for the run to settle.
+async fn settle(
+    mut rx: tokio::sync::watch::Receiver<Option<Value>>,
+    wait: Duration,
+) -> Option<Value> {
+    let got = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
+    match got {
+        Ok(Ok(v)) => v.clone(),
+        _ => None,
+    }
+}
+
+/// Before a 202 hands out the id of a run still going on, store its
+/// `running` record (unless it settled meanwhile: settling stores the final
+/// record and leaves the live set under the same lock).
+fn hand_out(app: &AppState, tenant: &Tenant, run_id: &str) {
+    let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let record = app
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(run_id)
+        .map(|l| l.record.clone());
+    if let Some(r) = record {
+        save_record(&tenant.store, &r, &app.log);
+    }
+}
+
+/// `{runId, …envelope}` (200) for a settled run, `{runId, status:"running"}` (202) otherwise.
+fn answer(run_id: &str, settled: Option<Value>) -> Response {
+    match settled {
+        Some(rec) => {
+            let mut out = Map::new();
+            out.insert("runId".into(), json!(run_id));
+            if let Some(env) = rec["envelope"].as_object() {
+                out.extend(env.clone());
+            }
+            (StatusCode::OK, Json(Value::Object(out))).into_response()
+        }
+        None => (
+            StatusCode::ACCEPTED,
+            Json(json!({"runId": run_id, "status": "running"})),
+        )
+            .into_response(),
+    }
+}
+
+fn wait_of(
+    app: &AppState,
+    body: &Map<String, Value>,
+    query: &HashMap<String, String>,
+) -> Result<Duration, ApiError> {
+    let ms = match (query.get("wait"), body.get("wait")) {
+        (Some(q), _) => Some(
+            q.parse::<u64>()
+                .map_err(|_| ApiError::bad_request("wait must be a number of milliseconds"))?,
+        ),
+        (None, Some(Value::Null)) | (None, None) => None,
+        (None, Some(v)) => Some(
+            v.as_u64()
+                .ok_or_else(|| ApiError::bad_request("wait must be a number of milliseconds"))?,
+        ),
+    };
+    Ok(Duration::from_millis(ms.unwrap_or(DEFAULT_WAIT_MS)).min(app.config.request_timeout))
+}
+
+/// A run slot for `tenant`, or the 429.
+pub fn slot(app: &AppState, tenant: &Arc<Tenant>) -> Result<RunSlot, ApiError> {
+    if app.stopping() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is shutting down; retry against its replacement",
+        ));
+    }
+    tenant.admit_run().map_err(|_| {
+        app.metrics.limited(&tenant.name, "too_many_runs");
+        ApiError::too_many_runs(tenant.max_concurrent_runs)
+    })
+}
+
+/// `POST /v1/runs`.
+pub async fn create(
+    State(app): State<Arc<AppState>>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    let tenant = authed(&app, &headers)?;
+    let body = body_json(body)?;
+    let wait = wait_of(&app, &body, &query)?;
+    let request = run_request(&tenant, &body)?;
+    let slot = slot(&app, &tenant)?;
+    let run_id = random_hex(16);
+    let rx = start(&app, &tenant, slot, run_id.clone(), Job::Run(request), None);
+    let settled = settle(rx, wait).await;
+    if settled.is_none() {
+        hand_out(&app, &tenant, &run_id);
+    }
+    Ok(answer(&run_id, settled))
+}
+
+/// The run request of a `POST /v1/runs` body.
+fn run_request(tenant: &Tenant, body: &Map<String, Value>) -> Result<RunRequest, ApiError> {
+    let text = |k: &str| -> Result<Option<String>, ApiError> {
+        match body.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "{k} must be a non-empty string"
+            ))),
+        }
+    };
+    let target = match (text("pipeline")?, text("workflow")?, text("workflowText")?) {
+        (Some(p), None, None) => {
+            let lone = !p.contains('|') && !p.trim().contains(char::is_whitespace);
+            if lone
+                && crate::cli::workflow_file::has_workflow_extension(std::path::Path::new(p.trim()))
+            {
+                return Err(ApiError::bad_request(
+                    "pipeline names a workflow file; lobster serve runs catalog workflows (workflow) or inline ones (workflowText), not files of the server",
+                ));
+            }
+            RunTarget::Pipeline(p)
+        }
+        (None, Some(w), None) => RunTarget::WorkflowNamed(w),
+        (None, None, Some(doc)) => RunTarget::WorkflowPath(save_inline(tenant, &doc)?),
+        (None, None, None) => {
+            return Err(ApiError::bad_request(
+                "give one of pipeline, workflow (a catalog name) or workflowText",
+            ))
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "give only one of pipeline, workflow and workflowText",
+            ))
+        }
+    };
+    let args = match body.get("args") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m.clone()),
+        Some(_) => return Err(ApiError::bad_request("args must be an object")),
+    };
+    let strict = matches!(target, RunTarget::WorkflowNamed(_));
+    Ok(RunRequest {
+        target,
+        args,
+        args_json: None,
+        cwd: None,
+        limits: limit_fields(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
+        strict_args: strict,
+    })
+}
+
+/// Keep an inline workflow as a file in the tenant's store directory, named
+/// by its digest (the workflow runner and a later resume read it from
+/// there, and resume checks it did not change). It runs under the tenant's
+/// policy like any workflow file: it is untrusted input.
+fn save_inline(tenant: &Tenant, doc: &str) -> Result<std::path::PathBuf, ApiError> {
+    let ext = if doc.trim_start().starts_with('{') {
+        "json"
+    } else {
+        "lobster"
+    };
+    let dir = tenant.store.dir().join("inline");
+    let path = dir.join(format!("{}.{ext}", blake3::hash(doc.as_bytes()).to_hex()));
+    if !path.is_file() {
+        std::fs::create_dir_all(&dir)
+            .and_then(|_| crate::state::write_atomic(&path, doc.as_bytes()))
+            .map_err(|e| ApiError::internal(format!("cannot keep workflowText: {e}")))?;
+    }
+    Ok(path)
+}
+
+/// `GET /v1/runs/{runId}`.
+pub async fn get(
+    State(app): State<Arc<AppState>>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authed(&app, &headers)?;
+    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    Ok(Json(rec).into_response())
+}
+
+/// `POST /v1/runs/{runId}/resume`.
+pub async fn resume_run(
+    State(app): State<Arc<AppState>>,
+    Path(run_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    let tenant = authed(&app, &headers)?;
+    let body = body_json(body)?;
+    let wait = wait_of(&app, &body, &query)?;
+    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    decide(&app, &tenant, &rec, body, wait, false).await
+}
+
+/// `POST /v1/resume` `{token | approvalId, …}`.
+pub async fn resume_by_token(
+    State(app): State<Arc<AppState>>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    let tenant = authed(&app, &headers)?;
+    let body = body_json(body)?;
+    let wait = wait_of(&app, &body, &query)?;
+    let token = body
+        .get("token")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    let approval = body
+        .get("approvalId")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    if token.is_none() && approval.is_none() {
+        return Err(ApiError::bad_request("token or approvalId required"));
+    }
+    // The run this token belongs to, when it is one of the tenant's paused runs.
+    for entry in pending(&tenant) {
+        let Some(id) = entry["runId"].as_str() else {
+            continue;
+        };
+        let Some(rec) = load_record(&tenant.store, id)? else {
+            continue;
+        };
+        let rec_token = gate_token(&rec);
+        let matches = match (token, approval) {
+            (Some(t), _) => rec_token.as_deref() == Some(t),
+            (None, Some(a)) => entry["approvalId"].as_str() == Some(a),
+            _ => false,
+        };
+        if matches {
+            return decide(&app, &tenant, &rec, body, wait, false).await;
+        }
+    }
+    Err(ApiError::decided(
+        "no paused run of this tenant has that token or approvalId: it was already decided, or it never existed",
+    ))
+}
+
+/// The resume token of a paused run's record.
+pub fn gate_token(rec: &Value) -> Option<String> {
+    let env = &rec["envelope"];
+    env["requiresApproval"]["resumeToken"]
+        .as_str()
+        .or_else(|| env["requiresInput"]["resumeToken"].as_str())
+        .map(String::from)
+}
+
+/// Decide the gate of the paused run `rec` with the fields of `body`
+/// (`approve`, `response`, `cancel`, `approver`, limits). `human` is true
+/// for a decision made through an approval link.
+pub async fn decide(
+    app: &Arc<AppState>,
+    tenant: &Arc<Tenant>,
+    rec: &Value,
+    mut body: Map<String, Value>,
+    wait: Duration,
+    human: bool,
+) -> Result<Response, ApiError> {
+    let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
+    let status = rec["status"].as_str().unwrap_or_default();
+    if status != "needs_approval" && status != "needs_input" {
+        return Err(ApiError::decided(format!(
+            "run {run_id} is {status}: its gate was already decided (or it has none)"
+        )));
+    }
+    let approving = body.get("approve") == Some(&Value::Bool(true))
+        && body.get("cancel") != Some(&Value::Bool(true))
+        && body.get("response").is_none_or(Value::is_null);
+    if approving && status == "needs_approval" && !human && !tenant.self_approve {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "approval_required",
+            "this tenant's token cannot approve its own runs (self_approve = false): send the human the approveUrl of this gate (GET /v1/approvals) and let them decide; you may still deny or cancel",
+        ));
+    }
+    let token =
+        gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
+    body.remove("approvalId");
+    body.insert("token".into(), json!(token));
+    let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let slot = slot(app, tenant)?;
+    // Exactly once in this process: whoever takes the run off the pending
+    // list decides it; the store's claim settles it across processes.
+    if !take_pending(tenant, &run_id, &app.log) {
+        return Err(ApiError::decided(format!(
+            "run {run_id}: its gate was already decided"
+        )));
+    }
+    let rx = start(
+        app,
+        tenant,
+        slot,
+        run_id.clone(),
+        Job::Resume(call),
+        rec["createdAt"].as_str().map(String::from),
+    );
+    let settled = settle(rx, wait).await;
+    if settled.is_none() {
+        hand_out(app, tenant, &run_id);
+    }
+    Ok(answer(&run_id, settled))
+}
+
+/// Cancel every run going on (the shutdown's last step); returns how many.
+pub fn cancel_all(app: &AppState) -> usize {
+    let live = app.live.lock().unwrap_or_else(|p| p.into_inner());
+    for l in live.values() {
+        l.by_shutdown.store(true, Ordering::SeqCst);
+        l.cancel.trigger(CancelReason::Signal {
+            name: "SIGTERM",
+            number: 15,
+        });
+    }
+    live.len()
+}
+
+/// Item access used by the approvals list.
+pub fn envelope_gate(rec: &Value) -> &Item {
+    &rec["envelope"]["requiresApproval"]
+}

@@ -1,0 +1,227 @@
+//! Tenants: who a bearer token is, what their runs are allowed (policy,
+//! catalog, steps, store), and their request and concurrency budgets.
+
+use super::config::TenantConfig;
+use crate::api::{Catalog, Settings};
+use crate::cli::run_args::SandboxArgs;
+use crate::error::{Error, Result};
+use crate::policy::Policy;
+use crate::state::StateStore;
+use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// sha256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// The store of tenant `tenant` under the server's root store. The one place
+/// that decides where a tenant's state lives (files: `<state>/tenants/<name>/`).
+pub fn tenant_store(root: &StateStore, tenant: &str) -> StateStore {
+    StateStore::new(root.dir().join("tenants").join(tenant))
+}
+
+/// One configured tenant.
+pub struct Tenant {
+    pub name: String,
+    token_sha256: [u8; 32],
+    /// What every run of this tenant is started with (its policy, catalog,
+    /// steps and store).
+    pub settings: Arc<Settings>,
+    pub store: StateStore,
+    pub self_approve: bool,
+    pub max_concurrent_runs: usize,
+    running: AtomicUsize,
+    rate: Mutex<Bucket>,
+    requests_per_minute: u32,
+    /// Serialises updates of this tenant's run index keys.
+    pub index_lock: Mutex<()>,
+}
+
+/// A token bucket: `requests_per_minute` tokens, refilled continuously.
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// A refusal for being over a budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverBudget {
+    /// Too many requests this minute; retry after this many seconds.
+    Rate(u64),
+    /// Too many runs at once.
+    Runs,
+}
+
+impl Tenant {
+    /// Build a tenant: load its policy (untrusted with no roots when none is
+    /// configured), its catalog and its store.
+    pub fn new(cfg: &TenantConfig, root: &StateStore) -> Result<Tenant> {
+        let policy = match &cfg.policy {
+            Some(path) => {
+                Policy::load(path).map_err(|e| Error::parse(format!("tenant {}: {e}", cfg.name)))?
+            }
+            None => Policy {
+                trust: crate::policy::Trust::Untrusted,
+                ..Policy::default()
+            },
+        };
+        if !policy.fuel {
+            // Fuel is an engine-wide switch; one tenant cannot turn it off for all.
+            return Err(Error::parse(format!(
+                "tenant {}: policy {} says fuel = false, which lobster serve does not allow (the engine is shared by every tenant)",
+                cfg.name,
+                policy.source.as_deref().map(|p| p.display().to_string()).unwrap_or_default()
+            )));
+        }
+        let catalog = Catalog::load(&cfg.workflows)
+            .map_err(|e| Error::parse(format!("tenant {}: {e}", cfg.name)))?;
+        let store = tenant_store(root, &cfg.name);
+        let settings = Settings {
+            policy: None,
+            sandbox: SandboxArgs {
+                steps: cfg
+                    .steps
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect(),
+                ..SandboxArgs::default()
+            },
+            catalog,
+            state: Some(store.clone()),
+            fixed_policy: Some(policy),
+        };
+        Ok(Tenant {
+            name: cfg.name.clone(),
+            token_sha256: cfg.token_sha256,
+            settings: Arc::new(settings),
+            store,
+            self_approve: cfg.self_approve,
+            max_concurrent_runs: cfg.max_concurrent_runs,
+            running: AtomicUsize::new(0),
+            rate: Mutex::new(Bucket {
+                tokens: cfg.requests_per_minute as f64,
+                at: Instant::now(),
+            }),
+            requests_per_minute: cfg.requests_per_minute,
+            index_lock: Mutex::new(()),
+        })
+    }
+
+    /// Take one request from the per-minute budget.
+    pub fn admit_request(&self) -> std::result::Result<(), OverBudget> {
+        let rpm = self.requests_per_minute as f64;
+        let per_sec = rpm / 60.0;
+        let mut b = self.rate.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * per_sec).min(rpm);
+        b.at = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            Ok(())
+        } else {
+            let wait = ((1.0 - b.tokens) / per_sec).ceil().max(1.0);
+            Err(OverBudget::Rate(wait as u64))
+        }
+    }
+
+    /// Take a run slot; the slot is given back when the guard drops.
+    pub fn admit_run(self: &Arc<Self>) -> std::result::Result<RunSlot, OverBudget> {
+        let prev = self.running.fetch_add(1, Ordering::SeqCst);
+        if prev >= self.max_concurrent_runs {
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            return Err(OverBudget::Runs);
+        }
+        Ok(RunSlot(self.clone()))
+    }
+
+    /// Runs going on now.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+}
+
+/// A taken run slot.
+pub struct RunSlot(Arc<Tenant>);
+
+impl Drop for RunSlot {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The tenant whose token is `token`. Every tenant's hash is compared, in
+/// constant time, so the answer's timing does not tell which byte differed
+/// or which tenant matched.
+pub fn authenticate<'a>(tenants: &'a [Arc<Tenant>], token: &str) -> Option<&'a Arc<Tenant>> {
+    let hash = sha256(token.as_bytes());
+    let mut found = None;
+    for t in tenants {
+        if ct_eq(&t.token_sha256, &hash) {
+            found = Some(t);
+        }
+    }
+    found
+}
+
+fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b) {
+        diff |= x ^ y;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// How long a client should wait before retrying a run refused for
+/// concurrency: runs are short; one second is an honest guess.
+pub const RUNS_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant(rpm: u32, runs: usize) -> Arc<Tenant> {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = TenantConfig {
+            name: "t".into(),
+            token_sha256: sha256(b"secret"),
+            policy: None,
+            workflows: vec![],
+            steps: vec![],
+            max_concurrent_runs: runs,
+            requests_per_minute: rpm,
+            self_approve: false,
+        };
+        Arc::new(Tenant::new(&cfg, &StateStore::new(dir.path())).unwrap())
+    }
+
+    #[test]
+    fn tokens_match_by_hash_only() {
+        let t = tenant(10, 1);
+        let all = vec![t];
+        assert!(authenticate(&all, "secret").is_some());
+        assert!(authenticate(&all, "secreT").is_none());
+        assert!(authenticate(&all, "").is_none());
+    }
+
+    #[test]
+    fn budgets_refuse_beyond_their_size() {
+        let t = tenant(2, 1);
+        assert!(t.admit_request().is_ok());
+        assert!(t.admit_request().is_ok());
+        assert!(matches!(t.admit_request(), Err(OverBudget::Rate(n)) if n >= 1));
+        let slot = t.admit_run().unwrap();
+        assert_eq!(t.admit_run().err(), Some(OverBudget::Runs));
+        drop(slot);
+        assert!(t.admit_run().is_ok());
+    }
+
+    #[test]
+    fn default_policy_is_untrusted() {
+        let t = tenant(1, 1);
+        assert!(t.settings.fixed_policy.as_ref().unwrap().untrusted());
+        assert!(t.store.dir().ends_with("tenants/t"));
+    }
+}

@@ -1,0 +1,787 @@
+//! `lobster serve` end to end: the real binary on 127.0.0.1:0, driven over
+//! real TCP connections with a small HTTP/1.1 client (below).
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_lobster");
+const ACME: &str = "acme-token";
+const BETA: &str = "beta-token";
+const SELF: &str = "self-token";
+
+/// A running server over a state directory that outlives it (for restarts).
+struct Server {
+    child: Child,
+    base: String,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sha(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A config dir with three tenants: `acme` (trusted policy, self_approve
+/// false), `beta` (no policy: untrusted), `selfy` (trusted, self_approve
+/// true). `extra` goes at the top; `acme_extra` into acme's table.
+fn setup(dir: &Path, extra: &str, acme_extra: &str) -> PathBuf {
+    std::fs::write(dir.join("trusted.toml"), "trust = \"trusted\"\n").unwrap();
+    let config = format!(
+        "listen = \"127.0.0.1:9\"\nstate = \"state\"\n{extra}\n\
+[[tenant]]\nname = \"acme\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\n{acme_extra}\n\
+[[tenant]]\nname = \"beta\"\ntoken_env = \"BETA_TOKEN\"\n\
+[[tenant]]\nname = \"selfy\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\n",
+        sha(ACME),
+        sha(SELF)
+    );
+    let path = dir.join("serve.toml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+fn start(config: &Path) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("BETA_TOKEN", BETA)
+        .env_remove("LOBSTER_POLICY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("lobster serve listening on ")
+        .unwrap_or_else(|| panic!("ready line: {line:?}"))
+        .to_string();
+    let addr = base.strip_prefix("http://").unwrap().to_string();
+    Server { child, base, addr }
+}
+
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Server {
+    fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        s.write_all(head.as_bytes()).unwrap();
+        let _ = s.write_all(body);
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf);
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let mut lines = head.lines();
+        let status: u16 = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no status line: {text:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+        let body = if chunked {
+            dechunk(body)
+        } else {
+            body.to_string()
+        };
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, token: &str, body: Option<Value>) -> Resp {
+        let auth = format!("Bearer {token}");
+        let text = body.map(|b| b.to_string()).unwrap_or_default();
+        self.raw(
+            method,
+            path,
+            &[
+                ("Authorization", auth.as_str()),
+                ("Content-Type", "application/json"),
+            ],
+            text.as_bytes(),
+        )
+    }
+
+    fn run(&self, token: &str, body: Value) -> Resp {
+        self.call("POST", "/v1/runs", token, Some(body))
+    }
+
+    fn get_run(&self, token: &str, id: &str) -> Resp {
+        self.call("GET", &format!("/v1/runs/{id}"), token, None)
+    }
+
+    /// Poll until the run is no longer `running`.
+    fn settled(&self, token: &str, id: &str) -> Value {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = self.get_run(token, id).json();
+            if r["status"] != "running" || Instant::now() > until {
+                return r;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn approvals(&self, token: &str) -> Vec<Value> {
+        let r = self.call("GET", "/v1/approvals", token, None);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json().as_array().unwrap().clone()
+    }
+
+    /// The path of a run's approveUrl.
+    fn link_for(&self, token: &str, run_id: &str) -> String {
+        let a = self
+            .approvals(token)
+            .into_iter()
+            .find(|a| a["runId"] == run_id)
+            .unwrap_or_else(|| panic!("no approval for {run_id}"));
+        let url = a["approveUrl"].as_str().unwrap();
+        url.strip_prefix(&self.base).unwrap().to_string()
+    }
+
+    fn form(&self, path: &str, body: &str) -> Resp {
+        self.raw(
+            "POST",
+            path,
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            body.as_bytes(),
+        )
+    }
+
+    fn sigterm(&mut self) -> std::process::ExitStatus {
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < until,
+                "the server did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&after[..n.min(after.len())]);
+        rest = after.get(n + 2..).unwrap_or("");
+    }
+    out
+}
+
+const GATED: &str = "exec --json --shell 'echo [1,2]' | approve --prompt 'Send <both>?'";
+
+fn metric(s: &Server, line_start: &str) -> u64 {
+    let text = s.raw("GET", "/metrics", &[], b"").body;
+    text.lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn tenants_are_isolated_and_tokens_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    assert_eq!(s.raw("GET", "/healthz", &[], b"").body, "ok");
+    let r = s.run(ACME, json!({"pipeline": GATED}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["status"], "needs_approval");
+    assert_eq!(v["protocolVersion"], 1);
+    let id = v["runId"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 32);
+    // Another tenant's run does not exist for beta.
+    let r = s.get_run(BETA, &id);
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(s.approvals(BETA).is_empty());
+    assert_eq!(s.approvals(ACME).len(), 1);
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        BETA,
+        Some(json!({"approve": false})),
+    );
+    assert_eq!(r.status, 404);
+    // Bad, missing tokens.
+    let r = s.get_run("nope", &id);
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["type"], "unauthorized");
+    let r = s.raw("GET", &format!("/v1/runs/{id}"), &[], b"");
+    assert_eq!(r.status, 401);
+    // Separate state: each tenant has its own store directory.
+    let root = dir.path().join("state/tenants");
+    assert!(std::fs::read_dir(root.join("acme")).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("pipeline_resume_")));
+    assert!(
+        !root.join("beta").exists() || std::fs::read_dir(root.join("beta")).unwrap().count() == 0
+    );
+    // beta has no policy file: untrusted, so host processes are refused,
+    // and an inline workflow is judged the same way.
+    let r = s
+        .run(BETA, json!({"pipeline": "exec --shell 'echo hi'"}))
+        .json();
+    assert_eq!(r["ok"], false);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("untrusted policy forbids"),
+        "{r}"
+    );
+    let wf = "name: w\nsteps:\n  - id: a\n    run: echo hi\n";
+    let r = s.run(BETA, json!({"workflowText": wf})).json();
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("workflowText:3:5") && !msg.contains("tenants/"),
+        "{msg}"
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("untrusted policy forbids"),
+        "{r}"
+    );
+    assert_eq!(
+        s.settled(BETA, r["runId"].as_str().unwrap())["status"],
+        "failed"
+    );
+    // acme's trusted policy runs the same inline workflow.
+    let r = s.run(ACME, json!({"workflowText": wf})).json();
+    assert_eq!(r["status"], "ok", "{r}");
+    // Bad requests name the problem.
+    let r = s.run(ACME, json!({"pipeline": "head", "workflow": "x"}));
+    assert_eq!(r.status, 400);
+    let r = s.run(ACME, json!({"pipeline": "wf.lobster"}));
+    assert_eq!(r.status, 400);
+    assert!(metric(&s, "lobster_policy_refusals_total{tenant=\"beta\"}") >= 2);
+}
+
+#[test]
+fn run_poll_resume_cancel_and_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    let before = metric(&s, "lobster_runs_total{tenant=\"selfy\",status=\"ok\"}");
+    // 202, then poll.
+    let r = s.call(
+        "POST",
+        "/v1/runs?wait=0",
+        SELF,
+        Some(json!({"pipeline": format!("exec --shell 'sleep 0.5' | {GATED}")})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["status"], "running");
+    let id = v["runId"].as_str().unwrap().to_string();
+    let rec = s.settled(SELF, &id);
+    assert_eq!(rec["status"], "needs_approval", "{rec}");
+    assert!(rec["createdAt"].is_string() && rec["updatedAt"].is_string());
+    // self_approve = true: the tenant's token approves.
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        SELF,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["status"], "ok");
+    assert_eq!(r.json()["output"], json!([1, 2]));
+    assert_eq!(s.get_run(SELF, &id).json()["status"], "ok");
+    // Decided: 409.
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        SELF,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    // Cancel.
+    let id2 = s.run(SELF, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id2}/resume"),
+        SELF,
+        Some(json!({"cancel": true})),
+    );
+    assert_eq!(r.json()["status"], "cancelled", "{}", r.body);
+    assert_eq!(s.get_run(SELF, &id2).json()["status"], "cancelled");
+    // By approvalId through /v1/resume, then its token again: 409.
+    let v = s.run(SELF, json!({"pipeline": GATED})).json();
+    let approval = v["requiresApproval"]["approvalId"].as_str().unwrap();
+    let token = v["requiresApproval"]["resumeToken"].as_str().unwrap();
+    let r = s.call(
+        "POST",
+        "/v1/resume",
+        SELF,
+        Some(json!({"approvalId": approval, "approve": true})),
+    );
+    assert_eq!(r.json()["status"], "ok", "{}", r.body);
+    let r = s.call(
+        "POST",
+        "/v1/resume",
+        SELF,
+        Some(json!({"token": token, "approve": true})),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    // Two resumes at once: exactly one wins.
+    let id3 = s.run(SELF, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let statuses: Vec<u16> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                sc.spawn(|| {
+                    s.call(
+                        "POST",
+                        &format!("/v1/runs/{id3}/resume"),
+                        SELF,
+                        Some(json!({"approve": true})),
+                    )
+                    .status
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        3,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        metric(&s, "lobster_runs_total{tenant=\"selfy\",status=\"ok\"}"),
+        before + 3
+    );
+}
+
+#[test]
+fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The tenant's own token cannot approve (self_approve = false) …
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        ACME,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("approveUrl"));
+    let token = s.get_run(ACME, &id).json()["envelope"]["requiresApproval"]["resumeToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s.call(
+        "POST",
+        "/v1/resume",
+        ACME,
+        Some(json!({"token": token, "approve": true})),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(s.get_run(ACME, &id).json()["status"], "needs_approval");
+    // … the human does, through the page.
+    let a = s.approvals(ACME);
+    assert_eq!(a[0]["prompt"], "Send <both>?");
+    assert_eq!(a[0]["items"], json!([1, 2]));
+    let link = s.link_for(ACME, &id);
+    let page = s.raw("GET", &link, &[], b"");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Send &lt;both&gt;?"), "{}", page.body);
+    assert!(!page.body.contains("<script"));
+    assert!(page
+        .body
+        .contains(&format!("<form method=\"post\" action=\"{link}\">")));
+    assert!(page
+        .body
+        .contains("<button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>"));
+    let r = s.form(&link, "decision=approve");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
+    let rec = s.get_run(ACME, &id).json();
+    assert_eq!(rec["status"], "ok");
+    assert_eq!(rec["envelope"]["output"], json!([1, 2]));
+    // Reused: 410.
+    let r = s.form(&link, "decision=approve");
+    assert_eq!(r.status, 410, "{}", r.body);
+    assert_eq!(s.raw("GET", &link, &[], b"").status, 410);
+    // Deny through the form.
+    let id2 = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let link2 = s.link_for(ACME, &id2);
+    let r = s.form(&link2, "decision=deny");
+    assert!(r.body.contains("<h1>Denied</h1>"), "{}", r.body);
+    assert_ne!(s.get_run(ACME, &id2).json()["status"], "needs_approval");
+    assert_ne!(s.get_run(ACME, &id2).json()["status"], "ok");
+    // A tampered link: 404.
+    let mut bad = link2.clone();
+    bad.pop();
+    bad.push(if link2.ends_with('0') { '1' } else { '0' });
+    assert_eq!(s.raw("GET", &bad, &[], b"").status, 404);
+    assert_eq!(s.form(&bad, "decision=approve").status, 404);
+}
+
+#[test]
+fn expired_links_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "approval_link_ttl = \"1s\"", ""));
+    let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let link = s.link_for(ACME, &id);
+    std::thread::sleep(Duration::from_millis(2100));
+    let r = s.form(&link, "decision=approve");
+    assert_eq!(r.status, 410, "{}", r.body);
+    assert!(r.body.contains("expired"));
+    assert_eq!(s.get_run(ACME, &id).json()["status"], "needs_approval");
+}
+
+#[test]
+fn limits_answer_429_and_413() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(
+        dir.path(),
+        "max_body_bytes = 2048\nrequest_timeout_ms = 400",
+        "max_concurrent_runs = 1\nrequests_per_minute = 8",
+    ));
+    // The per-request deadline caps how long a request waits for its run.
+    let t = Instant::now();
+    let r = s.call(
+        "POST",
+        "/v1/runs?wait=5000",
+        SELF,
+        Some(json!({"pipeline": "exec --shell 'sleep 1.5'"})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert!(
+        t.elapsed() < Duration::from_millis(1400),
+        "{:?}",
+        t.elapsed()
+    );
+    let r = s.call(
+        "POST",
+        "/v1/runs?wait=0",
+        ACME,
+        Some(json!({"pipeline": "exec --shell 'sleep 2'"})),
+    );
+    assert_eq!(r.status, 202);
+    let r = s.run(ACME, json!({"pipeline": "exec --shell 'echo x'"}));
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.json()["error"]["type"], "too_many_runs");
+    assert!(r.header("retry-after").is_some());
+    // MCP calls share the run slots.
+    let r = s.raw(
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &format!("Bearer {ACME}")),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+    );
+    assert_eq!(r.status, 429, "{}", r.body);
+    // Body limit.
+    let big = json!({"pipeline": "x".repeat(4000)}).to_string();
+    let r = s.raw(
+        "POST",
+        "/v1/runs",
+        &[("Authorization", &format!("Bearer {SELF}"))],
+        big.as_bytes(),
+    );
+    assert_eq!(r.status, 413, "{}", r.body);
+    // Requests per minute (8, two used): the budget runs out.
+    let mut limited = None;
+    for _ in 0..8 {
+        let r = s.call("GET", "/v1/approvals", ACME, None);
+        if r.status == 429 {
+            limited = Some(r);
+            break;
+        }
+    }
+    let r = limited.expect("a 429 within the minute's budget");
+    assert_eq!(r.json()["error"]["type"], "rate_limited");
+    let secs: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&secs));
+    assert!(
+        metric(
+            &s,
+            "lobster_rate_limited_total{tenant=\"acme\",reason=\"rate_limited\"}"
+        ) >= 1
+    );
+    assert_eq!(
+        metric(
+            &s,
+            "lobster_rate_limited_total{tenant=\"acme\",reason=\"too_many_runs\"}"
+        ),
+        2
+    );
+}
+
+#[test]
+fn sigterm_drains_then_restart_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), "shutdown_grace_ms = 300", "");
+    let mut s = start(&config);
+    let paused = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let long = s
+        .call(
+            "POST",
+            "/v1/runs?wait=0",
+            ACME,
+            Some(json!({"pipeline": "exec --shell 'sleep 20'", "timeoutMs": 60000})),
+        )
+        .json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let short = s
+        .call(
+            "POST",
+            "/v1/runs?wait=0",
+            ACME,
+            Some(json!({"pipeline": "exec --json --shell 'sleep 0.1; echo [7]'"})),
+        )
+        .json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    let status = s.sigterm();
+    assert!(status.success(), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    drop(s);
+    // After a restart: the long run was cancelled by the shutdown, the
+    // short one finished, the paused one resumes through a human's link.
+    let s = start(&config);
+    let rec = s.get_run(ACME, &long).json();
+    assert_eq!(rec["status"], "cancelled", "{rec}");
+    assert!(rec["reason"].as_str().unwrap().contains("shutdown"));
+    assert_eq!(s.get_run(ACME, &short).json()["status"], "ok");
+    let link = s.link_for(ACME, &paused);
+    let r = s.form(&link, "decision=approve");
+    assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
+    assert_eq!(
+        s.get_run(ACME, &paused).json()["envelope"]["output"],
+        json!([1, 2])
+    );
+}
+
+#[test]
+fn a_killed_server_reports_its_runs_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), "", "");
+    let mut s = start(&config);
+    let id = s
+        .call(
+            "POST",
+            "/v1/runs?wait=0",
+            ACME,
+            Some(json!({"pipeline": "exec --shell 'sleep 20'"})),
+        )
+        .json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    drop(s);
+    let s = start(&config);
+    assert_eq!(s.get_run(ACME, &id).json()["status"], "interrupted");
+}
+
+#[test]
+fn mcp_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    let mcp = |token: &str, body: Value| {
+        let auth = format!("Bearer {token}");
+        s.raw(
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", auth.as_str()),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ],
+            body.to_string().as_bytes(),
+        )
+    };
+    let r = mcp(
+        "wrong",
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}),
+    );
+    assert_eq!(r.status, 401);
+    let r = mcp(
+        ACME,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["serverInfo"]["name"], "lobster");
+    let r = mcp(
+        ACME,
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}),
+    );
+    let names: Vec<String> = r.json()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"lobster_run".to_string()), "{names:?}");
+    let r = mcp(
+        BETA,
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lobster_run","arguments":{"pipeline":"exec --shell 'echo hi'"}}}),
+    );
+    let v = r.json();
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    assert!(v.to_string().contains("untrusted policy forbids"), "{v}");
+    let r = mcp(
+        ACME,
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"lobster_run","arguments":{"pipeline":"exec --json --shell 'echo [3]'"}}}),
+    );
+    assert_eq!(
+        r.json()["result"]["structuredContent"]["output"],
+        json!([3]),
+        "{}",
+        r.body
+    );
+}
+
+#[test]
+fn help_and_bad_configs() {
+    let out = Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Example config:") && text.contains("[[tenant]]"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("serve.toml");
+    std::fs::write(&path, "listne = \"127.0.0.1:0\"\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("listne") && err.contains("serve.toml"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // A token variable that is not set stops the server before it listens.
+    std::fs::write(
+        &path,
+        "[[tenant]]\nname = \"a\"\ntoken_env = \"LOBSTER_TEST_UNSET_TOKEN\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env_remove("LOBSTER_TEST_UNSET_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("LOBSTER_TEST_UNSET_TOKEN is not set"));
+}
