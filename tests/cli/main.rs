@@ -14,6 +14,7 @@ mod fidelity;
 mod gates;
 mod hardening;
 mod limits;
+mod load;
 mod permissions;
 mod polyglot;
 mod readme;
