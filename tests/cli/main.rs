@@ -18,6 +18,7 @@ mod load;
 mod permissions;
 mod polyglot;
 mod readme;
+mod reaper;
 mod resume;
 mod streaming;
 mod trust;
