@@ -47,6 +47,9 @@ fn reaper() -> Option<&'static Mutex<ChildStdin>> {
         .get_or_init(|| {
             let mut child = Command::new("/bin/sh")
                 .args(["-c", SCRIPT])
+                // Builtins only: no PATH; no run directory held open.
+                .env_clear()
+                .current_dir("/")
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
