@@ -19,6 +19,32 @@ fn wait_for_pids(path: &std::path::Path) -> (u32, u32) {
     panic!("{} never appeared", path.display());
 }
 
+/// Wait until `parent` has started its reaper (a `/bin/sh -c` child running
+/// the reaper loop). It starts on a thread at the first host step, so a
+/// SIGKILL in the first millisecond of that step is not covered (documented).
+fn wait_for_reaper(parent: u32) {
+    for _ in 0..400 {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let dir = e.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            ppid == Some(parent)
+                && std::fs::read(dir.join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("groups="))
+        });
+        if found {
+            // Its pending list is written right after it starts.
+            std::thread::sleep(Duration::from_millis(50));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("lobster {parent} started no reaper");
+}
+
 #[test]
 fn sigkill_of_lobster_kills_the_grandchildren_of_a_shell_step() {
     let env = Env::new();
@@ -38,6 +64,7 @@ fn sigkill_of_lobster_kills_the_grandchildren_of_a_shell_step() {
         let mut lobster = env.spawn(&args);
         let (grandchild, shell) = wait_for_pids(&pidfile);
         assert!(alive(grandchild) && alive(shell), "{args:?}");
+        wait_for_reaper(lobster.id());
         lobster.kill().unwrap(); // SIGKILL: no handler of ours runs
         lobster.wait().unwrap();
         let gone = (0..120).any(|_| {

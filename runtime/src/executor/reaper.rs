@@ -15,8 +15,10 @@
 //! it: a background process a step leaves behind after it ended normally is
 //! not Lobster's to kill, as before.
 //!
-//! Limits, by construction: a SIGKILL between `spawn` and the `+PGID` write
-//! (microseconds) leaves that group unlisted; a process that leaves its
+//! Limits, by construction: the reaper starts on a thread at the first
+//! listed group (about a millisecond, off the run's path), and a SIGKILL
+//! before it runs, or between a `spawn` and its `+PGID` write
+//! (microseconds), leaves those groups unlisted; a process that leaves its
 //! group (`setsid`) escapes, as it escapes cancellation; if `/bin/sh` cannot
 //! start, nothing changes from before (no reaper, no error: the direct
 //! child still dies with its parent).
@@ -24,7 +26,7 @@
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::{ChildStdin, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// The reaper's loop (POSIX sh, builtins only: no process per message).
 /// `groups` is a space-framed list; `-PGID` removes one entry.
@@ -39,36 +41,73 @@ done
 for g in $groups; do kill -9 "-$g" 2>/dev/null; done
 "#;
 
-/// The pipe to the reaper, once started (`None`: it could not start).
-static REAPER: OnceLock<Option<Mutex<ChildStdin>>> = OnceLock::new();
+/// Where the reaper is. It starts on a thread of its own at the first
+/// message (spawning `/bin/sh` costs about a millisecond, which a short run
+/// should not wait for); messages sent meanwhile wait in `Starting`.
+enum State {
+    Idle,
+    Starting(Vec<u8>),
+    Ready(ChildStdin),
+    /// It could not start, or its pipe broke: nothing to do any more.
+    Off,
+}
 
-fn reaper() -> Option<&'static Mutex<ChildStdin>> {
+static REAPER: Mutex<State> = Mutex::new(State::Idle);
+
+fn state() -> std::sync::MutexGuard<'static, State> {
     REAPER
-        .get_or_init(|| {
-            let mut child = Command::new("/bin/sh")
-                .args(["-c", SCRIPT])
-                // Builtins only: no PATH; no run directory held open.
-                .env_clear()
-                .current_dir("/")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .process_group(0)
-                .spawn()
-                .ok()?;
-            let pipe = child.stdin.take()?;
-            // Never waited for: it must outlive us. Reaped by init after we
-            // exit; while we live it sleeps in `read`.
-            std::mem::forget(child);
-            Some(Mutex::new(pipe))
-        })
-        .as_ref()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn send(line: &str) {
-    if let Some(pipe) = reaper() {
-        // A reaper that died (killed by hand) makes this fail: nothing to do.
-        let _ = pipe.lock().unwrap().write_all(line.as_bytes());
+    let mut state = state();
+    match &mut *state {
+        State::Idle => {
+            *state = State::Starting(line.as_bytes().to_vec());
+            let started = std::thread::Builder::new()
+                .name("lobster-reaper".into())
+                .spawn(start);
+            if started.is_err() {
+                *state = State::Off;
+            }
+        }
+        State::Starting(pending) => pending.extend_from_slice(line.as_bytes()),
+        State::Ready(pipe) => {
+            // A reaper that died (killed by hand) breaks the pipe.
+            if pipe.write_all(line.as_bytes()).is_err() {
+                *state = State::Off;
+            }
+        }
+        State::Off => {}
+    }
+}
+
+/// Spawn the reaper and hand it what was sent while it started.
+fn start() {
+    let spawned = Command::new("/bin/sh")
+        .args(["-c", SCRIPT])
+        // Builtins only: no PATH; no run directory held open.
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    let mut state = state();
+    let State::Starting(pending) = std::mem::replace(&mut *state, State::Off) else {
+        return;
+    };
+    let Ok(mut child) = spawned else { return };
+    let Some(mut pipe) = child.stdin.take() else {
+        return;
+    };
+    // Never waited for: it must outlive us (init reaps it after we exit);
+    // while we live it sleeps in `read`.
+    std::mem::forget(child);
+    if pipe.write_all(&pending).is_ok() {
+        *state = State::Ready(pipe);
     }
 }
 
