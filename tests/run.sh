@@ -21,3 +21,8 @@ cargo test --manifest-path guest-sdk/Cargo.toml
 # `lobster mcp` with a client nobody here wrote: the Python MCP SDK, pinned,
 # in a venv the script creates (python3 with venv is all it needs).
 bash tests/mcp/python-client.sh
+# The browser harness of the `lobster serve` approval page (tests/serve/),
+# in headless Chromium against a stand-in page; without /usr/bin/chromium
+# its browser cases skip loudly (.ci/run installs Debian's chromium).
+browser_tools=$(bash tests/serve/setup-browser.sh)
+NODE_PATH=$browser_tools node --test tests/serve/approve-in-browser.test.mjs

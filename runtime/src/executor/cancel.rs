@@ -130,7 +130,10 @@ impl Cancel {
 
     /// Track a child's process group until the guard drops. If the run is
     /// already cancelled the group is killed at once.
+    /// The group is also listed with the process-wide reaper (`reaper.rs`),
+    /// which kills it if this process dies (even by SIGKILL) first.
     pub fn register_group(&self, pgid: i32) -> GroupGuard {
+        super::reaper::list(pgid);
         self.0.groups.lock().unwrap().insert(pgid);
         if self.is_cancelled() {
             // SAFETY: as in kill_groups.
@@ -252,6 +255,7 @@ pub struct GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.cancel.0.groups.lock().unwrap().remove(&self.pgid);
+        super::reaper::unlist(self.pgid);
     }
 }
 

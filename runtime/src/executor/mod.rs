@@ -7,6 +7,7 @@ mod cancel;
 mod context;
 mod plan;
 pub mod policy_check;
+mod reaper;
 mod run;
 
 pub use cancel::{pause_deadlines, Cancel, CancelReason, DeadlinePause, GroupGuard};

@@ -432,8 +432,8 @@ pub(super) fn stop_after_cancel(pgid: i32, cancel: &Cancel) {
 /// parent and exits at once. (Linux ties the signal to the forking thread:
 /// every spawn here waits for its child on the thread that spawned it.)
 /// Grandchildren are reached through the process group the child leads,
-/// which cancellation kills; after a SIGKILL of lobster only the direct
-/// child is signalled.
+/// which cancellation kills and, after a SIGKILL of lobster, the reaper
+/// (`executor/reaper.rs`) that every registered group is listed with.
 fn die_with_parent(command: &mut std::process::Command) {
     // SAFETY: getpid/prctl/getppid are async-signal-safe system calls; the
     // closure touches no memory shared with the parent.

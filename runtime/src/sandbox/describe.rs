@@ -134,84 +134,61 @@ pub struct StepMeta {
     pub requires: Vec<Requirement>,
 }
 
-impl From<bindings::StepInfo> for StepMeta {
-    fn from(i: bindings::StepInfo) -> Self {
-        StepMeta {
-            name: i.name,
-            version: i.version,
-            summary: i.summary,
-            flags: i
-                .flags
-                .into_iter()
-                .map(|f| StepFlag {
-                    name: f.name,
-                    kind: match f.kind {
-                        bindings::FlagKind::Switch => FlagKind::Switch,
-                        bindings::FlagKind::Text => FlagKind::Text,
-                        bindings::FlagKind::Number => FlagKind::Number,
-                    },
-                    default: f.default_value,
-                    description: f.description,
-                })
-                .collect(),
-            requires: i
-                .capabilities
-                .into_iter()
-                .map(|c| match c {
-                    bindings::Capability::Dir((path, access)) => Requirement::Dir {
-                        path,
-                        access: match access {
-                            bindings::Access::Read => Access::Read,
-                            bindings::Access::ReadWrite => Access::ReadWrite,
-                        },
-                    },
-                    bindings::Capability::Env(name) => Requirement::Env { name },
-                })
-                .collect(),
+/// `StepMeta` from either world's `step-info`: 0.1 and 0.2 generate distinct
+/// types of the same shape, named by `$types` (the module holding `FlagKind`,
+/// `Capability` and `Access`, used as `t`); 0.2's extra capabilities come
+/// as extra match arms.
+macro_rules! step_meta_from {
+    ($info:ty, $($types:ident)::+ $(, $cap:pat => $req:expr)* $(,)?) => {
+        impl From<$info> for StepMeta {
+            fn from(i: $info) -> Self {
+                use $($types)::+ as t;
+                StepMeta {
+                    name: i.name,
+                    version: i.version,
+                    summary: i.summary,
+                    flags: i
+                        .flags
+                        .into_iter()
+                        .map(|f| StepFlag {
+                            name: f.name,
+                            kind: match f.kind {
+                                t::FlagKind::Switch => FlagKind::Switch,
+                                t::FlagKind::Text => FlagKind::Text,
+                                t::FlagKind::Number => FlagKind::Number,
+                            },
+                            default: f.default_value,
+                            description: f.description,
+                        })
+                        .collect(),
+                    requires: i
+                        .capabilities
+                        .into_iter()
+                        .map(|c| match c {
+                            t::Capability::Dir((path, access)) => Requirement::Dir {
+                                path,
+                                access: match access {
+                                    t::Access::Read => Access::Read,
+                                    t::Access::ReadWrite => Access::ReadWrite,
+                                },
+                            },
+                            t::Capability::Env(name) => Requirement::Env { name },
+                            $($cap => $req,)*
+                        })
+                        .collect(),
+                }
+            }
         }
-    }
+    };
 }
 
-impl From<bindings::v02::StepInfo> for StepMeta {
-    fn from(i: bindings::v02::StepInfo) -> Self {
-        use bindings::v02::lobster::step::types as t;
-        StepMeta {
-            name: i.name,
-            version: i.version,
-            summary: i.summary,
-            flags: i
-                .flags
-                .into_iter()
-                .map(|f| StepFlag {
-                    name: f.name,
-                    kind: match f.kind {
-                        t::FlagKind::Switch => FlagKind::Switch,
-                        t::FlagKind::Text => FlagKind::Text,
-                        t::FlagKind::Number => FlagKind::Number,
-                    },
-                    default: f.default_value,
-                    description: f.description,
-                })
-                .collect(),
-            requires: i
-                .capabilities
-                .into_iter()
-                .map(|c| match c {
-                    t::Capability::Dir((path, access)) => Requirement::Dir {
-                        path,
-                        access: match access {
-                            t::Access::Read => Access::Read,
-                            t::Access::ReadWrite => Access::ReadWrite,
-                        },
-                    },
-                    t::Capability::Env(name) => Requirement::Env { name },
-                    t::Capability::Tool(name) => Requirement::tool(name),
-                    t::Capability::Llm => Requirement::Llm,
-                })
-                .collect(),
-        }
-    }
-}
+step_meta_from!(bindings::StepInfo, bindings);
+step_meta_from!(
+    bindings::v02::StepInfo,
+    bindings::v02::lobster::step::types,
+    t::Capability::Tool(name) => Requirement::tool(name),
+    t::Capability::Llm => Requirement::Llm,
+);
 
 /// Longest name, version, flag name, default, guest path or variable name
 /// a `describe` answer may hold (a path as long as Linux's `PATH_MAX`).
