@@ -510,6 +510,61 @@ fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
     assert_eq!(s.form(&bad, "decision=approve").status, 404);
 }
 
+/// The approval page in a real browser: headless Debian Chromium (driven by
+/// `tests/serve/approve-in-browser.mjs`) loads the link, clicks Approve, and
+/// the run completes. Where Chromium or Node is missing the test says so
+/// loudly and passes, except under `CI=true`, where `.ci/run` installs them.
+#[test]
+fn a_human_approves_in_a_real_browser() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let skip = |why: &str| {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("browser test cannot run under CI=true: {why}");
+        }
+        eprintln!("\n*** SKIPPED a_human_approves_in_a_real_browser: {why} ***\n");
+    };
+    let tools = Command::new("bash")
+        .arg(root.join("tests/serve/setup-browser.sh"))
+        .stderr(Stdio::inherit())
+        .output();
+    let node_path = match tools {
+        Ok(out) if out.status.success() => {
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        }
+        Ok(out) => return skip(&format!("setup-browser.sh failed ({})", out.status)),
+        Err(e) => return skip(&format!("cannot run setup-browser.sh: {e}")),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = format!("{}{}", s.base, s.link_for(ACME, &id));
+    let out = Command::new("node")
+        .arg(root.join("tests/serve/approve-in-browser.mjs"))
+        .args([url.as_str(), "approve"])
+        .env("NODE_PATH", &node_path)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(3) {
+        return skip(&format!("chromium not found: {stderr}"));
+    }
+    assert!(
+        out.status.success(),
+        "browser harness failed: {stdout}\n{stderr}"
+    );
+    assert_eq!(stdout.trim(), "Approved", "{stderr}");
+    let rec = s.get_run(ACME, &id).json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(rec["envelope"]["output"], json!([1, 2]));
+    // The link is spent: the browser cannot approve twice.
+    let path = url.strip_prefix(&s.base).unwrap();
+    assert_eq!(s.raw("GET", path, &[], b"").status, 410);
+}
+
 #[test]
 fn expired_links_are_refused() {
     let dir = tempfile::tempdir().unwrap();
