@@ -14,8 +14,10 @@ DIR="${LOBSTER_PG_DIR:-/tmp/lobster-pg-$(id -u)}"
 
 pg_bin() {
   local v
-  v=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -1)
-  [ -n "$v" ] && echo "/usr/lib/postgresql/$v/bin"
+  v=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -1 || true)
+  if [ -n "$v" ] && [ -x "/usr/lib/postgresql/$v/bin/initdb" ]; then
+    echo "/usr/lib/postgresql/$v/bin"
+  fi
 }
 
 install_pg() {

@@ -18,6 +18,7 @@ mod permissions;
 mod polyglot;
 mod readme;
 mod resume;
+mod store;
 mod streaming;
 mod trust;
 mod wasm;

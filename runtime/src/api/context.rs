@@ -15,7 +15,10 @@ use std::path::PathBuf;
 /// operator policy, and whether a human can answer prompts (only in human
 /// mode on a terminal).
 pub fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
-    let mut ctx = Context::from_process(mode, StateStore::from_env());
+    let store = StateStore::from_env();
+    // A store that cannot be reached refuses the run before its first step.
+    store.ping()?;
+    let mut ctx = Context::from_process(mode, store);
     ctx.limits = limits.resolve(mode)?;
     if let Some(requested) = cwd {
         let dir = limits::resolve_cwd(&ctx.cwd, requested)?;

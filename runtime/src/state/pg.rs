@@ -309,7 +309,12 @@ impl Tenant {
             .run(move |c| f(c, &tenant).map_err(|e| db.error(what, e)))
     }
 
-    /// The value text under `key` in `table`'s key/value rows.
+    /// One round trip on a pooled connection.
+    pub fn ping(&self) -> Result<()> {
+        self.run("cannot reach", |c, _| c.simple_query("SELECT 1").map(drop))
+    }
+
+    /// The value text under `key` in this tenant's key/value rows.
     pub fn kv_get(&self, key: &str) -> Result<Option<String>> {
         let key = key.to_string();
         self.run("cannot read from", move |c, t| {

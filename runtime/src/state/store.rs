@@ -174,6 +174,17 @@ impl StateStore {
         }
     }
 
+    /// Check that the store can be used now (PostgreSQL: connect, migrate
+    /// if needed, one round trip), so a run is refused before its first
+    /// step rather than when it pauses. The files store is always ready
+    /// (its directory is made on first write).
+    pub fn ping(&self) -> Result<()> {
+        match self.pg()? {
+            Some(pg) => pg.ping(),
+            None => Ok(()),
+        }
+    }
+
     /// Whether this is the files store.
     pub fn is_files(&self) -> bool {
         matches!(self.backend, Backend::Files)
