@@ -28,6 +28,7 @@ Usage:
   lobster mcp [--workflows DIR]... [--approvals agent|human]
   lobster step new NAME --lang rust|python|js | lobster step build|test [DIR]
   lobster steps precompile [--steps DIR]...
+  lobster [--store URL] store migrate
   lobster version
   lobster help <command|step>
 

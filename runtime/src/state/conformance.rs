@@ -423,10 +423,8 @@ fn an_unreachable_database_is_a_clear_error_naming_it_without_its_password() {
 fn a_lost_connection_fails_one_call_then_reconnects() {
     let Some(url) = pg_url() else { return };
     let dir = tempfile::tempdir().unwrap();
-    // A URL of its own, so this test's pool is its own.
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let own = format!("{url}{sep}connect_timeout=7");
-    let s = StateStore::postgres(&own, dir.path()).for_tenant(&format!("test-{}", random_hex(6)));
+    let s = StateStore::postgres(&own_pool(&url, "lobster-reconnect"), dir.path())
+        .for_tenant(&format!("test-{}", random_hex(6)));
     s.set("k", &json!(1)).unwrap();
     let db = s.pg().unwrap().unwrap().db.clone();
     let pid: i32 = db
@@ -453,4 +451,74 @@ fn a_lost_connection_fails_one_call_then_reconnects() {
         assert!(e.to_string().contains("PostgreSQL store at"), "{e}");
     }
     assert_eq!(s.get("k").unwrap(), Some(json!(1)));
+}
+
+/// A pool of its own (a URL no other test uses) for tests that count or
+/// break connections.
+fn own_pool(url: &str, tag: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}application_name={tag}")
+}
+
+#[test]
+fn the_pool_never_opens_more_than_its_cap_under_load() {
+    let Some(url) = pg_url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = StateStore::postgres(&own_pool(&url, "lobster-cap"), dir.path())
+        .for_tenant(&format!("test-{}", random_hex(6)));
+    let barrier = Arc::new(Barrier::new(50));
+    let handles: Vec<_> = (0..50)
+        .map(|i| {
+            let (s, barrier) = (s.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                for j in 0..10 {
+                    s.set(&format!("k{i}_{j}"), &json!(j)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let db = s.pg().unwrap().unwrap().db.clone();
+    let n = db.connections();
+    assert!((1..=super::pg::MAX_CONNECTIONS).contains(&n), "{n}");
+    assert_eq!(s.get("k49_9").unwrap(), Some(json!(9)));
+}
+
+#[test]
+fn statements_run_under_a_timeout_and_say_so_when_they_hit_it() {
+    let Some(url) = pg_url() else { return };
+    let db = super::pg::open(&url);
+    let shown: String = db
+        .run(|c| {
+            c.query_one("SHOW statement_timeout", &[])
+                .map(|r| r.get(0))
+                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+        })
+        .unwrap();
+    assert_eq!(
+        shown,
+        format!("{}s", super::pg::STATEMENT_TIMEOUT.as_secs())
+    );
+    // The same cancellation, with a timeout short enough for a test.
+    let inner = db.clone();
+    let e = db
+        .run(move |c| {
+            let mut tx = c
+                .transaction()
+                .map_err(|e| inner.error("cannot read from", e))?;
+            tx.batch_execute("SET LOCAL statement_timeout = 50")
+                .map_err(|e| inner.error("cannot read from", e))?;
+            tx.batch_execute("SELECT pg_sleep(2)")
+                .map_err(|e| inner.error("cannot read from", e))
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a statement ran past statement_timeout"), "{e}");
+    // The connection is still good afterwards.
+    StateStore::postgres(&url, tempfile::tempdir().unwrap().path())
+        .ping()
+        .unwrap();
 }

@@ -127,6 +127,12 @@ impl Db {
         &self.shown
     }
 
+    /// How many connections (worker threads) this pool has opened or is
+    /// opening; never more than [`MAX_CONNECTIONS`].
+    pub fn connections(&self) -> usize {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).workers
+    }
+
     /// Run `f` on a pooled connection and wait for its answer. Works from
     /// any thread, including those inside a tokio runtime.
     pub fn run<T: Send + 'static>(
