@@ -182,3 +182,106 @@ fn an_unreachable_database_refuses_the_run_before_any_step() {
     assert!(!effect.exists(), "no step ran");
     assert!(env.state_files().is_empty(), "{:?}", env.state_files());
 }
+
+#[test]
+fn a_killed_resumer_leaves_the_run_interrupted_once_its_lease_expires() {
+    let Some(url) = pg_url() else { return };
+    let env = Env::with_store(Some(&url));
+    let started = env.work_path("started");
+    let pipeline = format!(
+        "exec --json --shell 'echo [1]' | approve --prompt ok? | exec --shell 'echo $$ > {}; exec sleep 30'",
+        started.display()
+    );
+    let v = env.tool(&pipeline).json();
+    assert_eq!(v["status"], "needs_approval", "{v}");
+    let token = token_of(&v);
+    let mut resumer = env
+        .command(&["resume", "--token", &token, "--approve", "yes"])
+        .env("LOBSTER_STORE_LEASE_MS", "1000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while read_or_empty(&started).trim().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Two leases later, the heartbeat still holds the claim.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let busy = env.run(&["resume", "--token", &token, "--approve", "yes"]);
+    let msg = busy.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.starts_with("this run is being resumed right now (after approval at stage"),
+        "{msg}"
+    );
+    // kill -9: no release, no more heartbeats.
+    resumer.kill().unwrap();
+    resumer.wait().unwrap();
+    let step: i32 = read(&started).trim().parse().unwrap();
+    // SAFETY: signalling the orphaned `sleep` the killed run started.
+    unsafe { libc::kill(step, libc::SIGKILL) };
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let after = env.run(&["resume", "--token", &token, "--approve", "yes"]);
+    assert_eq!(after.code, 1, "{after:?}");
+    let msg = after.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.starts_with("this run was interrupted after approval at stage")
+            && msg.contains("its lease expired"),
+        "{msg}"
+    );
+    // A bad lease setting is refused, naming the variable.
+    let r = env
+        .command(&["resume", "--token", &token, "--approve", "yes"])
+        .env("LOBSTER_STORE_LEASE_MS", "10")
+        .output()
+        .unwrap();
+    let r = finish(r);
+    assert!(r.stdout.contains("LOBSTER_STORE_LEASE_MS must be"), "{r:?}");
+}
+
+fn read_or_empty(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn doctor_checks_the_database_store() {
+    // Down: doctor says so, naming the database (password hidden) and the fix.
+    let down = Env::with_store(Some("postgres://app:s3cret@127.0.0.1:1/lobster"));
+    let r = down.run(&["doctor"]);
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        msg.starts_with(
+            "cannot connect to the PostgreSQL store at postgres://app:***@127.0.0.1:1/lobster"
+        ) && msg.contains("start the database"),
+        "{msg}"
+    );
+    assert!(!r.stdout.contains("s3cret"));
+    let Some(url) = pg_url() else { return };
+    let r = Env::with_store(Some(&url)).run(&["doctor"]);
+    let checks = r.json()["output"][0]["checks"].clone();
+    let store = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "state store")
+        .unwrap_or_else(|| panic!("{r:?}"))
+        .clone();
+    assert_eq!(store["ok"], true, "{store}");
+    assert!(
+        store["detail"]
+            .as_str()
+            .unwrap()
+            .contains("schema version 1"),
+        "{store}"
+    );
+}

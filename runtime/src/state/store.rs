@@ -105,9 +105,19 @@ impl StateStore {
                 home.join(".lobster").join("state")
             }
         };
-        match std::env::var("LOBSTER_STORE") {
+        let store = match std::env::var("LOBSTER_STORE") {
             Ok(url) if !url.trim().is_empty() => StateStore::open(&url, dir),
             _ => StateStore::new(dir),
+        };
+        match std::env::var("LOBSTER_STORE_LEASE_MS") {
+            Ok(ms) if !ms.trim().is_empty() => match parse_lease(&ms) {
+                Ok(lease) => store.with_lease(lease),
+                Err(msg) => StateStore {
+                    backend: Backend::Unusable(msg),
+                    ..store
+                },
+            },
+            _ => store,
         }
     }
 
@@ -170,7 +180,7 @@ impl StateStore {
             Backend::Files => Ok(None),
             Backend::Postgres(t) => Ok(Some(t)),
             Backend::Unusable(msg) => Err(Error::parse(msg.clone())
-                .with_hint("set LOBSTER_STORE (or --store) to postgres://USER@HOST/DB, or unset it for the files store")),
+                .with_hint("set LOBSTER_STORE (or --store) to postgres://USER@HOST/DB, file://DIR or files (unset: files), and LOBSTER_STORE_LEASE_MS, if set, to milliseconds")),
         }
     }
 
@@ -321,6 +331,20 @@ impl StateStore {
     }
 }
 
+/// The shortest and longest claim lease `LOBSTER_STORE_LEASE_MS` may set.
+pub const LEASE_RANGE_MS: (u64, u64) = (500, 3_600_000);
+
+/// `LOBSTER_STORE_LEASE_MS`: whole milliseconds within [`LEASE_RANGE_MS`].
+fn parse_lease(text: &str) -> std::result::Result<Duration, String> {
+    let (lo, hi) = LEASE_RANGE_MS;
+    match text.trim().parse::<u64>() {
+        Ok(ms) if (lo..=hi).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => Err(format!(
+            "LOBSTER_STORE_LEASE_MS must be a whole number of milliseconds from {lo} to {hi}, not {text:?}"
+        )),
+    }
+}
+
 /// Whether the stored name `name` is a paused run's resume state (kept in
 /// `lobster_runs`, with its claim, by the PostgreSQL store).
 pub(crate) fn is_run_key(name: &str) -> bool {
@@ -370,6 +394,15 @@ pub fn key_to_file_name(key: &str) -> Result<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn leases_are_bounded() {
+        assert_eq!(parse_lease(" 1500 ").unwrap(), Duration::from_millis(1500));
+        for bad in ["499", "3600001", "1.5", "-1", "soon"] {
+            let e = parse_lease(bad).unwrap_err();
+            assert!(e.contains("from 500 to 3600000"), "{e}");
+        }
+    }
 
     #[test]
     fn key_normalisation_matches_reference() {
