@@ -15,6 +15,8 @@ Every command keeps its state (paused runs, approval ids, the token key,
 state.get/state.set/diff.last values) in one store:
   --store URL            before the command, for this invocation
   LOBSTER_STORE=URL      otherwise
+  LOBSTER_STORE_LEASE_MS how long a resume's claim holds without a heartbeat
+                         (PostgreSQL; default 30000, 500 to 3600000)
   files in LOBSTER_STATE_DIR (default ~/.lobster/state) when neither is set
 URL is postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or postgresql://…,
 e.g. postgresql://postgres@/postgres?host=/run/postgresql for a unix

@@ -522,3 +522,46 @@ fn statements_run_under_a_timeout_and_say_so_when_they_hit_it() {
         .ping()
         .unwrap();
 }
+
+#[test]
+fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
+    let Some(url) = pg_url() else { return };
+    let admin = super::pg::open(&url);
+    let db_name = format!("lobster_mig_{}", random_hex(6));
+    let create = format!("CREATE DATABASE {db_name}");
+    admin
+        .run(move |c| {
+            c.batch_execute(&create)
+                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+        })
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    // Eight pools (as eight processes would have) race to first use.
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let u = format!("{url}{sep}dbname={db_name}&application_name=mig{i}");
+            std::thread::spawn(move || {
+                let dir = tempfile::tempdir().unwrap();
+                let s = StateStore::postgres(&u, dir.path());
+                s.set(&format!("k{i}"), &json!(i)).unwrap();
+                super::pg::open(&u)
+            })
+        })
+        .collect();
+    let pools: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let versions: Vec<(i32, String)> = pools[0]
+        .run(|c| {
+            c.query("SELECT version, name FROM lobster_schema_version", &[])
+                .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+        })
+        .unwrap();
+    assert_eq!(versions, vec![(1, "0001_init".to_string())]);
+    let drop_db = format!("DROP DATABASE {db_name} WITH (FORCE)");
+    admin
+        .run(move |c| {
+            c.batch_execute(&drop_db)
+                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+        })
+        .unwrap();
+}

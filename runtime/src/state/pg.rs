@@ -201,7 +201,10 @@ impl Db {
             .map_err(|e| self.error("cannot configure the connection to", e))?;
             let mut migrated = self.migrated.lock().unwrap_or_else(|p| p.into_inner());
             if !*migrated {
-                migrate(&mut c).map_err(|e| self.error("cannot migrate the schema of", e))?;
+                // Up to date (the common case): one read, no lock.
+                if schema_version(&mut c) != Some(latest()) {
+                    migrate(&mut c).map_err(|e| self.error("cannot migrate the schema of", e))?;
+                }
                 *migrated = true;
             }
             *slot = Some(c);
@@ -240,6 +243,22 @@ impl Db {
     }
 }
 
+/// The newest schema version this binary knows.
+pub fn latest() -> i32 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+/// The recorded schema version; `None` when there is none yet (or it
+/// cannot be read: [`migrate`] then finds out why).
+fn schema_version(c: &mut Client) -> Option<i32> {
+    c.query_one(
+        "SELECT coalesce(max(version), 0) FROM lobster_schema_version",
+        &[],
+    )
+    .ok()
+    .map(|r| r.get(0))
+}
+
 /// Bring the schema up to date: every migration newer than the recorded
 /// version, each in its own transaction, under an advisory lock so racing
 /// processes apply each exactly once. Returns the versions applied.
@@ -259,6 +278,12 @@ pub fn migrate(c: &mut Client) -> std::result::Result<Vec<i32>, postgres::Error>
             &[],
         )?
         .get(0);
+    if current > latest() {
+        // A newer binary migrated this database: leave its schema alone
+        // (migrations only add, so this binary's statements still fit).
+        tx.rollback()?;
+        return Ok(applied);
+    }
     for (version, name, sql) in MIGRATIONS {
         if *version <= current {
             continue;
