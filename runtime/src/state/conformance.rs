@@ -74,6 +74,7 @@ conformance!(
     token_key_is_stable_and_created_once,
     approval_ids_alias_once,
     works_inside_a_tokio_runtime,
+    dangling_approval_aliases_are_swept,
 );
 
 fn kv_round_trip(kind: Kind) {
@@ -381,6 +382,29 @@ fn works_inside_a_tokio_runtime(kind: Kind) {
         (from_blocking, s.get("k2").unwrap())
     });
     assert_eq!(got, (Some(json!({"in": "blocking"})), Some(json!(2))));
+}
+
+fn dangling_approval_aliases_are_swept(kind: Kind) {
+    use crate::resume::approval_id;
+    let Some(f) = fixture(kind) else { return };
+    let s = &f.store;
+    s.set("pipeline_resume_live", &json!({"p": 1})).unwrap();
+    let live = approval_id::publish(s, "pipeline_resume_live")
+        .unwrap()
+        .unwrap();
+    // A pause that published its alias and then failed to save its state.
+    let dangling = approval_id::publish(s, "pipeline_resume_gone")
+        .unwrap()
+        .unwrap();
+    // Young: maybe a pause in progress.
+    s.sweep_orphans(super::ORPHAN_AGE);
+    assert!(approval_id::lookup(s, &dangling).is_ok());
+    assert_eq!(s.sweep_orphans(Duration::ZERO), 1);
+    assert!(approval_id::lookup(s, &dangling).is_err());
+    assert_eq!(
+        approval_id::lookup(s, &live).unwrap().1,
+        "pipeline_resume_live"
+    );
 }
 
 /// Not parameterised: these need no running database.

@@ -12,7 +12,7 @@
 mod atomic;
 pub mod pg;
 mod store;
-mod sweep;
+pub(crate) mod sweep;
 
 pub use atomic::{random_hex, sync_dir, write_atomic};
 pub use store::{key_to_file_name, tenant_id, StateStore, DEFAULT_LEASE, DEFAULT_TENANT};

@@ -506,6 +506,25 @@ impl Tenant {
         })
     }
 
+    /// Remove this tenant's approval aliases older than `older_than` whose
+    /// paused run is gone (a pause that failed after publishing its alias,
+    /// with the database unreachable for the clean-up). Returns how many.
+    pub fn sweep_aliases(&self, older_than: Duration) -> Result<u64> {
+        let secs = older_than.as_secs_f64();
+        self.run("cannot sweep", move |c, t| {
+            c.execute(
+                r"DELETE FROM lobster_kv k
+                 WHERE k.tenant = $1 AND k.key LIKE 'approval\_%.json'
+                   AND k.updated_at <= now() - make_interval(secs => $2)
+                   AND NOT EXISTS (
+                     SELECT 1 FROM lobster_runs r
+                     WHERE r.tenant = k.tenant
+                       AND r.state_key = lower(k.value::jsonb ->> 'stateKey') || '.json')",
+                &[&t, &secs],
+            )
+        })
+    }
+
     /// Apply pending migrations now; (versions applied, schema versions with
     /// names and times).
     pub fn migrate_now(&self) -> Result<(Vec<i32>, Vec<SchemaVersion>)> {

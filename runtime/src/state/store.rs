@@ -195,6 +195,47 @@ impl StateStore {
         }
     }
 
+    /// Remove what killed or failed writers left, older than `older_than`:
+    /// files: temp and claim files and dangling approval aliases
+    /// ([`super::sweep_orphans`]); PostgreSQL: approval aliases whose run is
+    /// gone. Returns how many; never fails (a sweep must not fail a run).
+    pub fn sweep_orphans(&self, older_than: Duration) -> usize {
+        match self.pg() {
+            Ok(Some(pg)) => pg.sweep_aliases(older_than).unwrap_or(0) as usize,
+            Ok(None) => super::sweep_orphans(&self.dir, older_than),
+            Err(_) => 0,
+        }
+    }
+
+    /// [`StateStore::sweep_orphans`] with [`super::ORPHAN_AGE`], at most
+    /// once per [`super::sweep::SWEEP_EVERY`] (files: per directory, by its
+    /// marker file; PostgreSQL: per tenant and process).
+    pub fn sweep_now_and_then(&self) {
+        let Ok(Some(pg)) = self.pg() else {
+            return super::sweep_now_and_then(&self.dir);
+        };
+        static LAST: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+        > = std::sync::OnceLock::new();
+        let due = {
+            let mut last = LAST
+                .get_or_init(Default::default)
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let id = format!("{}\0{}", pg.db.shown(), pg.tenant);
+            let due = last
+                .get(&id)
+                .is_none_or(|t| t.elapsed() >= super::sweep::SWEEP_EVERY);
+            if due {
+                last.insert(id, std::time::Instant::now());
+            }
+            due
+        };
+        if due {
+            self.sweep_orphans(super::ORPHAN_AGE);
+        }
+    }
+
     /// Whether this is the files store.
     pub fn is_files(&self) -> bool {
         matches!(self.backend, Backend::Files)
