@@ -5,6 +5,8 @@
 #   bash tests/pg.sh start   # installs postgresql from Debian if missing, starts, prints the URL
 #   bash tests/pg.sh url     # prints the URL of the running cluster
 #   bash tests/pg.sh stop    # stops it and removes its directory
+#   bash tests/pg.sh kill    # stops it at once (as a crash would), keeping its data;
+#                            # `start` then restarts it on the same data
 #
 # The cluster lives in $LOBSTER_PG_DIR (default /tmp/lobster-pg-<uid>); the
 # URL is postgresql://postgres@/postgres?host=<dir>. Runs as root (CI, the dev
@@ -39,17 +41,23 @@ case "${1:-}" in
     if [ -f "$DIR/postmaster.pid" ] && as_pg "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1; then
       url; exit 0
     fi
-    rm -rf "$DIR"
-    mkdir -p "$DIR"
-    chown postgres "$DIR"
-    chmod 700 "$DIR"
-    as_pg "$BIN/initdb" -D "$DIR" -U postgres -A trust -E UTF8 --locale=C -N >/dev/null
+    if [ ! -f "$DIR/PG_VERSION" ]; then
+      rm -rf "$DIR"
+      mkdir -p "$DIR"
+      chown postgres "$DIR"
+      chmod 700 "$DIR"
+      as_pg "$BIN/initdb" -D "$DIR" -U postgres -A trust -E UTF8 --locale=C -N >/dev/null
+    fi
     as_pg "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" start \
       -o "-k $DIR -c listen_addresses='' -c fsync=off -c max_connections=200" >/dev/null
     url
     ;;
   url)
     url
+    ;;
+  kill)
+    BIN=$(pg_bin)
+    as_pg "$BIN/pg_ctl" -D "$DIR" -m immediate stop >/dev/null
     ;;
   stop)
     BIN=$(pg_bin)
@@ -59,7 +67,7 @@ case "${1:-}" in
     rm -rf "$DIR"
     ;;
   *)
-    echo "usage: bash tests/pg.sh start|stop|url" >&2
+    echo "usage: bash tests/pg.sh start|stop|kill|url" >&2
     exit 2
     ;;
 esac

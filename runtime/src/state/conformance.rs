@@ -589,3 +589,87 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
         })
         .unwrap();
 }
+
+/// `tests/pg.sh` with `LOBSTER_PG_DIR=dir`; its stdout.
+fn pg_sh(dir: &std::path::Path, what: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .arg(what)
+        .env("LOBSTER_PG_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pg.sh {what}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_database_restart_under_load_fails_calls_cleanly_then_recovers_losing_nothing() {
+    // A cluster of its own (tests/pg.sh, as CI starts the shared one), so
+    // stopping it disturbs no other test.
+    if pg_url().is_none() {
+        return;
+    }
+    let parent = tempfile::tempdir().unwrap();
+    // The server runs as the postgres user: let it reach its directory.
+    std::fs::set_permissions(
+        parent.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let dir = parent.path().join("pg");
+    let url = pg_sh(&dir, "start");
+    let local = tempfile::tempdir().unwrap();
+    let s = StateStore::postgres(&url, local.path());
+    s.ping().unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let restarted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (s, stop, restarted) = (s.clone(), stop.clone(), restarted.clone());
+            std::thread::spawn(move || {
+                let (mut acked, mut failed, mut after) = (Vec::new(), 0, 0);
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let key = format!("w{w}_{i}");
+                    match s.set(&key, &json!(i)) {
+                        Ok(()) => {
+                            acked.push(key);
+                            if restarted.load(Ordering::SeqCst) {
+                                after += 1;
+                            }
+                        }
+                        Err(e) => {
+                            let text = e.to_string();
+                            assert!(text.contains("the PostgreSQL store at"), "{text}");
+                            assert!(text.contains("this call wrote nothing"), "{text}");
+                            failed += 1;
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                    i += 1;
+                }
+                (acked, failed, after)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(400));
+    pg_sh(&dir, "kill");
+    std::thread::sleep(Duration::from_millis(600));
+    pg_sh(&dir, "start");
+    restarted.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(800));
+    stop.store(true, Ordering::SeqCst);
+    let results: Vec<_> = writers.into_iter().map(|h| h.join().unwrap()).collect();
+    let failed: usize = results.iter().map(|r| r.1).sum();
+    assert!(failed > 0, "the database was down for a while");
+    for (acked, _, after) in &results {
+        // Recovered: writes went through after the restart too…
+        assert!(*after > 0, "no write after the restart");
+        // …and every acknowledged write is there.
+        for key in acked {
+            assert!(s.get(key).unwrap().is_some(), "{key} lost");
+        }
+    }
+    pg_sh(&dir, "stop");
+}
