@@ -20,7 +20,7 @@ state.get/state.set/diff.last values) in one store:
   files in LOBSTER_STATE_DIR (default ~/.lobster/state) when neither is set
 URL is postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or postgresql://…,
 e.g. postgresql://postgres@/postgres?host=/run/postgresql for a unix
-socket), file://DIR, or files. With PostgreSQL, LOBSTER_STATE_DIR still
+socket), file://DIR or a directory, or files. With PostgreSQL, LOBSTER_STATE_DIR still
 holds node-local caches (compiled components).
 
 Subcommands:
@@ -43,7 +43,12 @@ pub fn take_store_flag(args: Vec<String>) -> std::result::Result<Vec<String>, St
     let (url, rest) = if first == "--store" {
         match args.get(1) {
             Some(url) if !url.starts_with('-') => (url.clone(), 2),
-            _ => return Err("--store requires a URL (postgres://…, file://DIR or files)".into()),
+            _ => {
+                return Err(
+                    "--store requires a URL (postgres://…, file://DIR, a directory, or files)"
+                        .into(),
+                )
+            }
         }
     } else if let Some(url) = first.strip_prefix("--store=") {
         (url.to_string(), 1)
@@ -51,7 +56,9 @@ pub fn take_store_flag(args: Vec<String>) -> std::result::Result<Vec<String>, St
         return Ok(args);
     };
     if url.trim().is_empty() {
-        return Err("--store requires a URL (postgres://…, file://DIR or files)".into());
+        return Err(
+            "--store requires a URL (postgres://…, file://DIR, a directory, or files)".into(),
+        );
     }
     // Single-threaded here: nothing has started yet.
     std::env::set_var("LOBSTER_STORE", url);

@@ -68,8 +68,8 @@ impl StateStore {
     }
 
     /// The store `url` names: `postgres://…`/`postgresql://…`, or a files
-    /// store (an empty URL, `files`, or `file://DIR`; `dir` is the files
-    /// store's directory unless the URL names one).
+    /// store (an empty URL or `files`: in `dir`; `file://DIR` or a plain
+    /// path: in that directory). Any other `scheme://` is refused.
     pub fn open(url: &str, dir: impl Into<PathBuf>) -> Self {
         let url = url.trim();
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -81,9 +81,12 @@ impl StateStore {
         if let Some(path) = url.strip_prefix("file://") {
             return StateStore::new(path);
         }
+        if !url.contains("://") {
+            return StateStore::new(url);
+        }
         let mut store = StateStore::new(dir);
         store.backend = Backend::Unusable(format!(
-            "unknown store {:?}: expected postgres://… (or postgresql://…), file://DIR or files",
+            "unknown store {:?}: expected postgres://… (or postgresql://…), file://DIR, a directory, or files",
             pg::redact(url)
         ));
         store
@@ -435,6 +438,28 @@ pub fn key_to_file_name(key: &str) -> Result<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn store_urls_choose_the_back_end() {
+        let here = Path::new("/tmp/local");
+        assert!(StateStore::open("", here).is_files());
+        assert_eq!(StateStore::open("files", here).dir(), here);
+        assert_eq!(
+            StateStore::open("file:///srv/x", here).dir(),
+            Path::new("/srv/x")
+        );
+        assert_eq!(StateStore::open("/srv/y", here).dir(), Path::new("/srv/y"));
+        let pg = StateStore::open("postgresql://u@/db?host=/run", here);
+        assert!(!pg.is_files());
+        assert_eq!(pg.dir(), here);
+        assert_eq!(pg.tenant(), DEFAULT_TENANT);
+        let bad = StateStore::open("redis://h", here);
+        assert!(bad
+            .get("k")
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown store"));
+    }
 
     #[test]
     fn leases_are_bounded() {
