@@ -207,8 +207,14 @@ fn lease_expiry_turns_the_run_interrupted(kind: Kind) {
         e.starts_with("this run was interrupted after approval at step 2 (gate)"),
         "{e}"
     );
-    // Never silently re-run: the run stays interrupted.
+    // Never silently re-run: the run stays interrupted, and its state
+    // cannot be written back as paused by PostgreSQL (the files store has
+    // no such guard: a write there makes a new state file under the key).
     assert!(claim(&s, key).unwrap().is_none());
+    if kind == Kind::Pg {
+        let e = s.set(key, &json!({"again": true})).unwrap_err().to_string();
+        assert!(e.contains("already claimed"), "{e}");
+    }
     assert_eq!(s.get(key).unwrap(), None);
     assert!(error_for(&s, key).is_some());
 }

@@ -174,9 +174,17 @@ impl Db {
                 q.idle -= 1;
                 q.jobs.pop_front().expect("not empty")
             };
-            match self.connection(&mut client) {
-                Ok(c) => job(Ok(c)),
-                Err(e) => job(Err(e)),
+            // A job that panics loses its answer (its caller gets an
+            // error), not the worker; its connection may be mid-statement,
+            // so it is dropped.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                match self.connection(&mut client) {
+                    Ok(c) => job(Ok(c)),
+                    Err(e) => job(Err(e)),
+                }
+            }));
+            if ran.is_err() {
+                client = None;
             }
         }
     }
@@ -407,19 +415,25 @@ impl Tenant {
         })
     }
 
-    /// Save a paused run's resume state.
+    /// Save a paused run's resume state. A run that is claimed or
+    /// interrupted is never turned back into a paused one (that would let
+    /// it run again): that write is refused.
     pub fn run_set(&self, key: &str, body: String) -> Result<()> {
-        let key = key.to_string();
-        self.run("cannot write to", move |c, t| {
+        let name = key.to_string();
+        let written = self.run("cannot write to", move |c, t| {
             c.execute(
                 "INSERT INTO lobster_runs (tenant, state_key, body, status) VALUES ($1, $2, $3, 'paused')
-                 ON CONFLICT (tenant, state_key) DO UPDATE
-                 SET body = EXCLUDED.body, status = 'paused', lease_until = NULL,
-                     claimed_at = NULL, claimed_by = NULL",
-                &[&t, &key, &body],
+                 ON CONFLICT (tenant, state_key) DO UPDATE SET body = EXCLUDED.body
+                 WHERE lobster_runs.status = 'paused'",
+                &[&t, &name, &body],
             )
-            .map(drop)
-        })
+        })?;
+        if written == 1 {
+            return Ok(());
+        }
+        Err(Error::runtime(format!(
+            "cannot save resume state {key}: that run was already claimed (it is being resumed or was interrupted)"
+        )))
     }
 
     /// Remove a run's row, whatever its status.
