@@ -11,13 +11,15 @@
 //!
 //! A worker connects on its first job (connect timeout [`CONNECT_TIMEOUT`],
 //! then `statement_timeout` [`STATEMENT_TIMEOUT`]), brings the schema up to
-//! date on the first connection of the process ([`migrate`]), and reconnects
-//! when it finds its connection closed. A statement is never retried after it
+//! date on the first connection of the process ([`migrate`]), and drops its
+//! connection after any failed call (it may be broken), connecting afresh
+//! for the next. A statement is never retried after it
 //! was sent: a lost connection fails that call with an error naming the
 //! database (password redacted), and every write is one statement, so nothing
 //! is ever half-written.
 
 use crate::error::{Error, Result};
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Config, NoTls};
 use std::collections::{HashMap, VecDeque};
 use std::str::FromStr;
@@ -26,11 +28,21 @@ use std::time::Duration;
 
 /// The schema migrations, in order: (version, name, SQL). Each runs once, in
 /// one transaction with its row in `lobster_schema_version`.
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[(
-    1,
-    "0001_init",
-    include_str!("../../migrations/0001_init.sql"),
-)];
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (
+        1,
+        "0001_init",
+        include_str!("../../migrations/0001_init.sql"),
+    ),
+    (
+        2,
+        "0002_queue",
+        include_str!("../../migrations/0002_queue.sql"),
+    ),
+];
+
+/// The channel an enqueue notifies (payload: the tenant).
+pub const QUEUE_CHANNEL: &str = "lobster_queue";
 
 /// How long one statement may run before the database cancels it.
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -44,7 +56,9 @@ pub const MAX_CONNECTIONS: usize = 8;
 /// Serialises concurrent migrations (any process, any node).
 const MIGRATION_LOCK: i64 = 0x006c_6f62_7374_6572; // "lobster"
 
-type Job = Box<dyn FnOnce(Result<&mut Client>) + Send>;
+/// A call on a connection; returns whether it failed (its connection is
+/// then dropped: a statement that failed may have left it broken).
+type Job = Box<dyn FnOnce(Result<&mut Client>) -> bool + Send>;
 
 #[derive(Default)]
 struct Queue {
@@ -141,7 +155,10 @@ impl Db {
     ) -> Result<T> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.submit(Box::new(move |conn| {
-            let _ = tx.send(conn.and_then(f));
+            let result = conn.and_then(f);
+            let failed = result.is_err();
+            let _ = tx.send(result);
+            failed
         }));
         rx.recv()
             .map_err(|_| Error::runtime("a PostgreSQL store worker stopped unexpectedly"))?
@@ -175,15 +192,16 @@ impl Db {
                 q.jobs.pop_front().expect("not empty")
             };
             // A job that panics loses its answer (its caller gets an
-            // error), not the worker; its connection may be mid-statement,
-            // so it is dropped.
+            // error), not the worker. After a failed or panicked call the
+            // connection is dropped (it may be broken or mid-statement);
+            // the next call connects afresh.
             let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 match self.connection(&mut client) {
                     Ok(c) => job(Ok(c)),
                     Err(e) => job(Err(e)),
                 }
             }));
-            if ran.is_err() {
+            if !matches!(ran, Ok(false)) {
                 client = None;
             }
         }
@@ -536,6 +554,119 @@ impl Tenant {
                        AND r.state_key = lower(k.value::jsonb ->> 'stateKey') || '.json')",
                 &[&t, &secs],
             )
+        })
+    }
+
+    /// Queue job `id` with `payload` and wake the listeners (one
+    /// statement: the notification is sent when the row commits). An error
+    /// when `id` is already queued or running.
+    pub fn enqueue(&self, id: &str, payload: String) -> Result<bool> {
+        let id = id.to_string();
+        self.run("cannot enqueue in", move |c, t| {
+            Ok(c.query(
+                "WITH ins AS (
+                   INSERT INTO lobster_queue (tenant, id, payload, status) VALUES ($1, $2, $3, 'queued')
+                   ON CONFLICT (tenant, id) DO NOTHING RETURNING 1)
+                 SELECT pg_notify('lobster_queue', $1) FROM ins",
+                &[&t, &id, &payload],
+            )?
+            .len()
+                == 1)
+        })
+    }
+
+    /// Take the oldest queued job: exactly one taker gets each job, and
+    /// takers skip each other's locked rows instead of waiting.
+    pub fn take_job(&self, taker: String) -> Result<Option<(String, String, i64)>> {
+        let lease = self.lease.as_secs_f64();
+        self.run("cannot take a job from", move |c, t| {
+            Ok(c.query_opt(
+                "UPDATE lobster_queue q
+                 SET status = 'running', epoch = q.epoch + 1,
+                     lease_until = now() + make_interval(secs => $2), taken_by = $3
+                 WHERE q.tenant = $1 AND q.id = (
+                   SELECT id FROM lobster_queue
+                   WHERE tenant = $1 AND status = 'queued'
+                   ORDER BY enqueued_at, id
+                   FOR UPDATE SKIP LOCKED LIMIT 1)
+                 RETURNING q.id, q.payload, q.epoch",
+                &[&t, &lease, &taker],
+            )?
+            .map(|r| (r.get(0), r.get(1), r.get(2))))
+        })
+    }
+
+    /// Extend a taken job's lease (fenced by `epoch`); `false` when the
+    /// job is no longer this taker's.
+    pub fn job_heartbeat(&self, id: &str, epoch: i64) -> Result<bool> {
+        let id = id.to_string();
+        let lease = self.lease.as_secs_f64();
+        self.run("cannot extend a job in", move |c, t| {
+            Ok(c.execute(
+                "UPDATE lobster_queue SET lease_until = now() + make_interval(secs => $4)
+                 WHERE tenant = $1 AND id = $2 AND epoch = $3
+                   AND status = 'running' AND lease_until >= now()",
+                &[&t, &id, &epoch, &lease],
+            )? == 1)
+        })
+    }
+
+    /// Remove a finished job (fenced by `epoch`); `false` when it was no
+    /// longer this taker's.
+    pub fn finish_job(&self, id: &str, epoch: i64) -> Result<bool> {
+        let id = id.to_string();
+        self.run("cannot finish a job in", move |c, t| {
+            Ok(c.execute(
+                "DELETE FROM lobster_queue
+                 WHERE tenant = $1 AND id = $2 AND epoch = $3 AND status = 'running'",
+                &[&t, &id, &epoch],
+            )? == 1)
+        })
+    }
+
+    /// `queued`, `running` or `interrupted` (a taken job whose lease
+    /// expired is marked so first); `None` when there is no such job.
+    pub fn job_status(&self, id: &str) -> Result<Option<String>> {
+        let id = id.to_string();
+        self.run("cannot read from", move |c, t| {
+            c.execute(
+                "UPDATE lobster_queue SET status = 'interrupted'
+                 WHERE tenant = $1 AND id = $2 AND status = 'running' AND lease_until < now()",
+                &[&t, &id],
+            )?;
+            Ok(c.query_opt(
+                "SELECT status FROM lobster_queue WHERE tenant = $1 AND id = $2",
+                &[&t, &id],
+            )?
+            .map(|r| r.get(0)))
+        })
+    }
+
+    /// Wait up to `timeout` for an enqueue of this tenant (LISTEN/NOTIFY).
+    /// `true` when one came. A notification sent while nobody listened is
+    /// lost, so callers also poll ([`Tenant::take_job`] after a timeout).
+    pub fn wait_for_jobs(&self, timeout: Duration) -> Result<bool> {
+        self.run("cannot listen on", move |c, t| {
+            c.batch_execute("LISTEN lobster_queue")?;
+            let deadline = std::time::Instant::now() + timeout;
+            let mut woken = false;
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let next = c.notifications().timeout_iter(left).next()?;
+                match next {
+                    Some(n) if n.payload() == t => {
+                        woken = true;
+                        break;
+                    }
+                    Some(_) => continue,
+                    None => break,
+                }
+            }
+            c.batch_execute("UNLISTEN lobster_queue")?;
+            Ok(woken)
         })
     }
 
