@@ -16,6 +16,8 @@ pub fn bin() -> &'static str {
 pub struct Env {
     pub state: tempfile::TempDir,
     pub work: tempfile::TempDir,
+    /// `LOBSTER_STORE` for every command (`None`: the files store).
+    pub store: Option<String>,
 }
 
 /// What one run printed.
@@ -39,6 +41,15 @@ impl Env {
         Env {
             state: tempfile::tempdir().unwrap(),
             work: tempfile::tempdir().unwrap(),
+            store: None,
+        }
+    }
+
+    /// An `Env` whose commands use the store at `url` (`None`: files).
+    pub fn with_store(url: Option<&str>) -> Self {
+        Env {
+            store: url.map(str::to_string),
+            ..Env::new()
         }
     }
 
@@ -49,6 +60,10 @@ impl Env {
             .env("LOBSTER_STATE_DIR", self.state.path())
             .env_remove("LOBSTER_MAX_OUTPUT_BYTES")
             .stdin(Stdio::null());
+        match &self.store {
+            Some(url) => c.env("LOBSTER_STORE", url),
+            None => c.env_remove("LOBSTER_STORE"),
+        };
         c
     }
 

@@ -22,6 +22,7 @@ mod polyglot;
 mod readme;
 mod reaper;
 mod resume;
+mod store;
 mod streaming;
 mod trust;
 mod wasm;

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-fn paused(env: &Env, effect_file: &std::path::Path) -> Value {
+pub(crate) fn paused(env: &Env, effect_file: &std::path::Path) -> Value {
     let pipeline = format!(
         "{} | approve --prompt 'Write?' | exec --stdin raw --shell 'cat >> {}; echo ok'",
         env.source(r#"["x"]"#),
@@ -138,34 +138,8 @@ fn forged_edited_and_truncated_tokens_run_nothing() {
 
 #[test]
 fn many_concurrent_resumers_exactly_one_wins() {
-    let env = Env::new();
-    let effect = env.work_path("effect");
-    let v = paused(&env, &effect);
-    let token = token_of(&v);
-    let children: Vec<_> = (0..12)
-        .map(|_| env.spawn(&["resume", "--token", &token, "--approve", "yes"]))
-        .collect();
-    let runs: Vec<_> = children
-        .into_iter()
-        .map(|c| crate::common::finish(c.wait_with_output().unwrap()))
-        .collect();
-    let winners = runs.iter().filter(|r| r.code == 0).count();
-    assert_eq!(winners, 1, "{runs:#?}");
-    for loser in runs.iter().filter(|r| r.code != 0) {
-        // While the winner runs, a loser is told so (its interrupted-run
-        // record names it); after it finished, the state is simply gone.
-        let msg = loser.json()["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        assert!(
-            msg == "Pipeline resume state not found"
-                || msg.starts_with("this run is being resumed right now (after approval at stage"),
-            "{loser:?}"
-        );
-    }
-    assert_eq!(crate::common::read(&effect), "x", "the effect ran once");
-    assert!(env.state_files().is_empty(), "{:?}", env.state_files());
+    // The same race against PostgreSQL: tests/cli/store.rs.
+    crate::store::race_resumers(None, 12);
 }
 
 #[test]

@@ -748,13 +748,27 @@ fn editing_a_sub_workflow_while_paused_refuses_the_resume() {
 
 #[test]
 fn concurrent_resumes_run_the_rest_exactly_once() {
-    let env = Env::new();
+    concurrent_workflow_resumes(None, 8);
+}
+
+#[test]
+fn concurrent_resumes_run_the_rest_exactly_once_postgres() {
+    let Some(url) = crate::store::pg_url() else {
+        return;
+    };
+    concurrent_workflow_resumes(Some(&url), 50);
+}
+
+/// `n` racing `lobster resume` processes on one workflow token, with the
+/// store at `store` (`None`: files).
+fn concurrent_workflow_resumes(store: Option<&str>, n: usize) {
+    let env = Env::with_store(store);
     let f = env.wf(
         "c.lobster",
         "steps:\n  - id: gate\n    approval: once?\n  - id: effect\n    run: echo x >> effects; echo done\n",
     );
     let t = token_of(&env.wf_tool(&f, None).json());
-    let children: Vec<_> = (0..8)
+    let children: Vec<_> = (0..n)
         .map(|_| env.spawn(&["resume", "--token", &t, "--approve", "yes"]))
         .collect();
     let runs: Vec<Run> = children

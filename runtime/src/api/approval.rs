@@ -111,8 +111,15 @@ pub fn open(store: &StateStore, sealed: &str, state_key: &str) -> Result<()> {
     if nonce.len() != 32 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(invalid());
     }
+    let spent_name = format!("human-approval-{nonce}.spent");
+    if let Some(pg) = store.pg()? {
+        return match pg.kv_insert_new(&spent_name, String::new())? {
+            true => Ok(()),
+            false => Err(Error::parse("this approval request was already answered")),
+        };
+    }
     store.ensure_dir()?;
-    let spent = store.dir().join(format!("human-approval-{nonce}.spent"));
+    let spent = store.dir().join(spent_name);
     match OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -28,6 +28,8 @@ pub fn build_context_in(
     state: StateStore,
     fixed: Option<&crate::policy::Policy>,
 ) -> Result<Context> {
+    // A store that cannot be reached refuses the run before its first step.
+    state.ping()?;
     let mut ctx = Context::from_process(mode, state);
     ctx.limits = limits.resolve(mode)?;
     if let Some(requested) = cwd {

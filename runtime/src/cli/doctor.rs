@@ -142,7 +142,11 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
                 report.insert("notes".into(), json!(notes));
             }
             let checks = [
-                check_state_dir(ctx.state.dir()),
+                if ctx.state.is_files() {
+                    check_state_dir(ctx.state.dir())
+                } else {
+                    check_store(&ctx.state)
+                },
                 check_engine(),
                 check_step_path(&ctx),
                 check_cache(&ctx),
@@ -171,6 +175,19 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
             ),
         )),
         Err(e) => printer.envelope(&error_envelope_of("doctor_error", &e.to_string())),
+    }
+}
+
+/// A database store: reachable, schema up to date (migrating it if not).
+fn check_store(store: &crate::state::StateStore) -> Check {
+    const NAME: &str = "state store";
+    match super::store::migrate(store) {
+        Ok(text) => Check::ok(NAME, text.lines().take(2).collect::<Vec<_>>().join("; ")),
+        Err(e) => Check::problem(
+            NAME,
+            e.to_string(),
+            "start the database or fix the URL (--store / LOBSTER_STORE); until then every run is refused".into(),
+        ),
     }
 }
 

@@ -29,6 +29,7 @@ Usage:
   lobster serve --config serve.toml [--listen ADDR]
   lobster step new NAME --lang rust|python|js | lobster step build|test [DIR]
   lobster steps precompile [--steps DIR]...
+  lobster [--store URL] store migrate
   lobster version
   lobster help <command|step>
 

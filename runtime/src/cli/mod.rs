@@ -23,6 +23,7 @@ pub mod serve;
 pub mod step_project;
 mod step_templates;
 pub mod steps;
+pub mod store;
 pub mod trust_args;
 pub mod workflow_file;
 
@@ -39,6 +40,13 @@ use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
+    let args = match store::take_store_flag(args) {
+        Ok(args) => args,
+        Err(msg) => {
+            write_once("", &format!("Parse error: {msg}\n"));
+            return 2;
+        }
+    };
     let first = args.first().map(String::as_str);
     match first {
         None | Some("-h" | "--help") => print_help(&[]),
@@ -59,6 +67,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("serve") => serve::serve(&args[1..]),
         Some("steps") => steps::steps(&args[1..]),
         Some("step") => step_project::step(&args[1..]),
+        Some("store") => store::store(&args[1..]),
         Some(_) => run(&args),
     }
 }
@@ -128,6 +137,7 @@ fn help_topic(name: &str) -> bool {
             | "serve"
             | "steps"
             | "step"
+            | "store"
     )
 }
 
@@ -145,6 +155,7 @@ fn print_topic(registry: &Registry, topic: &str) -> i32 {
         "serve" => serve::SERVE_HELP,
         "steps" => steps::STEPS_HELP,
         "step" => step_project::STEP_HELP,
+        "store" => store::STORE_HELP,
         name => registry.get(name).map_or("", |cmd| cmd.help()),
     };
     write_once(text, "");

@@ -10,7 +10,6 @@ use crate::executor::Context;
 use crate::state::key_to_file_name;
 use crate::value::to_js_json;
 use serde_json::{Map, Value};
-use std::io::ErrorKind;
 
 /// `diff.last --key <stateKey>` (or a positional key).
 pub struct DiffLast;
@@ -58,15 +57,11 @@ fn sorted_keys(v: &Value) -> Value {
 
 /// The stored snapshot; a missing or corrupt file reads as null.
 fn read_snapshot(ctx: &Context, key: &str) -> Result<Value> {
-    let path = ctx.state.path_for(key)?;
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Value::Null),
-        Err(e) => Err(Error::runtime(format!(
-            "cannot read state file {}: {e}",
-            path.display()
-        ))),
-    }
+    Ok(ctx
+        .state
+        .get_text(key)?
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null))
 }
 
 impl Command for DiffLast {

@@ -15,7 +15,12 @@ use std::path::PathBuf;
 const ATTEMPTS: usize = 16;
 
 fn index_path(store: &StateStore, id: &str) -> PathBuf {
-    store.dir().join(format!("approval_{id}.json"))
+    store.dir().join(alias_name(id))
+}
+
+/// The alias's file name (files) or row key (PostgreSQL).
+fn alias_name(id: &str) -> String {
+    format!("approval_{id}.json")
 }
 
 /// Publish a fresh id for `state_key`. `Ok(None)` when this filesystem cannot
@@ -24,10 +29,19 @@ fn index_path(store: &StateStore, id: &str) -> PathBuf {
 /// The directory is not fsynced here: the caller writes the state file into
 /// the same directory next, and that write's directory fsync covers the link.
 pub fn publish(store: &StateStore, state_key: &str) -> Result<Option<String>> {
-    store.ensure_dir()?;
     let mut body =
         crate::value::to_js_json(&json!({"stateKey": state_key, "createdAt": now_iso()}));
     body.push('\n');
+    if let Some(pg) = store.pg()? {
+        for _ in 0..ATTEMPTS {
+            let id = random_hex(4);
+            if pg.kv_insert_new(&alias_name(&id), body.clone())? {
+                return Ok(Some(id));
+            }
+        }
+        return Err(Error::runtime("Could not allocate a unique approval ID"));
+    }
+    store.ensure_dir()?;
     for _ in 0..ATTEMPTS {
         let id = random_hex(4);
         let tmp = store
@@ -66,7 +80,10 @@ pub fn lookup(store: &StateStore, raw: &str) -> Result<(String, String)> {
     if id.is_empty() {
         return Err(not_found());
     }
-    let text = fs::read_to_string(index_path(store, &id)).map_err(|_| not_found())?;
+    let text = match store.pg()? {
+        Some(pg) => pg.kv_get(&alias_name(&id))?.ok_or_else(not_found)?,
+        None => fs::read_to_string(index_path(store, &id)).map_err(|_| not_found())?,
+    };
     let parsed: Value = serde_json::from_str(&text).map_err(|_| not_found())?;
     let key = parsed
         .get("stateKey")
@@ -78,6 +95,10 @@ pub fn lookup(store: &StateStore, raw: &str) -> Result<(String, String)> {
 /// Remove the alias (missing is fine). Not fsynced: if the removal is lost in
 /// a crash, the alias points at a state that is gone and reads as expired.
 pub fn remove(store: &StateStore, id: &str) {
+    if let Ok(Some(pg)) = store.pg() {
+        let _ = pg.kv_remove(&alias_name(id));
+        return;
+    }
     let _ = fs::remove_file(index_path(store, id));
 }
 

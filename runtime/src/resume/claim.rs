@@ -1,41 +1,202 @@
-//! Exactly-once consumption of a resume state.
+//! Exactly-once consumption of a resume state, by the store's back end.
 //!
-//! Claiming renames the state file to a name unique to this process. rename(2)
-//! is atomic: when many `lobster resume` processes race for one token, exactly
-//! one rename succeeds and the others find the file gone. The winner reads the
-//! claimed file and removes it at once: the state now lives only in memory,
-//! and the token can never run again. A process killed between the rename and
-//! the removal leaves the claimed file behind; the next claim sweeps it
-//! ([`crate::state::sweep_orphans`]).
+//! Files: claiming renames the state file to a name unique to this process.
+//! rename(2) is atomic: when many `lobster resume` processes race for one
+//! token, exactly one rename succeeds and the others find the file gone. The
+//! winner reads the claimed file and removes it at once: the state now lives
+//! only in memory, and the token can never run again. A process killed
+//! between the rename and the removal leaves the claimed file behind; the
+//! next claim sweeps it ([`crate::state::sweep_orphans`]).
+//!
+//! PostgreSQL: one `UPDATE lobster_runs SET status='resuming',
+//! claim_epoch=claim_epoch+1, lease_until=now()+lease … WHERE status='paused'
+//! RETURNING body, claim_epoch`: row locking lets exactly one of any number
+//! of racers (on any node) match. The winner holds a lease, extended by a
+//! heartbeat thread while the run executes; its later writes to the row are
+//! fenced by `claim_epoch`. When the resume ends the row is deleted. A
+//! claimer that dies stops heartbeating; once its lease expires the run is
+//! marked `interrupted` and is never claimed again (see docs/ARCHITECTURE.md,
+//! "Store", for the recovery rule).
 
 use crate::error::{Error, Result};
+use crate::state::pg::Tenant;
 use crate::state::{random_hex, sweep_now_and_then, sync_dir, StateStore};
 use serde_json::Value;
 use std::fs;
 use std::io::ErrorKind;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
 
-/// A resume state this process owns. While it is held, the store keeps an
-/// [`super::interrupted`] record of the run; dropping the claim (the resume
-/// finished, one way or another) removes it, and a killed process leaves it.
+/// A resume state this process owns. While it is held, the store keeps a
+/// record of the run ([`super::interrupted`]: a record file, or the claimed
+/// row); dropping the claim (the resume finished, one way or another) removes
+/// it, and a killed process leaves it.
 #[derive(Debug)]
 pub struct Claim {
     /// The state as it was when claimed.
     pub state: Value,
     store: StateStore,
-    record: Option<String>,
+    hold: Hold,
+}
+
+#[derive(Debug)]
+enum Hold {
+    Files {
+        record: Option<String>,
+    },
+    Postgres {
+        pg: Tenant,
+        key: String,
+        epoch: i64,
+        lost: Arc<AtomicBool>,
+        heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
+    },
+    Abandoned,
+}
+
+impl Claim {
+    /// The claim epoch (PostgreSQL), `None` for the files store.
+    pub fn epoch(&self) -> Option<i64> {
+        match &self.hold {
+            Hold::Postgres { epoch, .. } => Some(*epoch),
+            _ => None,
+        }
+    }
+
+    /// Check, with a fenced write, that this claim is still held: the
+    /// PostgreSQL store extends the lease only if the row still carries this
+    /// claim's epoch. An error when the lease expired meanwhile (the run was
+    /// marked interrupted): what this resume did is then not saved. Always
+    /// `Ok` for the files store, whose claims cannot expire.
+    pub fn check_held(&self) -> Result<()> {
+        let Hold::Postgres {
+            pg,
+            key,
+            epoch,
+            lost,
+            ..
+        } = &self.hold
+        else {
+            return Ok(());
+        };
+        if !lost.load(Ordering::SeqCst) && pg.heartbeat(key, *epoch)? {
+            return Ok(());
+        }
+        lost.store(true, Ordering::SeqCst);
+        Err(Error::runtime(format!(
+            "the claim on this run expired while it ran (lease {} s, claim epoch {epoch}): it is marked interrupted and its result is not saved",
+            pg.lease.as_secs_f64()
+        ))
+        .with_hint("a heartbeat could not reach the database in time; check the database, then look at what the run did before starting it anew"))
+    }
+
+    /// Stop the heartbeat but keep the claim, as a process that hangs (or
+    /// loses the database for longer than the lease) would: the lease then
+    /// runs out. For tests of lease expiry and fencing.
+    pub fn stop_heartbeat(&mut self) {
+        if let Hold::Postgres { heartbeat, .. } = &mut self.hold {
+            stop(heartbeat.take());
+        }
+    }
+
+    /// Stop holding the claim without ending it, as a killed process would:
+    /// the record stays and the heartbeat stops. For tests of recovery.
+    pub fn abandon(mut self) {
+        if let Hold::Postgres { heartbeat, .. } = &mut self.hold {
+            stop(heartbeat.take());
+        }
+        self.hold = Hold::Abandoned;
+    }
+}
+
+fn stop(heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>) {
+    if let Some((tx, handle)) = heartbeat {
+        drop(tx);
+        let _ = handle.join();
+    }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        if let Some(key) = &self.record {
-            let _ = self.store.remove(key);
+        match &mut self.hold {
+            Hold::Files { record: Some(key) } => {
+                let _ = self.store.remove(key);
+            }
+            Hold::Postgres {
+                pg,
+                key,
+                epoch,
+                heartbeat,
+                ..
+            } => {
+                stop(heartbeat.take());
+                // Fenced: a claim that expired meanwhile leaves the run
+                // marked interrupted.
+                let _ = pg.release(key, *epoch);
+            }
+            _ => {}
         }
     }
 }
 
 /// Claim `state_key`. `Ok(None)` when it is gone (already resumed, cancelled,
-/// or never existed).
+/// interrupted, or never existed).
 pub fn claim(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
+    match store.pg()? {
+        Some(pg) => claim_row(store, pg, state_key),
+        None => claim_file(store, state_key),
+    }
+}
+
+fn claim_row(store: &StateStore, pg: &Tenant, state_key: &str) -> Result<Option<Claim>> {
+    let key = crate::state::key_to_file_name(state_key)?;
+    let Some((body, epoch)) = pg.claim(&key, crate::state::pg::claimer())? else {
+        return Ok(None);
+    };
+    let lost = Arc::new(AtomicBool::new(false));
+    let heartbeat = {
+        let (tx, rx) = mpsc::channel::<()>();
+        let (pg, key, lost) = (pg.clone(), key.clone(), lost.clone());
+        let every = pg.lease / 3;
+        let handle = std::thread::Builder::new()
+            .name("lobster-lease".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+                    match pg.heartbeat(&key, epoch) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            lost.store(true, Ordering::SeqCst);
+                            return;
+                        }
+                        // The database is unreachable for now: try again at
+                        // the next beat, while the lease lasts.
+                        Err(_) => {}
+                    }
+                }
+            })
+            .map_err(|e| Error::runtime(format!("cannot start the lease heartbeat: {e}")))?;
+        Some((tx, handle))
+    };
+    let mut claim = Claim {
+        state: Value::Null,
+        store: store.clone(),
+        hold: Hold::Postgres {
+            pg: pg.clone(),
+            key,
+            epoch,
+            lost,
+            heartbeat,
+        },
+    };
+    // A state that does not parse is spent all the same (the claim, dropped
+    // here, ends it), as with the files store.
+    claim.state =
+        serde_json::from_str(&body).map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
+    Ok(Some(claim))
+}
+
+fn claim_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
     let path = store.path_for(state_key)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
     let claimed = store
@@ -78,7 +239,7 @@ pub fn claim(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
     Ok(Some(Claim {
         state,
         store: store.clone(),
-        record,
+        hold: Hold::Files { record },
     }))
 }
 

@@ -11,8 +11,10 @@
 //! instead of "not found". The record is data about the run, never a way to
 //! run it again.
 //!
-//! Everything here goes through [`StateStore`] get/set/remove, so another
-//! storage back end can carry it.
+//! The files store keeps the record as a key of its own. The PostgreSQL
+//! store needs none: the claimed row itself (status `resuming`, who claimed
+//! it, when, and the resume state) is the record, and a row whose lease
+//! expired reads as — and is marked — `interrupted`.
 
 use crate::error::Error;
 use crate::state::StateStore;
@@ -65,6 +67,36 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
 /// The error `lobster resume` gives for a token whose state is gone, when a
 /// record says why; `None` when there is no record.
 pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
+    if let Some(pg) = store.pg().ok()? {
+        let key = crate::state::key_to_file_name(state_key).ok()?;
+        let row = pg.run_status(&key).ok()??;
+        let state: Value = serde_json::from_str(&row.body).unwrap_or(Value::Null);
+        let record = record_for(state_key, &state);
+        let (halt, at) = (
+            record["halt"].as_str().unwrap_or("?").to_string(),
+            record["at"].as_str().unwrap_or("?").to_string(),
+        );
+        let when = row.claimed_at.unwrap_or_else(|| "?".into());
+        let by = row.claimed_by.unwrap_or_else(|| "?".into());
+        return match row.status.as_str() {
+            "resuming" => Some(
+                Error::runtime(format!(
+                    "this run is being resumed right now (after {halt} at {at}, by {by} since {when})"
+                ))
+                .with_hint("wait for that resume to finish; a token runs at most once"),
+            ),
+            "interrupted" => Some(
+                Error::runtime(format!(
+                    "this run was interrupted after {halt} at {at}: the resume that claimed it at {when} ({by}) did not finish and its lease expired"
+                ))
+                .with_hint(format!(
+                    "a token runs at most once, so it will not run again; check what the run did, then start it anew (row {key} of lobster_runs, tenant {})",
+                    pg.tenant
+                )),
+            ),
+            _ => None,
+        };
+    }
     let record = store.get(&record_key(state_key)).ok().flatten()?;
     let text = |k: &str| {
         record

@@ -60,7 +60,7 @@ pub fn save_state(
         }
         return Err(e);
     }
-    crate::state::sweep_now_and_then(store.dir());
+    store.sweep_now_and_then();
     Ok(())
 }
 

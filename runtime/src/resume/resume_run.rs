@@ -103,6 +103,8 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
         });
     };
     let outcome = run_pipeline(&pipeline, state.resume_at_index, input, ctx)?;
+    // Fenced: a claim that expired while the stages ran saves nothing.
+    claimed.check_held()?;
     let finished = finish_run(&state.pipeline, &pipeline, outcome, ctx)?;
     drop(claimed);
     Ok(finished)

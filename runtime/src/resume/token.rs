@@ -142,6 +142,20 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// to create it agree: the key is published with a hard link that never
 /// overwrites, and the loser reads the winner's key.
 fn load_key(store: &StateStore, create: bool) -> Result<Option<[u8; 32]>> {
+    if let Some(pg) = store.pg()? {
+        // One row per tenant, inserted only if absent: racing nodes agree.
+        if let Some(text) = pg.kv_get(KEY_FILE)? {
+            return parse_key(&text).map(Some);
+        }
+        if !create {
+            return Ok(None);
+        }
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| Error::runtime(format!("no OS randomness: {e}")))?;
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        pg.kv_insert_new(KEY_FILE, hex)?;
+        return load_key(store, false);
+    }
     let path = store.dir().join(KEY_FILE);
     match fs::read_to_string(&path) {
         Ok(text) => return parse_key(&text).map(Some),

@@ -10,9 +10,15 @@
 //! the time of its last sweep in `.swept`).
 
 mod atomic;
+pub mod pg;
+mod queue;
 mod store;
-mod sweep;
+pub(crate) mod sweep;
 
 pub use atomic::{random_hex, sync_dir, write_atomic};
-pub use store::{key_to_file_name, StateStore};
+pub use queue::{Job, JobStatus};
+pub use store::{key_to_file_name, tenant_id, StateStore, DEFAULT_LEASE, DEFAULT_TENANT};
 pub use sweep::{sweep_now_and_then, sweep_orphans, ORPHAN_AGE};
+
+#[cfg(test)]
+mod conformance;

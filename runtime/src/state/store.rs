@@ -1,42 +1,251 @@
-//! The file-backed key/value store.
+//! The store handle: files (default) or PostgreSQL, one tenant each.
 
 use super::atomic::{sync_dir, write_atomic};
+use super::pg;
 use crate::error::{Error, Result};
 use crate::value::{to_js_json_pretty, Item};
 use std::fs::{self, DirBuilder};
 use std::io::ErrorKind;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-/// JSON files in one directory, one per key.
+/// The tenant of CLI use, and the one [`StateStore::from_env`] opens.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// How long a PostgreSQL claim holds without a heartbeat (heartbeats come
+/// every third of it while the resumed run executes).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// Durable state of one tenant: key/value JSON (`state.get`/`state.set`/
+/// `diff.last`), paused runs and their claims, approval ids, the token key.
+///
+/// The files back end (the default) keeps one JSON file per key in a
+/// directory; the PostgreSQL back end keeps rows in `lobster_kv` and
+/// `lobster_runs`. Either way [`StateStore::dir`] is a local directory: node-
+/// local caches (compiled components) live there, never in the database.
 #[derive(Debug, Clone)]
 pub struct StateStore {
     dir: PathBuf,
+    root: PathBuf,
+    backend: Backend,
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Files,
+    Postgres(pg::Tenant),
+    /// `LOBSTER_STORE`/`--store` named something that is no store: every
+    /// call fails with this message (nothing silently falls back to files).
+    Unusable(String),
 }
 
 impl StateStore {
-    /// A store rooted at `dir` (created on first write).
+    /// A files store rooted at `dir` (created on first write).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        StateStore { dir: dir.into() }
+        let dir = dir.into();
+        StateStore {
+            root: dir.clone(),
+            dir,
+            backend: Backend::Files,
+        }
     }
 
+    /// A PostgreSQL store at `url` (tenant [`DEFAULT_TENANT`]), with `dir` as
+    /// the local directory for node-local caches. Nothing connects until the
+    /// first call; the schema is migrated on the first connection.
+    pub fn postgres(url: &str, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        StateStore {
+            root: dir.clone(),
+            dir,
+            backend: Backend::Postgres(pg::Tenant {
+                db: pg::open(url),
+                tenant: DEFAULT_TENANT.to_string(),
+                lease: DEFAULT_LEASE,
+            }),
+        }
+    }
+
+    /// The store `url` names: `postgres://…`/`postgresql://…`, or a files
+    /// store (an empty URL or `files`: in `dir`; `file://DIR` or a plain
+    /// path: in that directory). Any other `scheme://` is refused.
+    pub fn open(url: &str, dir: impl Into<PathBuf>) -> Self {
+        let url = url.trim();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return StateStore::postgres(url, dir);
+        }
+        if url.is_empty() || url == "files" {
+            return StateStore::new(dir);
+        }
+        if let Some(path) = url.strip_prefix("file://") {
+            return StateStore::new(path);
+        }
+        if !url.contains("://") {
+            return StateStore::new(url);
+        }
+        let mut store = StateStore::new(dir);
+        store.backend = Backend::Unusable(format!(
+            "unknown store {:?}: expected postgres://… (or postgresql://…), file://DIR, a directory, or files",
+            pg::redact(url)
+        ));
+        store
+    }
+
+    /// `LOBSTER_STORE` when set (see [`StateStore::open`]), else files in
     /// `LOBSTER_STATE_DIR` (trimmed, if non-empty), else `~/.lobster/state`.
+    /// The directory is the local one in every case.
     pub fn from_env() -> Self {
         let configured = std::env::var("LOBSTER_STATE_DIR")
             .ok()
             .map(|s| s.trim().to_string());
-        match configured.filter(|s| !s.is_empty()) {
-            Some(dir) => StateStore::new(dir),
+        let dir = match configured.filter(|s| !s.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
             None => {
                 let home = std::env::var_os("HOME")
                     .map(PathBuf::from)
                     .unwrap_or_else(|| PathBuf::from("."));
-                StateStore::new(home.join(".lobster").join("state"))
+                home.join(".lobster").join("state")
             }
+        };
+        let store = match std::env::var("LOBSTER_STORE") {
+            Ok(url) if !url.trim().is_empty() => StateStore::open(&url, dir),
+            _ => StateStore::new(dir),
+        };
+        match std::env::var("LOBSTER_STORE_LEASE_MS") {
+            Ok(ms) if !ms.trim().is_empty() => match parse_lease(&ms) {
+                Ok(lease) => store.with_lease(lease),
+                Err(msg) => StateStore {
+                    backend: Backend::Unusable(msg),
+                    ..store
+                },
+            },
+            _ => store,
         }
     }
 
-    /// The directory.
+    /// The same store seen as tenant `name`: files in `tenants/<name>/` under
+    /// the root directory ([`DEFAULT_TENANT`] is the root itself, where CLI
+    /// runs keep their state); PostgreSQL rows whose tenant column is `name`,
+    /// over the same pool. Names outside `[a-z0-9][a-z0-9_-]{0,63}` are
+    /// hex-encoded (`~` + hex), so distinct names never share state.
+    pub fn for_tenant(&self, name: &str) -> StateStore {
+        let name = tenant_id(name);
+        let mut store = self.clone();
+        match &mut store.backend {
+            Backend::Files | Backend::Unusable(_) => {
+                store.dir = if name == DEFAULT_TENANT {
+                    self.root.clone()
+                } else {
+                    self.root.join("tenants").join(&name)
+                };
+            }
+            Backend::Postgres(t) => t.tenant = name,
+        }
+        store
+    }
+
+    /// This store with claims leased for `lease` (PostgreSQL; the files
+    /// store's claims need no lease).
+    pub fn with_lease(mut self, lease: Duration) -> StateStore {
+        if let Backend::Postgres(t) = &mut self.backend {
+            t.lease = lease;
+        }
+        self
+    }
+
+    /// The tenant this store reads and writes.
+    pub fn tenant(&self) -> String {
+        match &self.backend {
+            Backend::Postgres(t) => t.tenant.clone(),
+            _ if self.dir == self.root => DEFAULT_TENANT.to_string(),
+            _ => self
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// What this store is, for messages: `files at DIR` or the database URL
+    /// (password redacted) and tenant.
+    pub fn describe(&self) -> String {
+        match &self.backend {
+            Backend::Files => format!("files at {}", self.dir.display()),
+            Backend::Postgres(t) => format!("PostgreSQL at {} (tenant {})", t.db.shown(), t.tenant),
+            Backend::Unusable(msg) => msg.clone(),
+        }
+    }
+
+    /// The PostgreSQL view, when this is a PostgreSQL store.
+    pub(crate) fn pg(&self) -> Result<Option<&pg::Tenant>> {
+        match &self.backend {
+            Backend::Files => Ok(None),
+            Backend::Postgres(t) => Ok(Some(t)),
+            Backend::Unusable(msg) => Err(Error::parse(msg.clone())
+                .with_hint("set LOBSTER_STORE (or --store) to postgres://USER@HOST/DB, file://DIR or files (unset: files), and LOBSTER_STORE_LEASE_MS, if set, to milliseconds")),
+        }
+    }
+
+    /// Check that the store can be used now (PostgreSQL: connect, migrate
+    /// if needed, one round trip), so a run is refused before its first
+    /// step rather than when it pauses. The files store is always ready
+    /// (its directory is made on first write).
+    pub fn ping(&self) -> Result<()> {
+        match self.pg()? {
+            Some(pg) => pg.ping(),
+            None => Ok(()),
+        }
+    }
+
+    /// Remove what killed or failed writers left, older than `older_than`:
+    /// files: temp and claim files and dangling approval aliases
+    /// ([`super::sweep_orphans`]); PostgreSQL: approval aliases whose run is
+    /// gone. Returns how many; never fails (a sweep must not fail a run).
+    pub fn sweep_orphans(&self, older_than: Duration) -> usize {
+        match self.pg() {
+            Ok(Some(pg)) => pg.sweep_aliases(older_than).unwrap_or(0) as usize,
+            Ok(None) => super::sweep_orphans(&self.dir, older_than),
+            Err(_) => 0,
+        }
+    }
+
+    /// [`StateStore::sweep_orphans`] with [`super::ORPHAN_AGE`], at most
+    /// once per [`super::sweep::SWEEP_EVERY`] (files: per directory, by its
+    /// marker file; PostgreSQL: per tenant and process).
+    pub fn sweep_now_and_then(&self) {
+        let Ok(Some(pg)) = self.pg() else {
+            return super::sweep_now_and_then(&self.dir);
+        };
+        static LAST: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+        > = std::sync::OnceLock::new();
+        let due = {
+            let mut last = LAST
+                .get_or_init(Default::default)
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let id = format!("{}\0{}", pg.db.shown(), pg.tenant);
+            let due = last
+                .get(&id)
+                .is_none_or(|t| t.elapsed() >= super::sweep::SWEEP_EVERY);
+            if due {
+                last.insert(id, std::time::Instant::now());
+            }
+            due
+        };
+        if due {
+            self.sweep_orphans(super::ORPHAN_AGE);
+        }
+    }
+
+    /// Whether this is the files store.
+    pub fn is_files(&self) -> bool {
+        matches!(self.backend, Backend::Files)
+    }
+
+    /// The local directory: the files store's state, and in every case the
+    /// node-local caches.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -58,21 +267,44 @@ impl StateStore {
             })
     }
 
-    /// The file that holds `key`.
+    /// The file that holds `key` (the files store; for PostgreSQL the name
+    /// is the row key).
     pub fn path_for(&self, key: &str) -> Result<PathBuf> {
         Ok(self.dir.join(key_to_file_name(key)?))
     }
 
-    /// Read `key`; `None` when there is no such file.
+    /// Read `key`; `None` when there is no such key.
     pub fn get(&self, key: &str) -> Result<Option<Item>> {
+        let Some(text) = self.get_text(key)? else {
+            return Ok(None);
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| match self.backend {
+                Backend::Files => Error::runtime(format!(
+                    "state file {} is not valid JSON: {e}",
+                    self.path_for(key).unwrap_or_default().display()
+                )),
+                _ => Error::runtime(format!(
+                    "state value {key:?} in {} is not valid JSON: {e}",
+                    self.describe()
+                )),
+            })
+    }
+
+    /// The stored text of `key`, unparsed; `None` when there is no such key.
+    pub fn get_text(&self, key: &str) -> Result<Option<String>> {
+        if let Some(pg) = self.pg()? {
+            let name = key_to_file_name(key)?;
+            return if is_run_key(&name) {
+                pg.run_get(&name)
+            } else {
+                pg.kv_get(&name)
+            };
+        }
         let path = self.path_for(key)?;
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                Error::runtime(format!(
-                    "state file {} is not valid JSON: {e}",
-                    path.display()
-                ))
-            }),
+            Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::runtime(format!(
                 "cannot read state file {}: {e}",
@@ -81,14 +313,27 @@ impl StateStore {
         }
     }
 
-    /// Write `key` atomically as `JSON.stringify(value, null, 2) + "\n"`.
-    pub fn set(&self, key: &str, value: &Item) -> Result<()> {
+    /// Write `text` under `key` atomically (one file rename or one statement).
+    fn put(&self, key: &str, text: String) -> Result<()> {
+        if let Some(pg) = self.pg()? {
+            let name = key_to_file_name(key)?;
+            return if is_run_key(&name) {
+                pg.run_set(&name, text)
+            } else {
+                pg.kv_set(&name, text)
+            };
+        }
         self.ensure_dir()?;
         let path = self.path_for(key)?;
-        let mut text = to_js_json_pretty(value);
-        text.push('\n');
         write_atomic(&path, text.as_bytes())
             .map_err(|e| Error::runtime(format!("cannot write state file {}: {e}", path.display())))
+    }
+
+    /// Write `key` atomically as `JSON.stringify(value, null, 2) + "\n"`.
+    pub fn set(&self, key: &str, value: &Item) -> Result<()> {
+        let mut text = to_js_json_pretty(value);
+        text.push('\n');
+        self.put(key, text)
     }
 
     /// Write `key` atomically as compact JSON, refusing (and writing nothing)
@@ -103,16 +348,21 @@ impl StateStore {
                 text.len()
             )));
         }
-        self.ensure_dir()?;
-        let path = self.path_for(key)?;
-        write_atomic(&path, text.as_bytes()).map_err(|e| {
-            Error::runtime(format!("cannot write state file {}: {e}", path.display()))
-        })?;
-        Ok(text.len())
+        let n = text.len();
+        self.put(key, text)?;
+        Ok(n)
     }
 
     /// Remove `key`; a missing key is not an error.
     pub fn remove(&self, key: &str) -> Result<()> {
+        if let Some(pg) = self.pg()? {
+            let name = key_to_file_name(key)?;
+            return if is_run_key(&name) {
+                pg.run_remove(&name)
+            } else {
+                pg.kv_remove(&name)
+            };
+        }
         let path = self.path_for(key)?;
         match fs::remove_file(&path) {
             Ok(()) => sync_dir(&self.dir).map_err(Error::from),
@@ -122,6 +372,43 @@ impl StateStore {
                 path.display()
             ))),
         }
+    }
+}
+
+/// The shortest and longest claim lease `LOBSTER_STORE_LEASE_MS` may set.
+pub const LEASE_RANGE_MS: (u64, u64) = (500, 3_600_000);
+
+/// `LOBSTER_STORE_LEASE_MS`: whole milliseconds within [`LEASE_RANGE_MS`].
+fn parse_lease(text: &str) -> std::result::Result<Duration, String> {
+    let (lo, hi) = LEASE_RANGE_MS;
+    match text.trim().parse::<u64>() {
+        Ok(ms) if (lo..=hi).contains(&ms) => Ok(Duration::from_millis(ms)),
+        _ => Err(format!(
+            "LOBSTER_STORE_LEASE_MS must be a whole number of milliseconds from {lo} to {hi}, not {text:?}"
+        )),
+    }
+}
+
+/// Whether the stored name `name` is a paused run's resume state (kept in
+/// `lobster_runs`, with its claim, by the PostgreSQL store).
+pub(crate) fn is_run_key(name: &str) -> bool {
+    name.starts_with("pipeline_resume_") || name.starts_with("workflow_resume_")
+}
+
+/// The tenant id for `name`: itself when it is `[a-z0-9][a-z0-9_-]{0,63}`,
+/// else `~` and its bytes in hex (never equal to a plain name).
+pub fn tenant_id(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        && name.as_bytes()[0].is_ascii_alphanumeric();
+    if plain {
+        name.to_string()
+    } else {
+        let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+        format!("~{hex}")
     }
 }
 
@@ -151,6 +438,37 @@ pub fn key_to_file_name(key: &str) -> Result<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn store_urls_choose_the_back_end() {
+        let here = Path::new("/tmp/local");
+        assert!(StateStore::open("", here).is_files());
+        assert_eq!(StateStore::open("files", here).dir(), here);
+        assert_eq!(
+            StateStore::open("file:///srv/x", here).dir(),
+            Path::new("/srv/x")
+        );
+        assert_eq!(StateStore::open("/srv/y", here).dir(), Path::new("/srv/y"));
+        let pg = StateStore::open("postgresql://u@/db?host=/run", here);
+        assert!(!pg.is_files());
+        assert_eq!(pg.dir(), here);
+        assert_eq!(pg.tenant(), DEFAULT_TENANT);
+        let bad = StateStore::open("redis://h", here);
+        assert!(bad
+            .get("k")
+            .unwrap_err()
+            .to_string()
+            .starts_with("unknown store"));
+    }
+
+    #[test]
+    fn leases_are_bounded() {
+        assert_eq!(parse_lease(" 1500 ").unwrap(), Duration::from_millis(1500));
+        for bad in ["499", "3600001", "1.5", "-1", "soon"] {
+            let e = parse_lease(bad).unwrap_err();
+            assert!(e.contains("from 500 to 3600000"), "{e}");
+        }
+    }
 
     #[test]
     fn key_normalisation_matches_reference() {

@@ -144,6 +144,8 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
         Some(stop) => stop,
         None => runner.run_from(state.resume_at_index)?,
     };
+    // Fenced: a claim that expired while the steps ran saves nothing.
+    claimed.check_held()?;
     let finished = finish(&runner, stop)?;
     drop(claimed);
     Ok(finished)
