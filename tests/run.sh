@@ -14,6 +14,15 @@ fi
 bash tests/build-polyglot.sh
 target/polyglot-tools/py/bin/python -m unittest discover -s guest-sdk/python/tests
 node --test guest-sdk/js/test/
+# The PostgreSQL store tests need a database: when none is given in
+# LOBSTER_TEST_PG_URL, start a throwaway cluster (tests/pg.sh: installs
+# Debian's postgresql if missing; unix socket only) and stop it at the end.
+# Without root (no apt, no runuser) the PostgreSQL tests skip loudly.
+if [ -z "${LOBSTER_TEST_PG_URL:-}" ] && [ "$(id -u)" = 0 ]; then
+  LOBSTER_TEST_PG_URL="$(bash tests/pg.sh start)"
+  export LOBSTER_TEST_PG_URL
+  trap 'bash tests/pg.sh stop' EXIT
+fi
 # The sandbox tests fail (instead of skipping) when a guest is missing.
 LOBSTER_REQUIRE_GUESTS=1 cargo test --workspace
 # The guest SDK is its own workspace (it builds for wasm32-wasip2 too).
