@@ -707,3 +707,60 @@ fn python_and_js_steps_keep_state_through_the_host() {
         );
     }
 }
+
+/// Every componentize-py component imports `wasi:sockets` (CPython links its
+/// `socket` module). The host links sockets with every use refused, so a
+/// Python step passes `lobster check`, builds into a bundle that verifies,
+/// and runs under the untrusted policy.
+#[test]
+fn a_python_step_passes_check_bundle_and_untrusted_runs() {
+    if !built() {
+        return;
+    }
+    let env = Env::new();
+    mail(&env);
+    let py = examples_dir().join("inbox-categorize-py.wasm");
+    let r = run(&env, &["check", py.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let src = env.work_path("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::copy(&py, src.join("inbox-categorize-py.wasm")).unwrap();
+    let r = run(&env, &["bundle", "build", "src", "--out", "py.bundle"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = run(&env, &["bundle", "verify", "py.bundle"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = run(&env, &["check", "py.bundle"]);
+    assert_eq!(r.code, 0, "{r:?}");
+
+    let steps = env.work_path("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    std::fs::copy(&py, steps.join("inbox-categorize-py.wasm")).unwrap();
+    std::fs::copy(
+        rust_examples_dir().join("inbox_list.wasm"),
+        steps.join("inbox_list.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        env.work_path("p.toml"),
+        "trust = \"untrusted\"\nroots = [\"mail\"]\n",
+    )
+    .unwrap();
+    let r = run(
+        &env,
+        &[
+            "run",
+            "--mode",
+            "tool",
+            "--policy",
+            "p.toml",
+            "--steps",
+            "steps",
+            "--allow-read",
+            "mail",
+            "inbox.list | inbox.categorize-py | pick id,category",
+        ],
+    );
+    let v = r.json();
+    assert_eq!(v["status"], "ok", "{r:?}");
+    assert_eq!(v["output"].as_array().map(Vec::len), Some(10), "{r:?}");
+}
