@@ -45,3 +45,5 @@ build examples/steps/inbox-categorize-py
 build examples/steps/inbox-categorize-ts
 build tests/guests-py/hostile-py
 build tests/guests-js/hostile-js
+build tests/guests-py/brokered-py
+build tests/guests-js/brokered-ts

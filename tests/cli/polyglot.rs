@@ -7,7 +7,9 @@
 //! ~16 s, so every test shares one compiled cache (`LOBSTER_WASM_CACHE_DIR`),
 //! warmed once with `lobster steps precompile`.
 
+use crate::broker::Stub;
 use crate::common::{finish, Env, Run};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -39,6 +41,8 @@ fn built() -> bool {
         examples_dir().join("inbox-categorize-ts.wasm"),
         guests_dir().join("hostile-py.wasm"),
         guests_dir().join("hostile-js.wasm"),
+        guests_dir().join("brokered-py.wasm"),
+        guests_dir().join("brokered-ts.wasm"),
         rust_examples_dir().join("inbox_categorize.wasm"),
     ];
     if need.iter().all(|p| p.is_file()) {
@@ -763,4 +767,94 @@ fn a_python_step_passes_check_bundle_and_untrusted_runs() {
     let v = r.json();
     assert_eq!(v["status"], "ok", "{r:?}");
     assert_eq!(v["output"].as_array().map(Vec::len), Some(10), "{r:?}");
+}
+
+/// `tool-mode run` of `pipeline` with the brokered guests on the step path,
+/// the stubs' addresses in the environment and `grants`.
+fn brokered(env: &Env, gw: &Stub, model: &Stub, grants: &[&str], pipeline: &str) -> Run {
+    let mut args = vec!["run", "--mode", "tool", "--steps"];
+    let dir = guests_dir().display().to_string();
+    args.push(&dir);
+    args.extend_from_slice(grants);
+    args.push(pipeline);
+    let mut c = command(env, &args);
+    for k in ["OPENCLAW_TOKEN", "LOBSTER_POLICY"] {
+        c.env_remove(k);
+    }
+    c.env("OPENCLAW_URL", &gw.url)
+        .env("LOBSTER_LLM_PROVIDER", "openai")
+        .env("LOBSTER_LLM_BASE_URL", format!("{}/v1", model.url))
+        .env("LOBSTER_LLM_MODEL", "stub-violate-once");
+    finish(c.output().unwrap())
+}
+
+/// The Python and TypeScript SDKs wrap `lobster:step@0.2.0`'s broker: a
+/// described and granted tool call and model call reach the loopback stubs
+/// (the model's schema-violating first answer is retried by the host); an
+/// undescribed tool or a missing grant is refused and nothing is sent.
+#[test]
+fn python_and_typescript_steps_call_tools_and_models_through_the_broker() {
+    if !built() {
+        return;
+    }
+    for step in ["brokered-py", "brokered-ts"] {
+        let env = Env::new();
+        let gw = Stub::start("gateway", None);
+        let model = Stub::start("model", None);
+        std::fs::write(env.work_path("mail.json"), r#"[{"subject":"Hello"}]"#).unwrap();
+        let grant = ["--allow-tool", "echo", "--allow-llm"];
+        // Granted: the tool's answer and the model's schema-checked answer.
+        let r = brokered(
+            &env,
+            &gw,
+            &model,
+            &grant,
+            &format!(
+                "exec --json cat mail.json | {step} --tool echo --args '{{\"to\":\"x\"}}' --llm"
+            ),
+        );
+        let v = r.json();
+        assert_eq!(v["status"], "ok", "{step}: {r:?}");
+        let out = v["output"].as_array().unwrap();
+        assert_eq!(out.len(), 2, "{step}: {r:?}");
+        assert_eq!(out[0]["args"], json!({"to": "x"}), "{step}: {r:?}");
+        assert!(
+            out[1]["intent"].is_string() && out[1]["draft"].is_string(),
+            "{step}: {r:?}"
+        );
+        assert_eq!(gw.requests().len(), 1, "{step}");
+        assert_eq!(gw.requests()[0]["body"]["tool"], "echo", "{step}");
+        assert_eq!(model.requests().len(), 2, "{step}: violation, then retry");
+        // A tool its describe does not ask for: refused at the call, the
+        // step fails with the host's reason, nothing is sent.
+        let r = brokered(&env, &gw, &model, &grant, &format!("{step} --tool message"));
+        let msg = error_message(&r);
+        assert!(
+            msg.contains("called tool \"message\", which its describe does not ask for"),
+            "{step}: {msg}"
+        );
+        assert_eq!(gw.requests().len(), 1, "{step}: a refused call was sent");
+        // Described but not granted: the step does not run; nothing is sent.
+        let r = brokered(
+            &env,
+            &gw,
+            &model,
+            &["--allow-llm"],
+            &format!("{step} --tool echo"),
+        );
+        assert!(
+            error_message(&r).contains("--allow-tool echo"),
+            "{step}: {r:?}"
+        );
+        let r = brokered(
+            &env,
+            &gw,
+            &model,
+            &["--allow-tool", "echo"],
+            &format!("{step} --llm"),
+        );
+        assert!(error_message(&r).contains("--allow-llm"), "{step}: {r:?}");
+        assert_eq!(gw.requests().len(), 1, "{step}");
+        assert_eq!(model.requests().len(), 2, "{step}");
+    }
 }
