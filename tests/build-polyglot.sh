@@ -2,6 +2,7 @@
 # Build the Python and JavaScript/TypeScript steps the tests run:
 #   examples/steps/inbox-categorize-{py,ts} -> examples/steps/target/polyglot/*.wasm
 #   tests/guests-{py,js}/*                  -> tests/guests/target/polyglot/*.wasm
+# (hostile-py also serves the broker tests: one Python component fewer.)
 # Toolchains are pinned and local to the checkout: componentize-py (by the
 # Python SDK, guest-sdk/python) in a venv under target/polyglot-tools/py, and
 # componentize-qjs + esbuild (by guest-sdk/js/package-lock.json) in
@@ -29,7 +30,8 @@ build() {
   wasm="$dir/$(sed -n 's/^wasm = "\(.*\)"/\1/p' "$dir/lobster-step.toml")"
   local sdk="$root/guest-sdk/$([ "$lang" = python ] && echo python || echo js)"
   if [ -f "$wasm" ] && [ -z "$(find "$dir" "$sdk" -newer "$wasm" -type f \
-       -not -path '*/node_modules/*' -not -path '*/.lobster-build/*' -not -name '*.pyc' -print -quit)" ]; then
+       -not -path '*/node_modules/*' -not -path '*/.lobster-build/*' -not -path "$sdk/tests/*" -not -path "$sdk/test/*" \
+       -not -name '*.pyc' -not -name '*.md' -print -quit)" ]; then
     echo "up to date: $1"
     return
   fi
@@ -41,7 +43,12 @@ build() {
   echo "built: $1 ($(wc -c <"$wasm") bytes)"
 }
 
-build examples/steps/inbox-categorize-py
-build examples/steps/inbox-categorize-ts
+# Two lanes, one per core: a Python build (~20 s) runs CPython single-threaded
+# to snapshot it, so the two Python components build side by side, each
+# followed by the (short) JS builds.
+( build examples/steps/inbox-categorize-py; build examples/steps/inbox-categorize-ts ) &
+lane=$!
 build tests/guests-py/hostile-py
 build tests/guests-js/hostile-js
+build tests/guests-js/brokered-ts
+wait "$lane"

@@ -1,14 +1,18 @@
-// The one place that talks to the host's imports (`lobster:step/host`).
-// Inside a component the import exists; under plain Node (unit tests of a
-// step's logic) `setHostForTests` supplies a stand-in. Host interfaces added
-// to the world later (e.g. a broker) get their wrapper here and nowhere else.
-import * as wit from "lobster:step/host@0.1.0";
+// The one place that talks to the host's imports (`lobster:step/host` and
+// `lobster:step/broker` of `lobster:step@0.2.0`). Inside a component the
+// imports exist; under plain Node (unit tests of a step's logic)
+// `setHostForTests` supplies a stand-in for both.
+import * as wit from "lobster:step/host@0.2.0";
+import * as witBroker from "lobster:step/broker@0.2.0";
 
 let impl = wit.default ?? wit;
+let broker = witBroker.default ?? witBroker;
 
-/** Replace the host (tests under Node only). */
+/** Replace the host and the broker (tests under Node only): one object with
+ * `log`, `stateGet`, `stateSet`, `invokeTool` and `llmJson`. */
 export function setHostForTests(h) {
   impl = h;
+  broker = h;
 }
 
 export function log(level, message) {
@@ -22,4 +26,15 @@ export function stateGet(key) {
 
 export function stateSet(key, value) {
   impl.stateSet(key, value);
+}
+
+/** `broker.invoke-tool`: the tool's result items as JSON text; throws the
+ * host's refusal (a WIT `err`) otherwise. */
+export function invokeTool(tool, action, argsJson) {
+  return broker.invokeTool(tool, action ?? undefined, argsJson);
+}
+
+/** `broker.llm-json`: the model's schema-checked answer as JSON text. */
+export function llmJson(requestJson) {
+  return broker.llmJson(requestJson);
 }

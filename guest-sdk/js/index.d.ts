@@ -1,4 +1,4 @@
-// Types for the `lobster-step` SDK and the `lobster:step@0.1.0` world it wraps.
+// Types for the `lobster-step` SDK and the `lobster:step@0.2.0` world it wraps.
 
 /** A JSON value as items carry them. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -23,11 +23,38 @@ export declare const Flag: {
 /** A capability the step needs (WIT `capability`). */
 export type Capability =
   | { kind: "dir"; name: string; access: "read" | "read-write" }
-  | { kind: "env"; name: string };
+  | { kind: "env"; name: string }
+  | { kind: "tool"; name: string }
+  | { kind: "llm"; name: "" };
 
 export declare function readDir(guestPath: string): Capability;
 export declare function writeDir(guestPath: string): Capability;
 export declare function env(name: string): Capability;
+/** Calls to gateway tool `name` (granted by `--allow-tool NAME`). */
+export declare function tool(name: string): Capability;
+/** Model calls (granted by `--allow-llm`). */
+export declare function llmCalls(): Capability;
+
+/** Gateway tools through the host's broker; a refusal throws `Failed`. */
+export declare const tools: {
+  invoke<T = Json>(name: string, args?: { [key: string]: Json }, action?: string | null): T[];
+};
+
+/** A model request (WIT `broker.llm-json`). */
+export interface LlmRequest {
+  prompt: string;
+  input?: Json;
+  schema?: Json;
+  model?: string;
+  temperature?: number;
+  "max-tokens"?: number;
+}
+
+/** Model calls through the host's broker; a refusal throws `Failed`. */
+export declare const llm: {
+  json<T = Json>(request: LlmRequest): T;
+  ask<T = Json>(prompt: string, input?: Json, schema?: Json): T;
+};
 
 /** The stage's arguments, parsed with the pipeline language's greedy rules. */
 export declare class Args {
@@ -82,7 +109,12 @@ export interface StepInfo {
   version: string;
   summary: string;
   flags: { name: string; kind: FlagKind; defaultValue: string | null; description: string }[];
-  capabilities: ({ tag: "dir"; val: [string, "read" | "read-write"] } | { tag: "env"; val: string })[];
+  capabilities: (
+    | { tag: "dir"; val: [string, "read" | "read-write"] }
+    | { tag: "env"; val: string }
+    | { tag: "tool"; val: string }
+    | { tag: "llm" }
+  )[];
 }
 
 /** WIT `step-error`, as `run` throws it. */

@@ -7,6 +7,9 @@
 //     run(args, items) { return items.map((item) => ({ greeting: `hello ${args.str("name", "world")}`, item })); },
 //   });
 //
+// Gateway tools and models: `tools.invoke(NAME, args)` and `llm.ask(prompt,
+// input, schema)`, with `tool(NAME)` / `llmCalls()` in `capabilities`.
+//
 // Build with `lobster step build DIR` (or `npx lobster-step-js build DIR`).
 import * as host from "./host.js";
 
@@ -42,6 +45,10 @@ export const Flag = {
 export const readDir = (guestPath) => ({ kind: "dir", name: guestPath, access: "read" });
 export const writeDir = (guestPath) => ({ kind: "dir", name: guestPath, access: "read-write" });
 export const env = (name) => ({ kind: "env", name });
+/** Calls to gateway tool `name` with `tools.invoke` (granted by `--allow-tool NAME`). */
+export const tool = (name) => ({ kind: "tool", name });
+/** Model calls with `llm.ask` / `llm.json` (granted by `--allow-llm`). */
+export const llmCalls = () => ({ kind: "llm", name: "" });
 
 /**
  * The stage's arguments, parsed with the pipeline language's greedy rules:
@@ -107,6 +114,48 @@ export const state = {
   },
 };
 
+/**
+ * Gateway tools through the host's broker (`lobster:step@0.2.0`). The step
+ * must list `tool(NAME)` in its capabilities and the run must grant it; a
+ * refused or failed call throws `Failed` with the host's reason (nothing was
+ * sent when it was refused).
+ */
+export const tools = {
+  invoke(name, args = {}, action = "json") {
+    let text;
+    try {
+      text = host.invokeTool(name, action, JSON.stringify(args ?? {}));
+    } catch (e) {
+      throw new Failed(errText(e));
+    }
+    const answer = JSON.parse(text);
+    return Array.isArray(answer) ? answer : [answer];
+  },
+};
+
+/**
+ * Model calls through the host's broker: `llm.ask(prompt, input, schema)`
+ * returns the answer after it passed `schema`; `llm.json(request)` sends a
+ * whole request object. The step must list `llmCalls()` and the run must
+ * grant `--allow-llm`; a refusal throws `Failed`.
+ */
+export const llm = {
+  json(request) {
+    let text;
+    try {
+      text = host.llmJson(JSON.stringify(request));
+    } catch (e) {
+      throw new Failed(errText(e));
+    }
+    return JSON.parse(text);
+  },
+  ask(prompt, input = null, schema = undefined) {
+    const request = { prompt, input };
+    if (schema !== undefined) request.schema = schema;
+    return llm.json(request);
+  },
+};
+
 function errText(e) {
   if (e && typeof e === "object" && "message" in e) return String(e.message);
   if (e && typeof e === "object" && "val" in e) return String(e.val);
@@ -156,9 +205,12 @@ export function describeOf(step) {
       defaultValue: f.default ?? null,
       description: f.description ?? "",
     })),
-    capabilities: step.capabilities.map((c) =>
-      c.kind === "dir" ? { tag: "dir", val: [c.name, c.access] } : { tag: "env", val: c.name },
-    ),
+    capabilities: step.capabilities.map((c) => {
+      if (c.kind === "dir") return { tag: "dir", val: [c.name, c.access] };
+      if (c.kind === "tool") return { tag: "tool", val: c.name };
+      if (c.kind === "llm") return { tag: "llm" };
+      return { tag: "env", val: c.name };
+    }),
   };
 }
 

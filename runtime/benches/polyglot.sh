@@ -5,6 +5,8 @@
 # in a trusted policy: epoch deadline only). Whole processes, medians of
 # BENCH_RUNS (default 5). Needs tests/build-guests.sh and
 # tests/build-polyglot.sh first; LOBSTER_BIN defaults to target/release/lobster.
+# The last column is the 1-minute load average before and after the row (the
+# project's machine is shared: read every figure beside it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${LOBSTER_BIN:-target/release/lobster}
@@ -27,14 +29,17 @@ now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {m=(NR+1)/2; printf "%.1f", (a[int(m)]+a[int(m+0.5)])/2/1e6}'; }
 ms() { local s e; s=$(now); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; e=$(now); echo $((e - s)); }
 
-echo "| language | component | first compile | cached load | run, 1 item | run, 1,000 items | run, 1 item, no fuel | run, 1,000 items, no fuel |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+echo "| language | component | first compile | cached load | run, 1 item | run, 1,000 items | run, 1 item, no fuel | run, 1,000 items, no fuel | load |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for spec in "Rust:examples/steps/target/wasm32-wasip2/release/inbox_categorize.wasm:inbox.categorize" \
             "Python:examples/steps/target/polyglot/inbox-categorize-py.wasm:inbox.categorize-py" \
             "TypeScript:examples/steps/target/polyglot/inbox-categorize-ts.wasm:inbox.categorize-ts"; do
   IFS=: read -r lang wasm name <<<"$spec"
   dir="$work/$lang"; mkdir -p "$dir"; cp "$wasm" "$dir/"
   size=$(wc -c <"$wasm")
+  load0=$(load)
   export LOBSTER_STATE_DIR="$work/state-$lang" LOBSTER_WASM_CACHE_DIR="$work/cache-$lang"
   first=$(ms "$BIN" steps precompile --steps "$dir" | median)
   cached=$(for _ in $(seq "$RUNS"); do ms "$BIN" steps precompile --steps "$dir"; done | median)
@@ -50,5 +55,5 @@ for spec in "Rust:examples/steps/target/wasm32-wasip2/release/inbox_categorize.w
       row="$row | $t ms"
     done
   done
-  echo "$row |"
+  echo "$row | $load0–$(load) |"
 done

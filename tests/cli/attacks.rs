@@ -103,7 +103,7 @@ impl World {
             format!("From: x@y\nSubject: {SECRET}\nLabels: inbox\n\nOutside the root.\n"),
         )
         .unwrap();
-        for name in ["net", "capgrab", "probe", "hostile"] {
+        for name in ["net", "phonehome", "capgrab", "probe", "hostile"] {
             let p = test_guest(name)?;
             std::fs::copy(p, run.join(format!("steps/{name}.wasm"))).unwrap();
         }
@@ -187,7 +187,10 @@ fn attacks() -> Vec<Attack> {
     use Expect::*;
     let host = "runs a host shell command, which the untrusted policy forbids";
     let cwd_out = "must stay inside the run's working directory";
-    let sockets = "imports wasi:sockets";
+    // wasi:sockets is linked with every use refused, so a component importing
+    // it is harmless; these attacks reach one importing an interface the
+    // host does not provide instead.
+    let foreign = "lobster-test:phone/home";
     let mut v = vec![
         // ---- class 1: sub-workflows chosen at run time ----
         attack(
@@ -241,11 +244,11 @@ fn attacks() -> Vec<Attack> {
             "steps:\n  - id: x\n    pipeline: exec --shell 'touch ../pwned'\n",
         ),
         attack(
-            "templated sub-workflow reaching a sockets component",
-            "args:\n  sub:\n    default: net.lobster\nsteps:\n  - id: s\n    workflow: ${sub}\n",
-            Refused(sockets),
+            "templated sub-workflow reaching a foreign-import component",
+            "args:\n  sub:\n    default: phone.lobster\nsteps:\n  - id: s\n    workflow: ${sub}\n",
+            Refused(foreign),
         )
-        .file("net.lobster", "steps:\n  - id: n\n    uses: steps/net.wasm\n"),
+        .file("phone.lobster", "steps:\n  - id: n\n    uses: steps/phonehome.wasm\n"),
         attack(
             "templated sub-workflow with parallel host branches",
             "args:\n  sub:\n    default: par.lobster\nsteps:\n  - id: s\n    workflow: ${sub}\n",
@@ -556,48 +559,53 @@ fn attacks() -> Vec<Attack> {
         .args(&["--allow-write", "mail", "--allow-env", "API_TOKEN"]),
         // ---- class 4: components plain pipelines refuse ----
         attack(
-            "uses: a sockets component",
+            "uses: a component trying TCP, UDP and name lookup (refused at each use)",
             "steps:\n  - id: n\n    uses: steps/net.wasm\n",
-            Refused(sockets),
+            Harmless,
         ),
         attack(
-            "pipeline stage importing sockets",
-            "steps:\n  - id: n\n    pipeline: net\n",
-            Refused(sockets),
+            "uses: a foreign-import component",
+            "steps:\n  - id: n\n    uses: steps/phonehome.wasm\n",
+            Refused(foreign),
         ),
         attack(
-            "sockets component in a parallel branch",
-            "steps:\n  - id: p\n    parallel:\n      branches:\n        - id: b\n          pipeline: head | net\n",
-            Refused(sockets),
+            "pipeline stage importing a foreign interface",
+            "steps:\n  - id: n\n    pipeline: phonehome\n",
+            Refused(foreign),
         ),
         attack(
-            "sockets component in a for_each sub-step",
-            "steps:\n  - id: l\n    pipeline: head\n    stdin: [[1]]\n  - id: f\n    for_each: $l.json\n    steps:\n      - id: t\n        pipeline: net\n",
-            Refused(sockets),
+            "foreign-import component in a parallel branch",
+            "steps:\n  - id: p\n    parallel:\n      branches:\n        - id: b\n          pipeline: head | phonehome\n",
+            Refused(foreign),
+        ),
+        attack(
+            "foreign-import component in a for_each sub-step",
+            "steps:\n  - id: l\n    pipeline: head\n    stdin: [[1]]\n  - id: f\n    for_each: $l.json\n    steps:\n      - id: t\n        pipeline: phonehome\n",
+            Refused(foreign),
         ),
         attack(
             "templated uses: path",
-            "args:\n  c:\n    default: steps/net.wasm\nsteps:\n  - id: n\n    uses: ${c}\n",
-            Refused(sockets),
+            "args:\n  c:\n    default: steps/phonehome.wasm\nsteps:\n  - id: n\n    uses: ${c}\n",
+            Refused(foreign),
         ),
         attack(
             "uses: a component through a symlink",
-            "steps:\n  - id: n\n    uses: linkdir/net.wasm\n",
-            Refused(sockets),
+            "steps:\n  - id: n\n    uses: linkdir/phonehome.wasm\n",
+            Refused(foreign),
         )
         .setup(|run| link(run, "steps")),
         attack(
-            "uses: a hard link to a sockets component",
+            "uses: a hard link to a foreign-import component",
             "steps:\n  - id: n\n    uses: innocent.wasm\n",
-            Refused(sockets),
+            Refused(foreign),
         )
-        .setup(|run| std::fs::hard_link(run.join("steps/net.wasm"), run.join("innocent.wasm")).unwrap()),
+        .setup(|run| std::fs::hard_link(run.join("steps/phonehome.wasm"), run.join("innocent.wasm")).unwrap()),
         attack(
-            "sockets component in a literal sub-workflow",
+            "foreign-import component in a literal sub-workflow",
             "steps:\n  - id: s\n    workflow: n.lobster\n",
-            Refused(sockets),
+            Refused(foreign),
         )
-        .file("n.lobster", "steps:\n  - id: n\n    pipeline: net\n"),
+        .file("n.lobster", "steps:\n  - id: n\n    pipeline: phonehome\n"),
         attack(
             "host exec stage in a workflow pipeline",
             "steps:\n  - id: x\n    pipeline: exec --shell 'touch ../pwned'\n",

@@ -7,7 +7,9 @@
 //! ~16 s, so every test shares one compiled cache (`LOBSTER_WASM_CACHE_DIR`),
 //! warmed once with `lobster steps precompile`.
 
+use crate::broker::Stub;
 use crate::common::{finish, Env, Run};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -39,6 +41,7 @@ fn built() -> bool {
         examples_dir().join("inbox-categorize-ts.wasm"),
         guests_dir().join("hostile-py.wasm"),
         guests_dir().join("hostile-js.wasm"),
+        guests_dir().join("brokered-ts.wasm"),
         rust_examples_dir().join("inbox_categorize.wasm"),
     ];
     if need.iter().all(|p| p.is_file()) {
@@ -95,13 +98,22 @@ fn steps_args() -> Vec<String> {
     ]
 }
 
-/// The grants `hostile-py`'s describe asks for (a `data` dir and GREETING).
+/// The grants `hostile-py`'s describe asks for (a `data` dir, GREETING,
+/// tool `echo` and model calls).
 fn hostile_grants(env: &Env) -> Vec<String> {
     std::fs::create_dir_all(env.work_path("data")).unwrap();
-    ["--allow-read", "data", "--allow-env", "GREETING"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    [
+        "--allow-read",
+        "data",
+        "--allow-env",
+        "GREETING",
+        "--allow-tool",
+        "echo",
+        "--allow-llm",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 /// A tool-mode run with the steps and `hostile-py`'s grants.
@@ -308,11 +320,11 @@ fn python_steps_get_only_the_granted_dirs_and_env() {
         error_message(&r).contains("--allow-read DIR:/data"),
         "{r:?}"
     );
-    let grants = ["--allow-read", "data", "--allow-env", "GREETING"];
+    let grants = hostile_grants(&env);
     let mut c = command(&env, &[]);
     let mut args: Vec<String> = vec!["run".into(), "--mode".into(), "tool".into()];
     args.extend(steps_args());
-    args.extend(grants.iter().map(|s| s.to_string()));
+    args.extend(grants);
     args.push("hostile-py --do read".into());
     c.args(&args).env("GREETING", "hi").env("HOME", "/root");
     let r = finish(c.output().unwrap());
@@ -705,5 +717,157 @@ fn python_and_js_steps_keep_state_through_the_host() {
             serde_json::json!([{"runs": 1}]),
             "{step}: {r:?}"
         );
+    }
+}
+
+/// Every componentize-py component imports `wasi:sockets` (CPython links its
+/// `socket` module). The host links sockets with every use refused, so a
+/// Python step passes `lobster check`, builds into a bundle that verifies,
+/// and runs under the untrusted policy.
+#[test]
+fn a_python_step_passes_check_bundle_and_untrusted_runs() {
+    if !built() {
+        return;
+    }
+    let env = Env::new();
+    mail(&env);
+    let py = examples_dir().join("inbox-categorize-py.wasm");
+    let r = run(&env, &["check", py.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let src = env.work_path("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::copy(&py, src.join("inbox-categorize-py.wasm")).unwrap();
+    let r = run(&env, &["bundle", "build", "src", "--out", "py.bundle"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = run(&env, &["bundle", "verify", "py.bundle"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = run(&env, &["check", "py.bundle"]);
+    assert_eq!(r.code, 0, "{r:?}");
+
+    let steps = env.work_path("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    std::fs::copy(&py, steps.join("inbox-categorize-py.wasm")).unwrap();
+    std::fs::copy(
+        rust_examples_dir().join("inbox_list.wasm"),
+        steps.join("inbox_list.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        env.work_path("p.toml"),
+        "trust = \"untrusted\"\nroots = [\"mail\"]\n",
+    )
+    .unwrap();
+    let r = run(
+        &env,
+        &[
+            "run",
+            "--mode",
+            "tool",
+            "--policy",
+            "p.toml",
+            "--steps",
+            "steps",
+            "--allow-read",
+            "mail",
+            "inbox.list | inbox.categorize-py | pick id,category",
+        ],
+    );
+    let v = r.json();
+    assert_eq!(v["status"], "ok", "{r:?}");
+    assert_eq!(v["output"].as_array().map(Vec::len), Some(10), "{r:?}");
+}
+
+/// `tool-mode run` of `pipeline` with the guests on the step path, the
+/// stubs' addresses in the environment, `hostile-py`'s dir and env grants,
+/// and `grants`.
+fn brokered(env: &Env, gw: &Stub, model: &Stub, grants: &[&str], pipeline: &str) -> Run {
+    std::fs::create_dir_all(env.work_path("data")).unwrap();
+    let mut args = vec!["run", "--mode", "tool", "--steps"];
+    let dir = guests_dir().display().to_string();
+    args.push(&dir);
+    args.extend_from_slice(&["--allow-read", "data", "--allow-env", "GREETING"]);
+    args.extend_from_slice(grants);
+    args.push(pipeline);
+    let mut c = command(env, &args);
+    for k in ["OPENCLAW_TOKEN", "LOBSTER_POLICY"] {
+        c.env_remove(k);
+    }
+    c.env("OPENCLAW_URL", &gw.url)
+        .env("LOBSTER_LLM_PROVIDER", "openai")
+        .env("LOBSTER_LLM_BASE_URL", format!("{}/v1", model.url))
+        .env("LOBSTER_LLM_MODEL", "stub-violate-once");
+    finish(c.output().unwrap())
+}
+
+/// The Python and TypeScript SDKs wrap `lobster:step@0.2.0`'s broker: a
+/// described and granted tool call and model call reach the loopback stubs
+/// (the model's schema-violating first answer is retried by the host); an
+/// undescribed tool or a missing grant is refused and nothing is sent.
+#[test]
+fn python_and_typescript_steps_call_tools_and_models_through_the_broker() {
+    if !built() {
+        return;
+    }
+    // hostile-py's `--do broker` is the Python step (one Python component
+    // fewer to build and compile); brokered-ts the TypeScript one.
+    for step in ["hostile-py --do broker", "brokered-ts"] {
+        let env = Env::new();
+        let gw = Stub::start("gateway", None);
+        let model = Stub::start("model", None);
+        std::fs::write(env.work_path("mail.json"), r#"[{"subject":"Hello"}]"#).unwrap();
+        let grant = ["--allow-tool", "echo", "--allow-llm"];
+        // Granted: the tool's answer and the model's schema-checked answer.
+        let r = brokered(
+            &env,
+            &gw,
+            &model,
+            &grant,
+            &format!(
+                "exec --json cat mail.json | {step} --tool echo --args '{{\"to\":\"x\"}}' --llm"
+            ),
+        );
+        let v = r.json();
+        assert_eq!(v["status"], "ok", "{step}: {r:?}");
+        let out = v["output"].as_array().unwrap();
+        assert_eq!(out.len(), 2, "{step}: {r:?}");
+        assert_eq!(out[0]["args"], json!({"to": "x"}), "{step}: {r:?}");
+        assert!(
+            out[1]["intent"].is_string() && out[1]["draft"].is_string(),
+            "{step}: {r:?}"
+        );
+        assert_eq!(gw.requests().len(), 1, "{step}");
+        assert_eq!(gw.requests()[0]["body"]["tool"], "echo", "{step}");
+        assert_eq!(model.requests().len(), 2, "{step}: violation, then retry");
+        // A tool its describe does not ask for: refused at the call, the
+        // step fails with the host's reason, nothing is sent.
+        let r = brokered(&env, &gw, &model, &grant, &format!("{step} --tool message"));
+        let msg = error_message(&r);
+        assert!(
+            msg.contains("called tool \"message\", which its describe does not ask for"),
+            "{step}: {msg}"
+        );
+        assert_eq!(gw.requests().len(), 1, "{step}: a refused call was sent");
+        // Described but not granted: the step does not run; nothing is sent.
+        let r = brokered(
+            &env,
+            &gw,
+            &model,
+            &["--allow-llm"],
+            &format!("{step} --tool echo"),
+        );
+        assert!(
+            error_message(&r).contains("--allow-tool echo"),
+            "{step}: {r:?}"
+        );
+        let r = brokered(
+            &env,
+            &gw,
+            &model,
+            &["--allow-tool", "echo"],
+            &format!("{step} --llm"),
+        );
+        assert!(error_message(&r).contains("--allow-llm"), "{step}: {r:?}");
+        assert_eq!(gw.requests().len(), 1, "{step}");
+        assert_eq!(model.requests().len(), 2, "{step}");
     }
 }

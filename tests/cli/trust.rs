@@ -157,37 +157,100 @@ fn untrusted_policy_runs_sandboxed_steps_inside_the_roots() {
 }
 
 #[test]
-fn check_rejects_a_component_importing_sockets() {
-    let Some(net) = test_guest("net") else { return };
+fn check_rejects_a_component_importing_what_the_host_lacks() {
+    let Some(phone) = test_guest("phonehome") else {
+        return;
+    };
     let env = Env::new();
-    let r = env.run(&["check", net.to_str().unwrap()]);
+    let r = env.run(&["check", phone.to_str().unwrap()]);
     assert_eq!(r.code, 1, "{r:?}");
     let line = format!(
-        "{}: imports wasi:sockets/tcp@0.2.6 (network sockets), which Lobster never grants",
-        net.display()
+        "{}: imports lobster-test:phone/home, an interface the Lobster host does not provide",
+        phone.display()
     );
     assert!(r.stdout.lines().any(|l| l == line), "{}", r.stdout);
-    // Under the untrusted policy such a step is refused at plan time.
+    // A run refuses such a step before anything runs: the policy names the
+    // import, or (as here, since resolving the stage links it) the linker
+    // does, naming the interface the host lacks.
     let steps = env.work_path("steps");
     std::fs::create_dir(&steps).unwrap();
-    std::fs::copy(&net, steps.join("net.wasm")).unwrap();
+    std::fs::copy(&phone, steps.join("phonehome.wasm")).unwrap();
     write(&env, "p.toml", "trust = \"untrusted\"\n");
-    let r = env.run(&["run", "--mode", "tool", "--policy", "p.toml", "net"]);
+    let r = env.run(&["run", "--mode", "tool", "--policy", "p.toml", "phonehome"]);
     assert_eq!(r.code, 1, "{r:?}");
     let msg = err_message(&r);
     assert!(
-        msg.starts_with("policy refuses this run: stage 1 (net) imports wasi:sockets/"),
+        msg.contains("lobster-test:phone/home")
+            && (msg.contains("which the untrusted policy refuses")
+                || msg.contains("imports something Lobster does not provide")),
         "{msg}"
     );
-    assert!(msg.contains("wasi:sockets/tcp@0.2.6"), "{msg}");
-    let r = env.run(&["check", "--format", "json", net.to_str().unwrap()]);
+    let r = env.run(&["check", "--format", "json", phone.to_str().unwrap()]);
     let doc = r.json();
     assert_eq!(doc["ok"], Value::Bool(false));
     assert!(doc["problems"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|p| p["message"].as_str().unwrap().contains("wasi:sockets/tcp")));
+        .any(|p| p["message"]
+            .as_str()
+            .unwrap()
+            .contains("lobster-test:phone/home")));
+}
+
+/// A component importing `wasi:sockets` passes `check` and the untrusted
+/// policy (the host links sockets with every use refused), and when it
+/// tries TCP, UDP and name lookup at run time each attempt is refused:
+/// a listener on loopback sees no connection and no datagram.
+#[test]
+fn a_sockets_component_passes_check_and_every_use_is_refused() {
+    let Some(net) = test_guest("net") else { return };
+    let env = Env::new();
+    let r = env.run(&["check", net.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let steps = env.work_path("steps");
+    std::fs::create_dir(&steps).unwrap();
+    std::fs::copy(&net, steps.join("net.wasm")).unwrap();
+    write(&env, "p.toml", "trust = \"untrusted\"\n");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let udp = std::net::UdpSocket::bind(addr).unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--policy",
+        "p.toml",
+        &format!("net {addr}"),
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let out = r.json()["output"].clone();
+    let attempts: Vec<&str> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["attempt"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        attempts,
+        ["tcp connect", "tcp listen", "udp send", "lookup"],
+        "{out}"
+    );
+    // Creating a TCP or UDP socket is refused with "access denied"; a
+    // refused lookup reaches std as a resolver failure (EAI_FAIL).
+    for item in &out.as_array().unwrap()[..3] {
+        let why = item["refused"].as_str().unwrap().to_lowercase();
+        assert!(why.contains("denied"), "{item}");
+    }
+    assert!(out[3]["refused"].as_str().is_some_and(|s| !s.is_empty()));
+    assert!(tcp.accept().is_err(), "a TCP connection reached the host");
+    let mut buf = [0u8; 16];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a datagram reached the host"
+    );
 }
 
 /// A bundle of the capgrab guest built through the CLI.

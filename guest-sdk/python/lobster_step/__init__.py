@@ -14,6 +14,8 @@ the result is a WASI component of the ``lobster:step`` world that Lobster runs
 in its sandbox. ``args`` follow the pipeline language's greedy flag rules;
 ``items`` are plain Python values (``json.loads``); raise ``InvalidArgs`` or
 ``Failed`` to fail the step; any other exception becomes ``failed(message)``.
+Gateway tools and models go through the host's broker: ``tools.invoke`` and
+``llm.ask`` (declare ``tool(NAME)`` / ``llm_calls()`` in ``capabilities``).
 """
 
 from .api import (
@@ -24,11 +26,15 @@ from .api import (
     InvalidArgs,
     StepDef,
     env,
+    llm,
+    llm_calls,
     log,
     read_dir,
     registered,
     state,
     step,
+    tool,
+    tools,
     write_dir,
 )
 
@@ -40,10 +46,14 @@ __all__ = [
     "InvalidArgs",
     "StepDef",
     "env",
+    "llm",
+    "llm_calls",
     "log",
     "read_dir",
     "registered",
     "state",
     "step",
+    "tool",
+    "tools",
     "write_dir",
 ]

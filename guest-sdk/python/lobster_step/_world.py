@@ -28,6 +28,10 @@ class WitWorld(wit_world.WitWorld):
         for c in d.capabilities:
             if c.kind == "dir":
                 caps.append(t.Capability_Dir((c.name, _ACCESS[c.access])))
+            elif c.kind == "tool":
+                caps.append(t.Capability_Tool(c.name))
+            elif c.kind == "llm":
+                caps.append(t.Capability_Llm())
             else:
                 caps.append(t.Capability_Env(c.name))
         return t.StepInfo(

@@ -63,7 +63,9 @@ def _num_text(n: Union[int, float]) -> str:
 
 @dataclass(frozen=True)
 class Capability:
-    """A directory (``kind="dir"``, ``access`` "read" or "read-write") or an env variable."""
+    """A directory (``kind="dir"``, ``access`` "read" or "read-write"), an env
+    variable (``kind="env"``), a gateway tool (``kind="tool"``) or model calls
+    (``kind="llm"``, no name)."""
 
     kind: str
     name: str
@@ -83,6 +85,16 @@ def write_dir(guest_path: str) -> Capability:
 def env(name: str) -> Capability:
     """The step reads this environment variable (``--allow-env``)."""
     return Capability("env", name)
+
+
+def tool(name: str) -> Capability:
+    """The step calls gateway tool ``name`` with ``tools.invoke`` (``--allow-tool NAME``)."""
+    return Capability("tool", name)
+
+
+def llm_calls() -> Capability:
+    """The step asks a model with ``llm.ask``/``llm.json`` (``--allow-llm``)."""
+    return Capability("llm", "")
 
 
 @dataclass(frozen=True)
@@ -276,6 +288,50 @@ class _State:
 
 
 state = _State()
+
+
+class _Tools:
+    """Gateway tools through the host's broker (``lobster:step@0.2.0``):
+    ``tools.invoke("message", {"to": "x"})`` returns the tool's result items
+    as a list. The step must list ``tool(NAME)`` in its capabilities and the
+    run must grant it; a refused or failed call raises ``Failed`` with the
+    host's reason (nothing was sent when it was refused)."""
+
+    def invoke(self, name: str, args: Any = None, action: Optional[str] = "json") -> List[Any]:
+        text = json.dumps({} if args is None else args, ensure_ascii=False, separators=(",", ":"))
+        try:
+            answer = json.loads(_host.invoke_tool(name, action, text))
+        except _host.BrokerError as e:
+            raise Failed(str(e)) from None
+        return answer if isinstance(answer, list) else [answer]
+
+
+tools = _Tools()
+
+
+class _Llm:
+    """Model calls through the host's broker: ``llm.ask(prompt, input, schema)``
+    returns the answer (a Python value) after it passed ``schema``;
+    ``llm.json(request)`` sends a whole request object (``prompt``, ``input``,
+    ``schema``, ``model``, ``temperature``, ``max-tokens``). The step must
+    list ``llm_calls()`` and the run must grant ``--allow-llm``; a refusal
+    raises ``Failed``."""
+
+    def json(self, request: Any) -> Any:
+        text = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return json.loads(_host.llm_json(text))
+        except _host.BrokerError as e:
+            raise Failed(str(e)) from None
+
+    def ask(self, prompt: str, input: Any = None, schema: Any = None) -> Any:
+        request: dict = {"prompt": prompt, "input": input}
+        if schema is not None:
+            request["schema"] = schema
+        return self.json(request)
+
+
+llm = _Llm()
 
 
 def failure_message(e: BaseException) -> str:

@@ -7,7 +7,10 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from lobster_step import Args, Failed, InvalidArgs, state  # noqa: E402
+import json  # noqa: E402
+
+from lobster_step import Args, Failed, InvalidArgs, llm, llm_calls, state, tool, tools  # noqa: E402
+from lobster_step import _host  # noqa: E402
 from lobster_step.api import StepDef, failure_message  # noqa: E402
 
 
@@ -51,13 +54,60 @@ class CallTest(unittest.TestCase):
         self.assertIsNone(state.get("nope"))
 
 
+class BrokerTest(unittest.TestCase):
+    def tearDown(self):
+        _host.set_broker_for_tests(None)
+
+    def test_tools_and_llm_go_through_the_broker_as_json(self):
+        seen = []
+
+        class Stand:
+            def invoke_tool(self, tool, action, args_json):
+                seen.append((tool, action, json.loads(args_json)))
+                return '[{"ok":true}]'
+
+            def llm_json(self, request_json):
+                seen.append(json.loads(request_json))
+                return '{"intent":"x"}'
+
+        _host.set_broker_for_tests(Stand())
+        self.assertEqual(tools.invoke("echo", {"to": "x"}), [{"ok": True}])
+        self.assertEqual(llm.ask("Classify", {"s": 1}, {"type": "object"}), {"intent": "x"})
+        self.assertEqual(seen[0], ("echo", "json", {"to": "x"}))
+        self.assertEqual(seen[1], {"prompt": "Classify", "input": {"s": 1}, "schema": {"type": "object"}})
+
+    def test_a_refused_call_is_failed_with_the_reason(self):
+        class Refuse:
+            def invoke_tool(self, *a):
+                raise Exception("refused: not granted")
+
+            def llm_json(self, *a):
+                raise Exception("refused: no --allow-llm")
+
+        _host.set_broker_for_tests(Refuse())
+        with self.assertRaises(Failed) as e:
+            tools.invoke("echo")
+        self.assertEqual(e.exception.message, "refused: not granted")
+        with self.assertRaises(Failed) as e:
+            llm.ask("p")
+        self.assertEqual(e.exception.message, "refused: no --allow-llm")
+        _host.set_broker_for_tests(None)
+        with self.assertRaises(Failed) as e:
+            tools.invoke("echo")
+        self.assertIn("no broker outside a component", e.exception.message)
+
+    def test_tool_and_llm_capabilities(self):
+        self.assertEqual((tool("echo").kind, tool("echo").name), ("tool", "echo"))
+        self.assertEqual(llm_calls().kind, "llm")
+
+
 class WitTest(unittest.TestCase):
     def test_the_shipped_world_is_the_repository_world(self):
         here = os.path.dirname(__file__)
         with open(os.path.join(here, "../lobster_step/wit/step.wit")) as a, open(
-            os.path.join(here, "../../../wit/step.wit")
+            os.path.join(here, "../../../wit/v0.2/step.wit")
         ) as b:
-            self.assertEqual(a.read(), b.read(), "copy wit/step.wit into guest-sdk/python/lobster_step/wit/")
+            self.assertEqual(a.read(), b.read(), "copy wit/v0.2/step.wit into guest-sdk/python/lobster_step/wit/")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ components, bundles, lock file and .lobster workflows). Without PATH: the curren
 What only a run can decide (a templated sub-workflow path, cwd or uses:)
 is printed as `warning: FILE:LINE: … decided at run time` and does not fail.
 Components must implement lobster:step or wasi:cli/command and import only
-what the host provides (never wasi:sockets, wasi:http or unknown
-interfaces); bundles must match their manifest; components must match their
+what the host provides (wasi:sockets passes: it is linked with every use
+refused; never wasi:http or unknown interfaces); bundles must match their manifest; components must match their
 pin in ./lobster.lock; lock entries must match the step path (--steps DIRs,
 LOBSTER_STEP_PATH, ./steps).
 Exit codes: 0 everything passes, 1 problems found, 2 bad arguments.

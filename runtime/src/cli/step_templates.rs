@@ -28,7 +28,7 @@ pub fn files(lang: Lang, name: &str, slug: &str, sdk: &Path) -> Vec<(String, Str
     let readme_common = format!(
         "# {name}\n\nA Lobster step. `lobster step build` builds it, `lobster step test` runs the\n\
          examples in `examples.json` (args + input items → expected items) in the sandbox.\n\
-         Run it in a pipeline:\n\n```sh\nlobster --steps DIR-OF-THE-WASM 'exec --json --shell \"echo [{{\\\"id\\\":1}}]\" | {name} --name Ada'\n```\n\n"
+         Run it in a pipeline:\n\n```sh\necho '[{{\"id\":1}}]' > items.json\nlobster --steps DIR-OF-THE-WASM 'exec --json cat items.json | {name} --name Ada'\n```\n\n"
     );
     match lang {
         Lang::Rust => {

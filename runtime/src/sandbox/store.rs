@@ -53,9 +53,14 @@ pub(crate) fn new_store(
         .stderr(stderr.clone())
         .args(argv)
         .allow_blocking_current_thread(true)
+        // wasi:sockets is linked (componentize-py components import it)
+        // but refuses every use: no TCP or UDP socket can be created, no
+        // name is looked up, and no address passes the check. This is
+        // what lets the import check accept the import (sandbox/inspect.rs).
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
+        .socket_addr_check(|_, _| Box::pin(async { false }))
         .wall_clock(FixedClock(Duration::from_millis(env.wall_clock_ms)))
         .monotonic_clock(monotonic)
         .secure_random(seeded(env.random_seed, "lobster 2026 wasi secure-random"))

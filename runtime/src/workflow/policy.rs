@@ -268,15 +268,25 @@ impl Walker<'_> {
                     return;
                 }
                 let full = workflow_dir(wf).join(uses);
-                if let Ok(c) = crate::sandbox::load_file(&full, self.cache) {
-                    let asked = Request::Component {
-                        imports: c.imports(),
-                    };
-                    if let Err(r) = self.authority.judge(&asked) {
-                        self.out
-                            .refused
-                            .push(format!("{at}: step {id} component {uses} {r}"));
+                match crate::sandbox::load_file(&full, self.cache) {
+                    Ok(c) => {
+                        let asked = Request::Component {
+                            imports: c.imports(),
+                        };
+                        if let Err(r) = self.authority.judge(&asked) {
+                            self.out
+                                .refused
+                                .push(format!("{at}: step {id} component {uses} {r}"));
+                        }
                     }
+                    // The run refuses a component that does not link (an
+                    // import the host lacks): so does the check. A missing
+                    // file is the loader's error, reported by validation.
+                    Err(e) if full.is_file() => self
+                        .out
+                        .refused
+                        .push(format!("{at}: step {id} component {uses}: {e}")),
+                    Err(_) => {}
                 }
             }
             Action::Workflow { path, pos, .. } => {
@@ -346,8 +356,8 @@ impl Walker<'_> {
                 }
                 continue;
             }
-            if let Ok(Some(cmd)) = self.registry.resolve(&stage.name) {
-                if cmd.digest().is_some() {
+            match self.registry.resolve(&stage.name) {
+                Ok(Some(cmd)) if cmd.digest().is_some() => {
                     let asked = Request::Component {
                         imports: cmd.imports(),
                     };
@@ -359,6 +369,14 @@ impl Walker<'_> {
                         ));
                     }
                 }
+                // A component the run cannot load (e.g. it does not link)
+                // is refused by the run: the check says so too.
+                Err(e) => self.out.refused.push(format!(
+                    "{at}: step {id} stage {} ({}): {e}",
+                    i + 1,
+                    stage.name
+                )),
+                _ => {}
             }
         }
     }
