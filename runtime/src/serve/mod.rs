@@ -236,8 +236,16 @@ async fn deadline(
 /// Build the state: the root store, every tenant (policy, catalog, store),
 /// the approval-link key.
 pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
-    let root = StateStore::new(&config.state);
+    let root = match &config.store_url {
+        Some(url) => StateStore::open(url, &config.state).with_env_lease(),
+        None => StateStore::new(&config.state),
+    };
     root.ensure_dir()?;
+    // A database that is down or refuses us is an error at start, naming it.
+    root.ping()?;
+    if !root.is_files() {
+        runs::beat(&root, &config.node_id)?;
+    }
     let mut tenants = Vec::new();
     for t in &config.tenants {
         tenants.push(Arc::new(Tenant::new(t, &root)?));
@@ -245,6 +253,7 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     let link_key = link::LinkKey::load_or_create(&root)?;
     Ok(AppState {
         public_url: config.public_url.clone().unwrap_or_default(),
+        node: config.node_id.clone(),
         config,
         tenants,
         root,
@@ -284,6 +293,9 @@ pub fn run(
             app.public_url = format!("http://{addr}");
         }
         let app = Arc::new(app);
+        if !app.root.is_files() {
+            tokio::spawn(runs::keep_beating(app.clone()));
+        }
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(shutdown::watch(app.clone(), stop_tx, drained_tx));

@@ -1,9 +1,17 @@
 //! The run registry and the runs API: every run has a record in its
 //! tenant's store (`serve_run_<runId>`), written when it starts and when it
 //! settles, so `GET /v1/runs/{runId}` answers after a restart (a record
-//! left `running` by a process that ended reads `interrupted`). One index
-//! key per tenant, changed under the tenant's index lock, lists the runs
-//! paused at a gate (`serve_pending`: the approvals list).
+//! left `running` by a process that ended reads `interrupted`). Each run
+//! paused at a gate has a key of its own (`serve_pending_<runId>`), listed
+//! by prefix (the approvals list): nothing is read-modified-written by
+//! several nodes. A gate is taken by creating `serve_taken_<digest of its
+//! token>` ([`StateStore::create_new`]): of racers on any node, one wins.
+//!
+//! With a PostgreSQL store several nodes share the records: a run's record
+//! names its `node`, stored `running` as soon as it starts; each node
+//! refreshes `serve_node_<node>` in the root store every third of the
+//! lease, so a `running` record whose node stopped beating for a lease
+//! reads `interrupted` on every node.
 //!
 //! The work itself is [`crate::api::run`] / [`crate::api::resume`] on the
 //! blocking pool, with the tenant's settings (policy, catalog, steps,
@@ -30,7 +38,50 @@ use std::time::{Duration, Instant};
 
 /// Default `wait` of `POST /v1/runs` (ms).
 pub const DEFAULT_WAIT_MS: u64 = 10_000;
-const PENDING: &str = "serve_pending";
+const PENDING: &str = "serve_pending_";
+
+fn node_key(node: &str) -> String {
+    format!("serve_node_{node}")
+}
+
+/// Record that `node` is alive now (its heartbeat key in the root store).
+pub fn beat(root: &StateStore, node: &str) -> crate::error::Result<()> {
+    root.set(&node_key(node), &json!({ "node": node, "at": now_iso() }))
+}
+
+/// Beat every third of the lease while the server runs (a failed beat is
+/// logged; the next one retries).
+pub async fn keep_beating(app: Arc<AppState>) {
+    let every = app.root.lease() / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        let a = app.clone();
+        let res = tokio::task::spawn_blocking(move || beat(&a.root, &a.node)).await;
+        if let Ok(Err(e)) = res {
+            (app.log)(&format!(
+                "lobster serve: cannot record this node's heartbeat: {e}"
+            ));
+        }
+    }
+}
+
+/// Whether `node`'s heartbeat is older than a lease (or missing): it
+/// stopped, and its runs will not settle.
+fn node_gone(app: &AppState, node: &str) -> Result<bool, ApiError> {
+    let age = app.root.age(&node_key(node)).map_err(ApiError::internal)?;
+    Ok(age.is_none_or(|a| a > app.root.lease()))
+}
+
+fn pending_key(run_id: &str) -> String {
+    format!("{PENDING}{run_id}")
+}
+
+fn taken_key(token: &str) -> String {
+    format!(
+        "serve_taken_{}",
+        &blake3::hash(token.as_bytes()).to_hex()[..32]
+    )
+}
 
 fn record_key(run_id: &str) -> String {
     format!("serve_run_{run_id}")
@@ -56,44 +107,44 @@ fn save_record(store: &StateStore, record: &Value, log: &Log) {
     }
 }
 
-fn index(store: &StateStore, key: &str) -> Vec<Value> {
-    store
-        .get(key)
-        .ok()
-        .flatten()
-        .and_then(|v| v.get("runs").and_then(Value::as_array).cloned())
-        .unwrap_or_default()
+/// The tenant's paused runs: `[{runId, approvalId?, kind, createdAt}]`,
+/// by runId.
+pub fn pending(tenant: &Tenant) -> Result<Vec<Value>, ApiError> {
+    Ok(tenant
+        .store
+        .list_prefix(PENDING)
+        .map_err(ApiError::internal)?
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect())
 }
 
-fn set_index(store: &StateStore, key: &str, runs: Vec<Value>, log: &Log) {
-    if let Err(e) = store.set(key, &json!({ "runs": runs })) {
-        log(&format!("lobster serve: cannot write {key}: {e}"));
+/// Take the gate whose resume token is `token` (of run `run_id`): `Ok(false)`
+/// when it was taken already, on this node or another. The winner removes
+/// the run from the pending list.
+fn take_gate(tenant: &Tenant, run_id: &str, token: &str, log: &Log) -> Result<bool, ApiError> {
+    let won = tenant
+        .store
+        .create_new(
+            &taken_key(token),
+            &json!({ "runId": run_id, "at": now_iso() }),
+        )
+        .map_err(ApiError::internal)?;
+    if won {
+        if let Err(e) = tenant.store.remove(&pending_key(run_id)) {
+            log(&format!(
+                "lobster serve: cannot take {run_id} off the pending list: {e}"
+            ));
+        }
     }
-}
-
-/// The tenant's paused runs: `[{runId, approvalId?, kind, createdAt}]`.
-pub fn pending(tenant: &Tenant) -> Vec<Value> {
-    index(&tenant.store, PENDING)
-}
-
-/// Take `run_id` off the tenant's pending list; `false` when it was not on
-/// it (already being resumed or decided).
-fn take_pending(tenant: &Tenant, run_id: &str, log: &Log) -> bool {
-    let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let mut list = index(&tenant.store, PENDING);
-    let before = list.len();
-    list.retain(|e| e["runId"].as_str() != Some(run_id));
-    let found = list.len() != before;
-    if found {
-        set_index(&tenant.store, PENDING, list, log);
-    }
-    found
+    Ok(won)
 }
 
 /// The record of `run_id` as it stands: a record still `running` whose run
 /// is not going on in this process was left by a process that ended (killed,
 /// crashed, power loss), so it is reported, and stored, as `interrupted`.
-/// (One server process per store: runs are not shared between processes.)
+/// With a PostgreSQL store, a record of another node is left alone while
+/// that node's heartbeat is younger than a lease.
 pub fn current_record(
     app: &AppState,
     tenant: &Tenant,
@@ -125,12 +176,22 @@ pub fn current_record(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .contains_key(run_id);
-    if rec["status"] == "running" && !live {
-        rec["status"] = json!("interrupted");
-        rec["updatedAt"] = json!(now_iso());
-        rec["reason"] = json!("the server stopped while the run was going on");
-        save_record(&tenant.store, &rec, &app.log);
+    if rec["status"] != "running" || live {
+        return Ok(Some(rec));
     }
+    let node = rec["node"].as_str().unwrap_or_default().to_string();
+    let elsewhere = !app.root.is_files() && !node.is_empty() && node != app.node;
+    if elsewhere && !node_gone(app, &node)? {
+        return Ok(Some(rec));
+    }
+    rec["status"] = json!("interrupted");
+    rec["updatedAt"] = json!(now_iso());
+    rec["reason"] = json!(if elsewhere {
+        format!("node {node}, which ran it, stopped (no heartbeat for a lease)")
+    } else {
+        "the server stopped while the run was going on".to_string()
+    });
+    save_record(&tenant.store, &rec, &app.log);
     Ok(Some(rec))
 }
 
@@ -168,15 +229,17 @@ pub fn start(
     let record = json!({
         "runId": run_id,
         "tenant": tenant.name,
+        "node": app.node,
         "status": "running",
         "createdAt": created_at.clone().unwrap_or_else(|| now.clone()),
         "updatedAt": now,
     });
     let cancel = Cancel::default();
     let by_shutdown = Arc::new(AtomicBool::new(false));
-    // The `running` record is stored only when the run's id is handed out
-    // before it settles ([`hand_out`]): a run that settles within the wait
-    // costs one store write.
+    // Files: the `running` record is stored only when the run's id is
+    // handed out before it settles ([`hand_out`]): a run that settles within
+    // the wait costs one store write. PostgreSQL: at once, so every node
+    // can answer for it.
     app.live.lock().unwrap_or_else(|p| p.into_inner()).insert(
         run_id.clone(),
         Live {
@@ -186,7 +249,7 @@ pub fn start(
             record: record.clone(),
         },
     );
-    if created_at.is_some() {
+    if created_at.is_some() || !tenant.store.is_files() {
         // A resume: its gate is spent from here on, so the record says so
         // at once (a process that dies now leaves it `interrupted`).
         save_record(&tenant.store, &record, &app.log);
@@ -259,14 +322,16 @@ pub fn start(
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(rec["runId"].as_str().unwrap_or_default());
             if paused {
-                let mut list = index(&tenant.store, PENDING);
-                list.push(json!({
+                let entry = json!({
                     "runId": rec["runId"],
                     "approvalId": rec["envelope"]["requiresApproval"]["approvalId"],
                     "kind": status,
                     "createdAt": rec["updatedAt"],
-                }));
-                set_index(&tenant.store, PENDING, list, log);
+                });
+                let id = rec["runId"].as_str().unwrap_or_default();
+                if let Err(e) = tenant.store.set(&pending_key(id), &entry) {
+                    log(&format!("lobster serve: cannot list paused run {id}: {e}"));
+                }
             }
         }
         app.metrics.in_flight(-1);
@@ -509,7 +574,7 @@ pub async fn resume_by_token(
         return Err(ApiError::bad_request("token or approvalId required"));
     }
     // The run this token belongs to, when it is one of the tenant's paused runs.
-    for entry in pending(&tenant) {
+    for entry in pending(&tenant)? {
         let Some(id) = entry["runId"].as_str() else {
             continue;
         };
@@ -574,9 +639,9 @@ pub async fn decide(
     body.insert("token".into(), json!(token));
     let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let slot = slot(app, tenant)?;
-    // Exactly once in this process: whoever takes the run off the pending
-    // list decides it; the store's claim settles it across processes.
-    if !take_pending(tenant, &run_id, &app.log) {
+    // Exactly once on every node: whoever creates the gate's taken key
+    // decides it (the store's claim of the resume state is the second lock).
+    if !take_gate(tenant, &run_id, &token, &app.log)? {
         return Err(ApiError::decided(format!(
             "run {run_id}: its gate was already decided"
         )));

@@ -112,15 +112,30 @@ impl StateStore {
             Ok(url) if !url.trim().is_empty() => StateStore::open(&url, dir),
             _ => StateStore::new(dir),
         };
+        store.with_env_lease()
+    }
+
+    /// This store with the lease `LOBSTER_STORE_LEASE_MS` sets, if set (a
+    /// value out of [`LEASE_RANGE_MS`] makes the store unusable, saying so).
+    pub fn with_env_lease(self) -> StateStore {
         match std::env::var("LOBSTER_STORE_LEASE_MS") {
             Ok(ms) if !ms.trim().is_empty() => match parse_lease(&ms) {
-                Ok(lease) => store.with_lease(lease),
+                Ok(lease) => self.with_lease(lease),
                 Err(msg) => StateStore {
                     backend: Backend::Unusable(msg),
-                    ..store
+                    ..self
                 },
             },
-            _ => store,
+            _ => self,
+        }
+    }
+
+    /// How long a claim holds without a heartbeat ([`DEFAULT_LEASE`] for
+    /// the files store, whose claims need none).
+    pub fn lease(&self) -> Duration {
+        match &self.backend {
+            Backend::Postgres(t) => t.lease,
+            _ => DEFAULT_LEASE,
         }
     }
 
@@ -132,15 +147,15 @@ impl StateStore {
     pub fn for_tenant(&self, name: &str) -> StateStore {
         let name = tenant_id(name);
         let mut store = self.clone();
-        match &mut store.backend {
-            Backend::Files | Backend::Unusable(_) => {
-                store.dir = if name == DEFAULT_TENANT {
-                    self.root.clone()
-                } else {
-                    self.root.join("tenants").join(&name)
-                };
-            }
-            Backend::Postgres(t) => t.tenant = name,
+        // The local directory is per tenant on either back end (PostgreSQL:
+        // for what stays on the node, such as serve's inline workflows).
+        store.dir = if name == DEFAULT_TENANT {
+            self.root.clone()
+        } else {
+            self.root.join("tenants").join(&name)
+        };
+        if let Backend::Postgres(t) = &mut store.backend {
+            t.tenant = name;
         }
         store
     }
