@@ -282,3 +282,113 @@ fn a_killed_node_s_run_reads_interrupted_on_the_other_once_its_lease_expires() {
     let r = b.run(S, json!({"pipeline": "exec --json --shell 'echo 7'"}));
     assert_eq!(r.json()["output"], json!([7]), "{}", r.body);
 }
+
+/// `tests/pg.sh what` for a cluster in `dir`; its stdout.
+fn pg_sh(dir: &Path, what: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(what)
+        .env("LOBSTER_PG_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pg.sh {what}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_database_restart_under_load_fails_requests_cleanly_then_recovers_losing_no_run() {
+    // A cluster of its own, so stopping it disturbs no other test.
+    let Some(mut c) = Cluster::new() else { return };
+    let parent = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        parent.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let pg_dir = parent.path().join("pg");
+    c.url = pg_sh(&pg_dir, "start");
+    struct Stop<'a>(&'a Path);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = pg_sh(self.0, "stop");
+        }
+    }
+    let _stop = Stop(&pg_dir);
+    let mut a = c.node("a", "", &[]);
+    let b = c.node("b", "", &[]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let restarted = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<(Vec<String>, usize, usize)> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..4)
+            .map(|w| {
+                let node = if w % 2 == 0 { &a } else { &b };
+                let (stop, restarted) = (&stop, &restarted);
+                sc.spawn(move || {
+                    let (mut acked, mut refused, mut after) = (Vec::new(), 0, 0);
+                    let mut i = 0;
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        let r = node.run(
+                            S,
+                            json!({"pipeline": format!("exec --json --shell 'echo {i}'")}),
+                        );
+                        match r.status {
+                            200 | 202 => {
+                                acked.push(r.json()["runId"].as_str().unwrap().to_string());
+                                if restarted.load(std::sync::atomic::Ordering::SeqCst) {
+                                    after += 1;
+                                }
+                            }
+                            503 => {
+                                let e = r.json();
+                                assert_eq!(e["error"]["type"], "store_unavailable", "{e}");
+                                assert!(
+                                    e["error"]["message"]
+                                        .as_str()
+                                        .unwrap()
+                                        .contains("PostgreSQL"),
+                                    "{e}"
+                                );
+                                refused += 1;
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            other => panic!("unexpected {other}: {}", r.body),
+                        }
+                        i += 1;
+                    }
+                    (acked, refused, after)
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(800));
+        pg_sh(&pg_dir, "kill");
+        std::thread::sleep(Duration::from_millis(1000));
+        pg_sh(&pg_dir, "start");
+        restarted.store(true, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(1500));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let refused: usize = results.iter().map(|r| r.1).sum();
+    let acked: usize = results.iter().map(|r| r.0.len()).sum();
+    eprintln!("database restart: {acked} runs accepted, {refused} refused with 503");
+    let after: usize = results.iter().map(|r| r.2).sum();
+    assert!(refused > 0, "the outage refused no request");
+    assert!(after > 0, "no run was accepted after the restart");
+    // No node panicked or exited, and every acknowledged run has its
+    // settled record, on either node.
+    assert!(a.child.try_wait().unwrap().is_none(), "node a exited");
+    for (w, (acked, _, _)) in results.iter().enumerate() {
+        for id in acked {
+            let node = if w % 2 == 0 { &b } else { &a };
+            let rec = node.settled(S, id);
+            // Accepted (its record written), then the database went away
+            // under it: it failed, saying why, and its record says so.
+            let failed_on_store = rec["status"] == "failed"
+                && rec["envelope"]["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("PostgreSQL store"));
+            assert!(rec["status"] == "ok" || failed_on_store, "{rec}");
+        }
+    }
+}

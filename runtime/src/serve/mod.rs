@@ -84,6 +84,19 @@ impl ApiError {
         )
     }
 
+    /// 503: the state store failed (PostgreSQL down or unreachable); the
+    /// message says which store and why. Nothing was started or decided.
+    pub fn store(message: impl ToString) -> Self {
+        ApiError {
+            retry_after: Some(1),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                message.to_string(),
+            )
+        }
+    }
+
     /// 404 for a run this tenant does not have.
     pub fn no_run(run_id: &str) -> Self {
         Self::new(

@@ -68,7 +68,7 @@ pub async fn keep_beating(app: Arc<AppState>) {
 /// Whether `node`'s heartbeat is older than a lease (or missing): it
 /// stopped, and its runs will not settle.
 fn node_gone(app: &AppState, node: &str) -> Result<bool, ApiError> {
-    let age = app.root.age(&node_key(node)).map_err(ApiError::internal)?;
+    let age = app.root.age(&node_key(node)).map_err(ApiError::store)?;
     Ok(age.is_none_or(|a| a > app.root.lease()))
 }
 
@@ -97,7 +97,7 @@ pub fn load_record(store: &StateStore, run_id: &str) -> Result<Option<Value>, Ap
     if !valid_run_id(run_id) {
         return Ok(None);
     }
-    store.get(&record_key(run_id)).map_err(ApiError::internal)
+    store.get(&record_key(run_id)).map_err(ApiError::store)
 }
 
 fn save_record(store: &StateStore, record: &Value, log: &Log) {
@@ -107,13 +107,45 @@ fn save_record(store: &StateStore, record: &Value, log: &Log) {
     }
 }
 
+/// Save a settled run's record, retrying while the store is down (a
+/// database restart) for up to [`SETTLE_SAVE_FOR`]: the run was
+/// acknowledged, so its outcome must not be lost to a short outage.
+fn save_settled(store: &StateStore, record: &Value, log: &Log) {
+    let id = record["runId"].as_str().unwrap_or_default();
+    save_retrying(store, &record_key(id), record, log)
+}
+
+/// Write `key`, retrying while the store is down for up to [`SETTLE_SAVE_FOR`].
+fn save_retrying(store: &StateStore, key: &str, value: &Value, log: &Log) {
+    let until = Instant::now() + SETTLE_SAVE_FOR;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match store.set(key, value) {
+            Ok(()) => return,
+            Err(e) if Instant::now() >= until => {
+                return log(&format!(
+                    "lobster serve: cannot write {key} (gave up after {}s): {e}",
+                    SETTLE_SAVE_FOR.as_secs()
+                ))
+            }
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+/// How long a settled record's save is retried while the store is down.
+const SETTLE_SAVE_FOR: Duration = Duration::from_secs(60);
+
 /// The tenant's paused runs: `[{runId, approvalId?, kind, createdAt}]`,
 /// by runId.
 pub fn pending(tenant: &Tenant) -> Result<Vec<Value>, ApiError> {
     Ok(tenant
         .store
         .list_prefix(PENDING)
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::store)?
         .into_iter()
         .map(|(_, v)| v)
         .collect())
@@ -224,7 +256,7 @@ pub fn start(
     run_id: String,
     job: Job,
     created_at: Option<String>,
-) -> tokio::sync::watch::Receiver<Option<Value>> {
+) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
     let now = now_iso();
     let record = json!({
         "runId": run_id,
@@ -251,8 +283,18 @@ pub fn start(
     );
     if created_at.is_some() || !tenant.store.is_files() {
         // A resume: its gate is spent from here on, so the record says so
-        // at once (a process that dies now leaves it `interrupted`).
-        save_record(&tenant.store, &record, &app.log);
+        // at once (a process that dies now leaves it `interrupted`). On
+        // PostgreSQL every run: any node may be asked for it. A store that
+        // is down refuses the run (503) before anything starts.
+        if let Err(e) = tenant.store.set(&record_key(&run_id), &record) {
+            app.live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&run_id);
+            return Err(ApiError::store(format!(
+                "run not started: cannot write its record: {e}"
+            )));
+        }
     }
     app.metrics.in_flight(1);
     let (tx, rx) = tokio::sync::watch::channel(None);
@@ -316,22 +358,14 @@ pub fn start(
         {
             let log = &app.log;
             let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-            save_record(&tenant.store, &rec, log);
+            save_settled(&tenant.store, &rec, log);
             app.live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(rec["runId"].as_str().unwrap_or_default());
-            if paused {
-                let entry = json!({
-                    "runId": rec["runId"],
-                    "approvalId": rec["envelope"]["requiresApproval"]["approvalId"],
-                    "kind": status,
-                    "createdAt": rec["updatedAt"],
-                });
+            if let Some(entry) = pending_entry(&rec) {
                 let id = rec["runId"].as_str().unwrap_or_default();
-                if let Err(e) = tenant.store.set(&pending_key(id), &entry) {
-                    log(&format!("lobster serve: cannot list paused run {id}: {e}"));
-                }
+                save_retrying(&tenant.store, &pending_key(id), &entry, log);
             }
         }
         app.metrics.in_flight(-1);
@@ -341,7 +375,20 @@ pub fn start(
             let _ = tx.send(Some(rec));
         }
     });
-    rx
+    Ok(rx)
+}
+
+/// The pending-list entry of a record paused at a gate.
+fn pending_entry(rec: &Value) -> Option<Value> {
+    let status = rec["status"].as_str()?;
+    (status == "needs_approval" || status == "needs_input").then(|| {
+        json!({
+            "runId": rec["runId"],
+            "approvalId": rec["envelope"]["requiresApproval"]["approvalId"],
+            "kind": status,
+            "createdAt": rec["updatedAt"],
+        })
+    })
 }
 
 /// Whether an error envelope is the policy authority's refusal.
@@ -446,7 +493,7 @@ pub async fn create(
     let request = run_request(&tenant, &body)?;
     let slot = slot(&app, &tenant)?;
     let run_id = random_hex(16);
-    let rx = start(&app, &tenant, slot, run_id.clone(), Job::Run(request), None);
+    let rx = start(&app, &tenant, slot, run_id.clone(), Job::Run(request), None)?;
     let settled = settle(rx, wait).await;
     if settled.is_none() {
         hand_out(&app, &tenant, &run_id);
@@ -653,7 +700,16 @@ pub async fn decide(
         run_id.clone(),
         Job::Resume(call),
         rec["createdAt"].as_str().map(String::from),
-    );
+    )
+    .inspect_err(|_| {
+        // Not started (the store failed): give the gate back, so it can be
+        // decided once the store is back (best effort; the resume state
+        // itself was never claimed).
+        let _ = tenant.store.remove(&taken_key(&token));
+        if let Some(entry) = pending_entry(rec) {
+            let _ = tenant.store.set(&pending_key(&run_id), &entry);
+        }
+    })?;
     let settled = settle(rx, wait).await;
     if settled.is_none() {
         hand_out(app, tenant, &run_id);
