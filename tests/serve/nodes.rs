@@ -65,11 +65,16 @@ impl Cluster {
 
     /// Start node `name` (its own local directory), with `env` set.
     fn node(&self, name: &str, extra: &str, env: &[(&str, &str)]) -> Server {
+        self.node_with(name, extra, env, 64)
+    }
+
+    /// [`Cluster::node`] with `max_runs` as tenant `s`'s max_concurrent_runs.
+    fn node_with(&self, name: &str, extra: &str, env: &[(&str, &str)], max_runs: usize) -> Server {
         let node_id = format!("{name}-{}", rand_hex());
         let config = format!(
             "state = \"{}\"\nnode_id = \"{node_id}\"\n{extra}\n\
 [[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nmax_concurrent_runs = 64\nrequests_per_minute = 100000\n\
-[[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\nmax_concurrent_runs = 64\nrequests_per_minute = 100000\n",
+[[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\nmax_concurrent_runs = {max_runs}\nrequests_per_minute = 100000\n",
             self.url,
             self.h,
             sha(H),
@@ -108,6 +113,10 @@ impl Cluster {
     }
 }
 
+fn ran_on_a(rec: &Value) -> bool {
+    rec["node"].as_str().unwrap().starts_with("a-")
+}
+
 fn paused(node: &Server, token: &str, pipeline: &str) -> String {
     let r = node.run(token, json!({ "pipeline": pipeline }));
     assert_eq!(r.status, 200, "{}", r.body);
@@ -121,12 +130,18 @@ fn a_gate_paused_on_one_node_is_decided_on_the_other() {
     let Some(c) = Cluster::new() else { return };
     let a = c.node("a", "", &[]);
     let b = c.node("b", "", &[]);
-    // Through the API: pause on A, read and resume on B, read on A.
+    // Through the API: pause on one node (whichever took it from the
+    // queue), read and resume on the other, read on the first.
     let id = paused(&a, S, GATED);
+    let rec = a.get_run(S, &id).json();
+    let (a, b) = if ran_on_a(&rec) { (&a, &b) } else { (&b, &a) };
     let rec = b.get_run(S, &id).json();
     assert_eq!(rec["status"], "needs_approval", "{rec}");
-    assert!(rec["node"].as_str().unwrap().starts_with("a-"), "{rec}");
     assert!(b.approvals(S).iter().any(|g| g["runId"] == id));
+    let (ran_on, decided_on) = (
+        rec["node"].as_str().unwrap().to_string(),
+        if ran_on_a(&rec) { "b-" } else { "a-" },
+    );
     let r = b.call(
         "POST",
         &format!("/v1/runs/{id}/resume"),
@@ -137,7 +152,10 @@ fn a_gate_paused_on_one_node_is_decided_on_the_other() {
     assert_eq!(r.json()["output"], json!([1, 2]));
     let rec = a.get_run(S, &id).json();
     assert_eq!(rec["status"], "ok", "{rec}");
-    assert!(rec["node"].as_str().unwrap().starts_with("b-"), "{rec}");
+    assert!(
+        rec["node"].as_str().unwrap().starts_with(decided_on),
+        "{rec} (paused on {ran_on})"
+    );
     assert!(!a.approvals(S).iter().any(|g| g["runId"] == id));
     let r = a.call(
         "POST",
@@ -147,7 +165,7 @@ fn a_gate_paused_on_one_node_is_decided_on_the_other() {
     );
     assert_eq!(r.status, 409, "{}", r.body);
     // Through an approval link: issued by A, used on B, spent on A too.
-    let id = paused(&a, H, GATED);
+    let id = paused(a, H, GATED);
     let link = a.link_for(H, &id);
     let r = b.form(&link, "decision=approve");
     assert_eq!(r.status, 200, "{}", r.body);
@@ -156,7 +174,7 @@ fn a_gate_paused_on_one_node_is_decided_on_the_other() {
     let r = a.form(&link, "decision=approve");
     assert_eq!(r.status, 410, "{}", r.body);
     // A link used on both nodes at once: one decides, the other is refused.
-    let id = paused(&b, H, GATED);
+    let id = paused(b, H, GATED);
     let link = b.link_for(H, &id);
     let statuses: Vec<u16> = std::thread::scope(|sc| {
         let hs = [&a, &b].map(|n| {
@@ -242,7 +260,7 @@ fn a_killed_node_s_run_reads_interrupted_on_the_other_once_its_lease_expires() {
     let Some(c) = Cluster::new() else { return };
     let lease = [("LOBSTER_STORE_LEASE_MS", "1000")];
     let mut a = c.node("a", "", &lease);
-    let b = c.node("b", "", &lease);
+    let mut b = c.node("b", "", &lease);
     let gate = paused(&a, S, GATED);
     let r = a.call(
         "POST",
@@ -252,11 +270,18 @@ fn a_killed_node_s_run_reads_interrupted_on_the_other_once_its_lease_expires() {
     );
     assert_eq!(r.status, 202, "{}", r.body);
     let id = r.json()["runId"].as_str().unwrap().to_string();
-    // Going on on A: B says so (A's heartbeat is fresh).
+    // Going on on one node: the other says so (its heartbeat is fresh).
     std::thread::sleep(Duration::from_millis(1500));
+    let rec = a.get_run(S, &id).json();
+    assert_eq!(rec["status"], "running", "{rec}");
+    let (victim, b) = if ran_on_a(&rec) {
+        (&mut a, &b)
+    } else {
+        (&mut b, &a)
+    };
     assert_eq!(b.get_run(S, &id).json()["status"], "running");
-    a.child.kill().unwrap();
-    a.child.wait().unwrap();
+    victim.child.kill().unwrap();
+    victim.child.wait().unwrap();
     let killed = Instant::now();
     let rec = loop {
         let rec = b.get_run(S, &id).json();
@@ -330,7 +355,7 @@ fn a_database_restart_under_load_fails_requests_cleanly_then_recovers_losing_no_
                     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                         let r = node.run(
                             S,
-                            json!({"pipeline": format!("exec --json --shell 'echo {i}'")}),
+                            json!({"pipeline": format!("exec --json --shell 'echo {i}'"), "wait": 1000}),
                         );
                         match r.status {
                             200 | 202 => {
@@ -391,4 +416,41 @@ fn a_database_restart_under_load_fails_requests_cleanly_then_recovers_losing_no_
             assert!(rec["status"] == "ok" || failed_on_store, "{rec}");
         }
     }
+}
+
+#[test]
+fn a_run_submitted_to_a_busy_node_is_run_by_a_free_one() {
+    let Some(c) = Cluster::new() else { return };
+    // A alone, at its limit (one run) with a run that sleeps.
+    let a = c.node_with("a", "", &[], 1);
+    let r = a.call(
+        "POST",
+        "/v1/runs?wait=0",
+        S,
+        Some(json!({"pipeline": "exec --shell 'sleep 4'"})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let busy = r.json()["runId"].as_str().unwrap().to_string();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !a.get_run(S, &busy).json()["node"].is_string() {
+        assert!(Instant::now() < until, "A never took its run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(a.get_run(S, &busy).json()["node"]
+        .as_str()
+        .unwrap()
+        .starts_with("a-"));
+    // B joins; a run submitted to A is executed by B and answered by A.
+    let b = c.node("b", "", &[]);
+    let r = a.run(
+        S,
+        json!({"pipeline": "exec --json --shell 'echo 5'", "wait": 8000}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["output"], json!([5]), "{v}");
+    let id = v["runId"].as_str().unwrap();
+    let rec = b.get_run(S, id).json();
+    assert!(rec["node"].as_str().unwrap().starts_with("b-"), "{rec}");
+    assert_eq!(a.settled(S, &busy)["status"], "ok");
 }

@@ -26,6 +26,7 @@ pub mod link;
 pub mod mcp_http;
 pub mod metrics;
 pub mod page;
+pub mod queue;
 pub mod runs;
 pub mod shutdown;
 pub mod state;
@@ -308,6 +309,7 @@ pub fn run(
         let app = Arc::new(app);
         if !app.root.is_files() {
             tokio::spawn(runs::keep_beating(app.clone()));
+            queue::spawn_workers(&app, tokio::runtime::Handle::current());
         }
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();

@@ -83,7 +83,7 @@ fn taken_key(token: &str) -> String {
     )
 }
 
-fn record_key(run_id: &str) -> String {
+pub(crate) fn record_key(run_id: &str) -> String {
     format!("serve_run_{run_id}")
 }
 
@@ -212,6 +212,22 @@ pub fn current_record(
         return Ok(Some(rec));
     }
     let node = rec["node"].as_str().unwrap_or_default().to_string();
+    if node.is_empty() && !app.root.is_files() {
+        // Queued, not yet taken (or taken by a node that has not stored
+        // its record yet): the queue says where it stands.
+        use crate::state::JobStatus;
+        let job = tenant.store.job_status(run_id).map_err(ApiError::store)?;
+        match job {
+            Some(JobStatus::Queued | JobStatus::Running) => return Ok(Some(rec)),
+            Some(JobStatus::Interrupted) => {}
+            None => match load_record(&tenant.store, run_id)? {
+                Some(again) if again["status"] != "running" || again["node"].is_string() => {
+                    return Ok(Some(again))
+                }
+                _ => {}
+            },
+        }
+    }
     let elsewhere = !app.root.is_files() && !node.is_empty() && node != app.node;
     if elsewhere && !node_gone(app, &node)? {
         return Ok(Some(rec));
@@ -248,7 +264,8 @@ fn status_of(reply: &api::Reply, by_shutdown: bool) -> &'static str {
 }
 
 /// Start `job` as run `run_id` of `tenant` on the blocking pool; the
-/// receiver gets the settled record.
+/// receiver gets the settled record. `stored`: its `running` record (with
+/// this node) is in the store already (a queued run the worker took).
 pub fn start(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
@@ -256,6 +273,7 @@ pub fn start(
     run_id: String,
     job: Job,
     created_at: Option<String>,
+    stored: bool,
 ) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
     let now = now_iso();
     let record = json!({
@@ -281,7 +299,7 @@ pub fn start(
             record: record.clone(),
         },
     );
-    if created_at.is_some() || !tenant.store.is_files() {
+    if !stored && (created_at.is_some() || !tenant.store.is_files()) {
         // A resume: its gate is spent from here on, so the record says so
         // at once (a process that dies now leaves it `interrupted`). On
         // PostgreSQL every run: any node may be asked for it. A store that
@@ -337,7 +355,10 @@ pub fn start(
         let paused = status == "needs_approval" || status == "needs_input";
         let mut slot = Some(slot);
         let mut tx = Some(tx);
-        if !paused {
+        // Files (one node): answer first, store after. PostgreSQL: store
+        // first, so a client answered by this node reads the same record
+        // from every other node.
+        if !paused && tenant.store.is_files() {
             // Answer first, store after: the client does not wait for the
             // store's fsyncs, and GET sees the final record in the live set
             // until it is stored. (A paused run is answered only once its
@@ -358,15 +379,17 @@ pub fn start(
         {
             let log = &app.log;
             let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+            // The pending entry first: whoever sees the paused record can
+            // find the gate listed.
+            if let Some(entry) = pending_entry(&rec) {
+                let id = rec["runId"].as_str().unwrap_or_default();
+                save_retrying(&tenant.store, &pending_key(id), &entry, log);
+            }
             save_settled(&tenant.store, &rec, log);
             app.live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(rec["runId"].as_str().unwrap_or_default());
-            if let Some(entry) = pending_entry(&rec) {
-                let id = rec["runId"].as_str().unwrap_or_default();
-                save_retrying(&tenant.store, &pending_key(id), &entry, log);
-            }
         }
         app.metrics.in_flight(-1);
         drop(slot);
@@ -491,9 +514,27 @@ pub async fn create(
     let body = body_json(body)?;
     let wait = wait_of(&app, &body, &query)?;
     let request = run_request(&tenant, &body)?;
+    if !tenant.store.is_files() {
+        // Nodes on one database: queued, run by whichever node is free.
+        if app.stopping() {
+            slot(&app, &tenant)?;
+        }
+        let run_id = random_hex(16);
+        super::queue::submit(&tenant, &run_id, &body)?;
+        let settled = super::queue::settled(&tenant, &run_id, wait).await;
+        return Ok(answer(&run_id, settled));
+    }
     let slot = slot(&app, &tenant)?;
     let run_id = random_hex(16);
-    let rx = start(&app, &tenant, slot, run_id.clone(), Job::Run(request), None)?;
+    let rx = start(
+        &app,
+        &tenant,
+        slot,
+        run_id.clone(),
+        Job::Run(request),
+        None,
+        false,
+    )?;
     let settled = settle(rx, wait).await;
     if settled.is_none() {
         hand_out(&app, &tenant, &run_id);
@@ -502,7 +543,10 @@ pub async fn create(
 }
 
 /// The run request of a `POST /v1/runs` body.
-fn run_request(tenant: &Tenant, body: &Map<String, Value>) -> Result<RunRequest, ApiError> {
+pub(crate) fn run_request(
+    tenant: &Tenant,
+    body: &Map<String, Value>,
+) -> Result<RunRequest, ApiError> {
     let text = |k: &str| -> Result<Option<String>, ApiError> {
         match body.get(k) {
             None | Some(Value::Null) => Ok(None),
@@ -700,6 +744,7 @@ pub async fn decide(
         run_id.clone(),
         Job::Resume(call),
         rec["createdAt"].as_str().map(String::from),
+        false,
     )
     .inspect_err(|_| {
         // Not started (the store failed): give the gate back, so it can be
