@@ -454,3 +454,61 @@ fn a_run_submitted_to_a_busy_node_is_run_by_a_free_one() {
     assert!(rec["node"].as_str().unwrap().starts_with("b-"), "{rec}");
     assert_eq!(a.settled(S, &busy)["status"], "ok");
 }
+
+#[test]
+fn a_tenant_called_default_cannot_read_the_server_s_rows() {
+    // A database of its own: the rows of the default tenant are this test's.
+    let Some(mut c) = Cluster::new() else { return };
+    let parent = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        parent.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let pg_dir = parent.path().join("pg");
+    c.url = pg_sh(&pg_dir, "start");
+    struct Stop<'a>(&'a Path);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = pg_sh(self.0, "stop");
+        }
+    }
+    let _stop = Stop(&pg_dir);
+    let config = c.dir.path().join("default.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state = \"{}\"\n[[tenant]]\nname = \"default\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\n",
+            c.url,
+            sha(H)
+        ),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("LOBSTER_STATE_DIR", c.dir.path().join("d"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.trim().rsplit(' ').next().unwrap().to_string();
+    let s = Server {
+        addr: base.strip_prefix("http://").unwrap().to_string(),
+        base,
+        child,
+    };
+    // The link key exists (the server made it) but not in this tenant's rows.
+    let r = s.run(H, json!({"pipeline": "state.get serve_link_key"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(!v["output"].to_string().contains("key"), "{v}");
+}

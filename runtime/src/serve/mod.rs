@@ -247,11 +247,20 @@ async fn deadline(
     }
 }
 
+/// The store tenant of the server's own rows with a PostgreSQL store.
+pub const SERVER_TENANT: &str = "lobster serve";
+
 /// Build the state: the root store, every tenant (policy, catalog, store),
 /// the approval-link key.
 pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     let root = match &config.store_url {
-        Some(url) => StateStore::open(url, &config.state).with_env_lease(),
+        // The server's own rows (link key, node heartbeats) under a tenant
+        // id no configured tenant can have (names are [a-z0-9_-]; this one
+        // is hex-encoded to `~…`), so no tenant's workflow can read them
+        // with state.get, not even a tenant called `default`.
+        Some(url) => StateStore::open(url, &config.state)
+            .with_env_lease()
+            .for_tenant(SERVER_TENANT),
         None => StateStore::new(&config.state),
     };
     root.ensure_dir()?;
