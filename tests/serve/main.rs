@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod nodes;
+
 const BIN: &str = env!("CARGO_BIN_EXE_lobster");
 const ACME: &str = "acme-token";
 const BETA: &str = "beta-token";

@@ -21,7 +21,7 @@ pub async fn list(
     let tenant = authed(&app, &headers)?;
     let ttl = app.config.approval_link_ttl.as_secs();
     let mut out = Vec::new();
-    for entry in runs::pending(&tenant) {
+    for entry in runs::pending(&tenant)? {
         if entry["kind"] != "needs_approval" {
             continue;
         }
@@ -189,17 +189,29 @@ pub async fn decide(
         Err(r) => return *r,
     };
     let decision = if approve { "approve" } else { "deny" };
-    if let Err(e) = link::spend(&o.tenant.store, &o.link, decision) {
-        (app.log)(&format!(
-            "lobster serve: cannot record a used approval link: {e}"
-        ));
-        return html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            page::refused(
-                "Not recorded",
-                "The decision could not be recorded; nothing was resumed. Try again.",
-            ),
-        );
+    match link::spend(&o.tenant.store, &o.link, decision) {
+        Ok(true) => {}
+        Ok(false) => {
+            return html(
+                StatusCode::GONE,
+                page::refused(
+                    "This link cannot be used",
+                    "This approval link was already used.",
+                ),
+            )
+        }
+        Err(e) => {
+            (app.log)(&format!(
+                "lobster serve: cannot record a used approval link: {e}"
+            ));
+            return html(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                page::refused(
+                    "Not recorded",
+                    "The decision could not be recorded; nothing was resumed. Try again.",
+                ),
+            );
+        }
     }
     let mut fields = Map::new();
     fields.insert("approve".into(), json!(approve));

@@ -16,6 +16,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 struct RawConfig {
     listen: Option<String>,
     state: Option<String>,
+    node_id: Option<String>,
     public_url: Option<String>,
     approval_link_ttl: Option<String>,
     max_body_bytes: Option<u64>,
@@ -47,8 +48,13 @@ pub struct ServeConfig {
     /// Where the file was read from.
     pub file: PathBuf,
     pub listen: String,
-    /// The state directory (every tenant's store lives under it).
+    /// The state directory (every tenant's store lives under it; with a
+    /// PostgreSQL store, only node-local caches and inline workflows).
     pub state: PathBuf,
+    /// `state = "postgres://…"`: the database every node shares.
+    pub store_url: Option<String>,
+    /// This node's name in run records (`node_id`, else `<hostname>-<pid>`).
+    pub node_id: String,
     /// Base of `approveUrl` links (`None`: `http://<bound address>`).
     pub public_url: Option<String>,
     pub approval_link_ttl: Duration,
@@ -102,15 +108,36 @@ impl ServeConfig {
                 base.join(p)
             }
         };
-        let state = match raw.state.as_deref() {
+        let mut store_url = None;
+        let state = match raw.state.as_deref().map(str::trim) {
             Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
-                return Err(bad(
-                    "state: a PostgreSQL store is not available in this build; give a directory"
-                        .into(),
-                ))
+                store_url = Some(s.to_string());
+                default_state_dir()
             }
-            Some(s) if !s.trim().is_empty() => rel(s),
+            Some(s) if s.contains("://") => {
+                return Err(bad(format!(
+                    "state {:?}: give a directory or postgres://USER@HOST/DB",
+                    crate::state::pg::redact(s)
+                )))
+            }
+            Some(s) if !s.is_empty() => rel(s),
             _ => default_state_dir(),
+        };
+        let node_id = match raw.node_id.as_deref().map(str::trim) {
+            None => default_node_id(),
+            Some(n)
+                if !n.is_empty()
+                    && n.len() <= 64
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+            {
+                n.to_ascii_lowercase()
+            }
+            Some(n) => {
+                return Err(bad(format!(
+                    "node_id {n:?} must be 1 to 64 of [A-Za-z0-9_-]"
+                )))
+            }
         };
         let ttl = match raw.approval_link_ttl.as_deref() {
             None => Duration::from_secs(15 * 60),
@@ -197,6 +224,8 @@ impl ServeConfig {
             file: path.to_path_buf(),
             listen: raw.listen.unwrap_or_else(|| DEFAULT_LISTEN.into()),
             state,
+            store_url,
+            node_id,
             public_url: raw.public_url.map(|u| u.trim_end_matches('/').to_string()),
             approval_link_ttl: ttl,
             max_body_bytes: positive(raw.max_body_bytes, "max_body_bytes", 1 << 20)? as usize,
@@ -209,6 +238,29 @@ impl ServeConfig {
             tenants,
         })
     }
+}
+
+/// `<hostname>-<pid>`: unique among the nodes of one database as long as
+/// host names are.
+fn default_node_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    let host = if host.is_empty() { "node".into() } else { host };
+    format!("{host}-{}", std::process::id())
 }
 
 /// `$LOBSTER_STATE_DIR`, else `~/.lobster/state/serve`.
@@ -273,6 +325,27 @@ mod tests {
         assert_eq!((t.max_concurrent_runs, t.requests_per_minute), (8, 600));
         assert!(!t.self_approve);
         assert_eq!(t.token_sha256, super::super::tenant::sha256(b"test"));
+    }
+
+    #[test]
+    fn a_postgres_state_and_node_ids() {
+        let c = parse(&format!(
+            "state = \"postgresql://u:pw@db/lob\"\nnode_id = \"Node-1\"\n{TENANT}"
+        ))
+        .unwrap();
+        assert_eq!(c.store_url.as_deref(), Some("postgresql://u:pw@db/lob"));
+        assert_eq!(c.node_id, "node-1");
+        let c = parse(&format!("state = \"st\"\n{TENANT}")).unwrap();
+        assert_eq!(c.store_url, None);
+        assert!(c.node_id.ends_with(&format!("-{}", std::process::id())));
+        let e = parse(&format!("node_id = \"a b\"\n{TENANT}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("node_id \"a b\""), "{e}");
+        let e = parse(&format!("state = \"redis://u:secret@h\"\n{TENANT}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("postgres://") && !e.contains("secret"), "{e}");
     }
 
     #[test]

@@ -44,8 +44,11 @@ pub enum LinkError {
 pub struct LinkKey([u8; 32]);
 
 impl LinkKey {
-    /// Load (or create) the key in `store`.
+    /// Load (or create) the key in `store`. Nodes starting together on one
+    /// database agree on one key: it is created only if absent, then read.
     pub fn load_or_create(store: &StateStore) -> Result<LinkKey> {
+        let hex = random_hex(32);
+        store.create_new(KEY, &json!({"key": hex}))?;
         if let Some(v) = store.get(KEY)? {
             let hex = v.get("key").and_then(|k| k.as_str()).unwrap_or_default();
             return parse_key(hex).map(LinkKey).ok_or_else(|| {
@@ -54,11 +57,9 @@ impl LinkKey {
                 ))
             });
         }
-        let hex = random_hex(32);
-        store.set(KEY, &json!({"key": hex}))?;
-        parse_key(&hex)
-            .map(LinkKey)
-            .ok_or_else(|| Error::runtime("cannot make an approval link key"))
+        Err(Error::runtime(format!(
+            "the approval link key ({KEY}) vanished from the state store while it was read"
+        )))
     }
 
     fn tag(&self, payload: &str) -> String {
@@ -121,10 +122,11 @@ pub fn is_spent(store: &StateStore, link: &Link) -> Result<bool> {
     Ok(store.get(&spent_key(&link.nonce))?.is_some())
 }
 
-/// Record the link as used. (Two simultaneous uses are settled by the
-/// resume's claim: only one can resume the run.)
-pub fn spend(store: &StateStore, link: &Link, decision: &str) -> Result<()> {
-    store.set(
+/// Record the link as used; `false` when it was used already. Exactly one
+/// of many simultaneous uses, on any node of the store, gets `true`
+/// ([`StateStore::create_new`]).
+pub fn spend(store: &StateStore, link: &Link, decision: &str) -> Result<bool> {
+    store.create_new(
         &spent_key(&link.nonce),
         &json!({"runId": link.run_id, "decision": decision, "at": crate::resume::approval_id::now_iso()}),
     )
@@ -173,7 +175,8 @@ mod tests {
         let old = format!("{}.{}", URL_SAFE_NO_PAD.encode(&payload), key.tag(&payload));
         assert_eq!(key.verify(&old), Err(LinkError::Expired));
         assert!(!is_spent(&store, &got).unwrap());
-        spend(&store, &got, "approve").unwrap();
+        assert!(spend(&store, &got, "approve").unwrap());
         assert!(is_spent(&store, &got).unwrap());
+        assert!(!spend(&store, &got, "deny").unwrap());
     }
 }

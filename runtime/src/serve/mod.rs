@@ -26,6 +26,7 @@ pub mod link;
 pub mod mcp_http;
 pub mod metrics;
 pub mod page;
+pub mod queue;
 pub mod runs;
 pub mod shutdown;
 pub mod state;
@@ -82,6 +83,19 @@ impl ApiError {
             "internal_error",
             message.to_string(),
         )
+    }
+
+    /// 503: the state store failed (PostgreSQL down or unreachable); the
+    /// message says which store and why. Nothing was started or decided.
+    pub fn store(message: impl ToString) -> Self {
+        ApiError {
+            retry_after: Some(1),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                message.to_string(),
+            )
+        }
     }
 
     /// 404 for a run this tenant does not have.
@@ -233,11 +247,28 @@ async fn deadline(
     }
 }
 
+/// The store tenant of the server's own rows with a PostgreSQL store.
+pub const SERVER_TENANT: &str = "lobster serve";
+
 /// Build the state: the root store, every tenant (policy, catalog, store),
 /// the approval-link key.
 pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
-    let root = StateStore::new(&config.state);
+    let root = match &config.store_url {
+        // The server's own rows (link key, node heartbeats) under a tenant
+        // id no configured tenant can have (names are [a-z0-9_-]; this one
+        // is hex-encoded to `~…`), so no tenant's workflow can read them
+        // with state.get, not even a tenant called `default`.
+        Some(url) => StateStore::open(url, &config.state)
+            .with_env_lease()
+            .for_tenant(SERVER_TENANT),
+        None => StateStore::new(&config.state),
+    };
     root.ensure_dir()?;
+    // A database that is down or refuses us is an error at start, naming it.
+    root.ping()?;
+    if !root.is_files() {
+        runs::beat(&root, &config.node_id)?;
+    }
     let mut tenants = Vec::new();
     for t in &config.tenants {
         tenants.push(Arc::new(Tenant::new(t, &root)?));
@@ -245,6 +276,7 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     let link_key = link::LinkKey::load_or_create(&root)?;
     Ok(AppState {
         public_url: config.public_url.clone().unwrap_or_default(),
+        node: config.node_id.clone(),
         config,
         tenants,
         root,
@@ -284,6 +316,10 @@ pub fn run(
             app.public_url = format!("http://{addr}");
         }
         let app = Arc::new(app);
+        if !app.root.is_files() {
+            tokio::spawn(runs::keep_beating(app.clone()));
+            queue::spawn_workers(&app, tokio::runtime::Handle::current());
+        }
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(shutdown::watch(app.clone(), stop_tx, drained_tx));

@@ -1,9 +1,17 @@
 //! The run registry and the runs API: every run has a record in its
 //! tenant's store (`serve_run_<runId>`), written when it starts and when it
 //! settles, so `GET /v1/runs/{runId}` answers after a restart (a record
-//! left `running` by a process that ended reads `interrupted`). One index
-//! key per tenant, changed under the tenant's index lock, lists the runs
-//! paused at a gate (`serve_pending`: the approvals list).
+//! left `running` by a process that ended reads `interrupted`). Each run
+//! paused at a gate has a key of its own (`serve_pending_<runId>`), listed
+//! by prefix (the approvals list): nothing is read-modified-written by
+//! several nodes. A gate is taken by creating `serve_taken_<digest of its
+//! token>` ([`StateStore::create_new`]): of racers on any node, one wins.
+//!
+//! With a PostgreSQL store several nodes share the records: a run's record
+//! names its `node`, stored `running` as soon as it starts; each node
+//! refreshes `serve_node_<node>` in the root store every third of the
+//! lease, so a `running` record whose node stopped beating for a lease
+//! reads `interrupted` on every node.
 //!
 //! The work itself is [`crate::api::run`] / [`crate::api::resume`] on the
 //! blocking pool, with the tenant's settings (policy, catalog, steps,
@@ -30,9 +38,52 @@ use std::time::{Duration, Instant};
 
 /// Default `wait` of `POST /v1/runs` (ms).
 pub const DEFAULT_WAIT_MS: u64 = 10_000;
-const PENDING: &str = "serve_pending";
+const PENDING: &str = "serve_pending_";
 
-fn record_key(run_id: &str) -> String {
+fn node_key(node: &str) -> String {
+    format!("serve_node_{node}")
+}
+
+/// Record that `node` is alive now (its heartbeat key in the root store).
+pub fn beat(root: &StateStore, node: &str) -> crate::error::Result<()> {
+    root.set(&node_key(node), &json!({ "node": node, "at": now_iso() }))
+}
+
+/// Beat every third of the lease while the server runs (a failed beat is
+/// logged; the next one retries).
+pub async fn keep_beating(app: Arc<AppState>) {
+    let every = app.root.lease() / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        let a = app.clone();
+        let res = tokio::task::spawn_blocking(move || beat(&a.root, &a.node)).await;
+        if let Ok(Err(e)) = res {
+            (app.log)(&format!(
+                "lobster serve: cannot record this node's heartbeat: {e}"
+            ));
+        }
+    }
+}
+
+/// Whether `node`'s heartbeat is older than a lease (or missing): it
+/// stopped, and its runs will not settle.
+fn node_gone(app: &AppState, node: &str) -> Result<bool, ApiError> {
+    let age = app.root.age(&node_key(node)).map_err(ApiError::store)?;
+    Ok(age.is_none_or(|a| a > app.root.lease()))
+}
+
+fn pending_key(run_id: &str) -> String {
+    format!("{PENDING}{run_id}")
+}
+
+fn taken_key(token: &str) -> String {
+    format!(
+        "serve_taken_{}",
+        &blake3::hash(token.as_bytes()).to_hex()[..32]
+    )
+}
+
+pub(crate) fn record_key(run_id: &str) -> String {
     format!("serve_run_{run_id}")
 }
 
@@ -46,7 +97,7 @@ pub fn load_record(store: &StateStore, run_id: &str) -> Result<Option<Value>, Ap
     if !valid_run_id(run_id) {
         return Ok(None);
     }
-    store.get(&record_key(run_id)).map_err(ApiError::internal)
+    store.get(&record_key(run_id)).map_err(ApiError::store)
 }
 
 fn save_record(store: &StateStore, record: &Value, log: &Log) {
@@ -56,44 +107,76 @@ fn save_record(store: &StateStore, record: &Value, log: &Log) {
     }
 }
 
-fn index(store: &StateStore, key: &str) -> Vec<Value> {
-    store
-        .get(key)
-        .ok()
-        .flatten()
-        .and_then(|v| v.get("runs").and_then(Value::as_array).cloned())
-        .unwrap_or_default()
+/// Save a settled run's record, retrying while the store is down (a
+/// database restart) for up to [`SETTLE_SAVE_FOR`]: the run was
+/// acknowledged, so its outcome must not be lost to a short outage.
+fn save_settled(store: &StateStore, record: &Value, log: &Log) {
+    let id = record["runId"].as_str().unwrap_or_default();
+    save_retrying(store, &record_key(id), record, log)
 }
 
-fn set_index(store: &StateStore, key: &str, runs: Vec<Value>, log: &Log) {
-    if let Err(e) = store.set(key, &json!({ "runs": runs })) {
-        log(&format!("lobster serve: cannot write {key}: {e}"));
+/// Write `key`, retrying while the store is down for up to [`SETTLE_SAVE_FOR`].
+fn save_retrying(store: &StateStore, key: &str, value: &Value, log: &Log) {
+    let until = Instant::now() + SETTLE_SAVE_FOR;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match store.set(key, value) {
+            Ok(()) => return,
+            Err(e) if Instant::now() >= until => {
+                return log(&format!(
+                    "lobster serve: cannot write {key} (gave up after {}s): {e}",
+                    SETTLE_SAVE_FOR.as_secs()
+                ))
+            }
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+        }
     }
 }
 
-/// The tenant's paused runs: `[{runId, approvalId?, kind, createdAt}]`.
-pub fn pending(tenant: &Tenant) -> Vec<Value> {
-    index(&tenant.store, PENDING)
+/// How long a settled record's save is retried while the store is down.
+const SETTLE_SAVE_FOR: Duration = Duration::from_secs(60);
+
+/// The tenant's paused runs: `[{runId, approvalId?, kind, createdAt}]`,
+/// by runId.
+pub fn pending(tenant: &Tenant) -> Result<Vec<Value>, ApiError> {
+    Ok(tenant
+        .store
+        .list_prefix(PENDING)
+        .map_err(ApiError::store)?
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect())
 }
 
-/// Take `run_id` off the tenant's pending list; `false` when it was not on
-/// it (already being resumed or decided).
-fn take_pending(tenant: &Tenant, run_id: &str, log: &Log) -> bool {
-    let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let mut list = index(&tenant.store, PENDING);
-    let before = list.len();
-    list.retain(|e| e["runId"].as_str() != Some(run_id));
-    let found = list.len() != before;
-    if found {
-        set_index(&tenant.store, PENDING, list, log);
+/// Take the gate whose resume token is `token` (of run `run_id`): `Ok(false)`
+/// when it was taken already, on this node or another. The winner removes
+/// the run from the pending list.
+fn take_gate(tenant: &Tenant, run_id: &str, token: &str, log: &Log) -> Result<bool, ApiError> {
+    let won = tenant
+        .store
+        .create_new(
+            &taken_key(token),
+            &json!({ "runId": run_id, "at": now_iso() }),
+        )
+        .map_err(ApiError::internal)?;
+    if won {
+        if let Err(e) = tenant.store.remove(&pending_key(run_id)) {
+            log(&format!(
+                "lobster serve: cannot take {run_id} off the pending list: {e}"
+            ));
+        }
     }
-    found
+    Ok(won)
 }
 
 /// The record of `run_id` as it stands: a record still `running` whose run
 /// is not going on in this process was left by a process that ended (killed,
 /// crashed, power loss), so it is reported, and stored, as `interrupted`.
-/// (One server process per store: runs are not shared between processes.)
+/// With a PostgreSQL store, a record of another node is left alone while
+/// that node's heartbeat is younger than a lease.
 pub fn current_record(
     app: &AppState,
     tenant: &Tenant,
@@ -125,12 +208,38 @@ pub fn current_record(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .contains_key(run_id);
-    if rec["status"] == "running" && !live {
-        rec["status"] = json!("interrupted");
-        rec["updatedAt"] = json!(now_iso());
-        rec["reason"] = json!("the server stopped while the run was going on");
-        save_record(&tenant.store, &rec, &app.log);
+    if rec["status"] != "running" || live {
+        return Ok(Some(rec));
     }
+    let node = rec["node"].as_str().unwrap_or_default().to_string();
+    if node.is_empty() && !app.root.is_files() {
+        // Queued, not yet taken (or taken by a node that has not stored
+        // its record yet): the queue says where it stands.
+        use crate::state::JobStatus;
+        let job = tenant.store.job_status(run_id).map_err(ApiError::store)?;
+        match job {
+            Some(JobStatus::Queued | JobStatus::Running) => return Ok(Some(rec)),
+            Some(JobStatus::Interrupted) => {}
+            None => match load_record(&tenant.store, run_id)? {
+                Some(again) if again["status"] != "running" || again["node"].is_string() => {
+                    return Ok(Some(again))
+                }
+                _ => {}
+            },
+        }
+    }
+    let elsewhere = !app.root.is_files() && !node.is_empty() && node != app.node;
+    if elsewhere && !node_gone(app, &node)? {
+        return Ok(Some(rec));
+    }
+    rec["status"] = json!("interrupted");
+    rec["updatedAt"] = json!(now_iso());
+    rec["reason"] = json!(if elsewhere {
+        format!("node {node}, which ran it, stopped (no heartbeat for a lease)")
+    } else {
+        "the server stopped while the run was going on".to_string()
+    });
+    save_record(&tenant.store, &rec, &app.log);
     Ok(Some(rec))
 }
 
@@ -155,7 +264,8 @@ fn status_of(reply: &api::Reply, by_shutdown: bool) -> &'static str {
 }
 
 /// Start `job` as run `run_id` of `tenant` on the blocking pool; the
-/// receiver gets the settled record.
+/// receiver gets the settled record. `stored`: its `running` record (with
+/// this node) is in the store already (a queued run the worker took).
 pub fn start(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
@@ -163,20 +273,23 @@ pub fn start(
     run_id: String,
     job: Job,
     created_at: Option<String>,
-) -> tokio::sync::watch::Receiver<Option<Value>> {
+    stored: bool,
+) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
     let now = now_iso();
     let record = json!({
         "runId": run_id,
         "tenant": tenant.name,
+        "node": app.node,
         "status": "running",
         "createdAt": created_at.clone().unwrap_or_else(|| now.clone()),
         "updatedAt": now,
     });
     let cancel = Cancel::default();
     let by_shutdown = Arc::new(AtomicBool::new(false));
-    // The `running` record is stored only when the run's id is handed out
-    // before it settles ([`hand_out`]): a run that settles within the wait
-    // costs one store write.
+    // Files: the `running` record is stored only when the run's id is
+    // handed out before it settles ([`hand_out`]): a run that settles within
+    // the wait costs one store write. PostgreSQL: at once, so every node
+    // can answer for it.
     app.live.lock().unwrap_or_else(|p| p.into_inner()).insert(
         run_id.clone(),
         Live {
@@ -186,10 +299,20 @@ pub fn start(
             record: record.clone(),
         },
     );
-    if created_at.is_some() {
+    if !stored && (created_at.is_some() || !tenant.store.is_files()) {
         // A resume: its gate is spent from here on, so the record says so
-        // at once (a process that dies now leaves it `interrupted`).
-        save_record(&tenant.store, &record, &app.log);
+        // at once (a process that dies now leaves it `interrupted`). On
+        // PostgreSQL every run: any node may be asked for it. A store that
+        // is down refuses the run (503) before anything starts.
+        if let Err(e) = tenant.store.set(&record_key(&run_id), &record) {
+            app.live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&run_id);
+            return Err(ApiError::store(format!(
+                "run not started: cannot write its record: {e}"
+            )));
+        }
     }
     app.metrics.in_flight(1);
     let (tx, rx) = tokio::sync::watch::channel(None);
@@ -232,7 +355,10 @@ pub fn start(
         let paused = status == "needs_approval" || status == "needs_input";
         let mut slot = Some(slot);
         let mut tx = Some(tx);
-        if !paused {
+        // Files (one node): answer first, store after. PostgreSQL: store
+        // first, so a client answered by this node reads the same record
+        // from every other node.
+        if !paused && tenant.store.is_files() {
             // Answer first, store after: the client does not wait for the
             // store's fsyncs, and GET sees the final record in the live set
             // until it is stored. (A paused run is answered only once its
@@ -253,21 +379,17 @@ pub fn start(
         {
             let log = &app.log;
             let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-            save_record(&tenant.store, &rec, log);
+            // The pending entry first: whoever sees the paused record can
+            // find the gate listed.
+            if let Some(entry) = pending_entry(&rec) {
+                let id = rec["runId"].as_str().unwrap_or_default();
+                save_retrying(&tenant.store, &pending_key(id), &entry, log);
+            }
+            save_settled(&tenant.store, &rec, log);
             app.live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(rec["runId"].as_str().unwrap_or_default());
-            if paused {
-                let mut list = index(&tenant.store, PENDING);
-                list.push(json!({
-                    "runId": rec["runId"],
-                    "approvalId": rec["envelope"]["requiresApproval"]["approvalId"],
-                    "kind": status,
-                    "createdAt": rec["updatedAt"],
-                }));
-                set_index(&tenant.store, PENDING, list, log);
-            }
         }
         app.metrics.in_flight(-1);
         drop(slot);
@@ -276,7 +398,20 @@ pub fn start(
             let _ = tx.send(Some(rec));
         }
     });
-    rx
+    Ok(rx)
+}
+
+/// The pending-list entry of a record paused at a gate.
+fn pending_entry(rec: &Value) -> Option<Value> {
+    let status = rec["status"].as_str()?;
+    (status == "needs_approval" || status == "needs_input").then(|| {
+        json!({
+            "runId": rec["runId"],
+            "approvalId": rec["envelope"]["requiresApproval"]["approvalId"],
+            "kind": status,
+            "createdAt": rec["updatedAt"],
+        })
+    })
 }
 
 /// Whether an error envelope is the policy authority's refusal.
@@ -379,9 +514,27 @@ pub async fn create(
     let body = body_json(body)?;
     let wait = wait_of(&app, &body, &query)?;
     let request = run_request(&tenant, &body)?;
+    if !tenant.store.is_files() {
+        // Nodes on one database: queued, run by whichever node is free.
+        if app.stopping() {
+            slot(&app, &tenant)?;
+        }
+        let run_id = random_hex(16);
+        super::queue::submit(&tenant, &run_id, &body)?;
+        let settled = super::queue::settled(&tenant, &run_id, wait).await;
+        return Ok(answer(&run_id, settled));
+    }
     let slot = slot(&app, &tenant)?;
     let run_id = random_hex(16);
-    let rx = start(&app, &tenant, slot, run_id.clone(), Job::Run(request), None);
+    let rx = start(
+        &app,
+        &tenant,
+        slot,
+        run_id.clone(),
+        Job::Run(request),
+        None,
+        false,
+    )?;
     let settled = settle(rx, wait).await;
     if settled.is_none() {
         hand_out(&app, &tenant, &run_id);
@@ -390,7 +543,10 @@ pub async fn create(
 }
 
 /// The run request of a `POST /v1/runs` body.
-fn run_request(tenant: &Tenant, body: &Map<String, Value>) -> Result<RunRequest, ApiError> {
+pub(crate) fn run_request(
+    tenant: &Tenant,
+    body: &Map<String, Value>,
+) -> Result<RunRequest, ApiError> {
     let text = |k: &str| -> Result<Option<String>, ApiError> {
         match body.get(k) {
             None | Some(Value::Null) => Ok(None),
@@ -509,7 +665,7 @@ pub async fn resume_by_token(
         return Err(ApiError::bad_request("token or approvalId required"));
     }
     // The run this token belongs to, when it is one of the tenant's paused runs.
-    for entry in pending(&tenant) {
+    for entry in pending(&tenant)? {
         let Some(id) = entry["runId"].as_str() else {
             continue;
         };
@@ -574,9 +730,9 @@ pub async fn decide(
     body.insert("token".into(), json!(token));
     let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let slot = slot(app, tenant)?;
-    // Exactly once in this process: whoever takes the run off the pending
-    // list decides it; the store's claim settles it across processes.
-    if !take_pending(tenant, &run_id, &app.log) {
+    // Exactly once on every node: whoever creates the gate's taken key
+    // decides it (the store's claim of the resume state is the second lock).
+    if !take_gate(tenant, &run_id, &token, &app.log)? {
         return Err(ApiError::decided(format!(
             "run {run_id}: its gate was already decided"
         )));
@@ -588,7 +744,17 @@ pub async fn decide(
         run_id.clone(),
         Job::Resume(call),
         rec["createdAt"].as_str().map(String::from),
-    );
+        false,
+    )
+    .inspect_err(|_| {
+        // Not started (the store failed): give the gate back, so it can be
+        // decided once the store is back (best effort; the resume state
+        // itself was never claimed).
+        let _ = tenant.store.remove(&taken_key(&token));
+        if let Some(entry) = pending_entry(rec) {
+            let _ = tenant.store.set(&pending_key(&run_id), &entry);
+        }
+    })?;
     let settled = settle(rx, wait).await;
     if settled.is_none() {
         hand_out(app, tenant, &run_id);

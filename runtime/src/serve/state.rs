@@ -28,6 +28,9 @@ pub struct AppState {
     /// The server's own store (the link key).
     pub root: StateStore,
     pub link_key: LinkKey,
+    /// This node's id (`node` in run records; its heartbeat key with a
+    /// PostgreSQL store).
+    pub node: String,
     pub metrics: Metrics,
     /// Base of approval links, without a trailing `/`.
     pub public_url: String,

@@ -18,9 +18,15 @@ pub fn sha256(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// The store of tenant `tenant` under the server's root store. The one place
-/// that decides where a tenant's state lives (files: `<state>/tenants/<name>/`).
+/// that decides where a tenant's state lives (files: `<state>/tenants/<name>/`,
+/// also for the tenant called `default`; PostgreSQL: rows whose tenant
+/// column is the name, with `<state>/tenants/<name>/` as its local directory).
 pub fn tenant_store(root: &StateStore, tenant: &str) -> StateStore {
-    StateStore::new(root.dir().join("tenants").join(tenant))
+    if root.is_files() {
+        StateStore::new(root.dir().join("tenants").join(tenant))
+    } else {
+        root.for_tenant(tenant)
+    }
 }
 
 /// One configured tenant.

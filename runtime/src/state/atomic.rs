@@ -34,6 +34,36 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Write `bytes` to `path` (mode 0600) only if `path` does not exist;
+/// whether it was written. Atomic and exclusive: the data goes to a fsynced
+/// temp file which is hard-linked to `path` (link(2) fails when `path`
+/// exists, so of many racers exactly one wins), then the directory is
+/// fsynced. The temp file is always removed.
+pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
+    let tmp = dir.join(format!(".{name}.{}.tmp", random_hex(6)));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::hard_link(&tmp, path)
+    })();
+    let _ = fs::remove_file(&tmp);
+    match result {
+        Ok(()) => sync_dir(dir).map(|_| true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// fsync a directory so a rename or unlink in it is durable.
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()

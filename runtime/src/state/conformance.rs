@@ -79,7 +79,92 @@ conformance!(
     fifty_racing_takers_take_each_job_exactly_once,
     a_taken_job_whose_lease_expires_is_interrupted_not_requeued,
     an_enqueue_wakes_a_waiting_worker,
+    create_new_is_won_by_exactly_one_of_50_racers,
+    list_prefix_lists_that_prefix_only,
+    age_counts_from_the_last_write,
 );
+
+fn create_new_is_won_by_exactly_one_of_50_racers(kind: Kind) {
+    let Some(f) = fixture(kind) else { return };
+    for trial in 0..20 {
+        let key = format!("once_{trial}");
+        let wins = Arc::new(AtomicUsize::new(0));
+        let barrier = Arc::new(Barrier::new(50));
+        let racers: Vec<_> = (0..50)
+            .map(|i| {
+                let (s, key, wins, barrier) =
+                    (f.store.clone(), key.clone(), wins.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    if s.create_new(&key, &json!({ "by": i })).unwrap() {
+                        wins.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for r in racers {
+            r.join().unwrap();
+        }
+        assert_eq!(wins.load(Ordering::SeqCst), 1, "trial {trial}");
+        assert!(f.store.get(&key).unwrap().unwrap()["by"].is_number());
+    }
+    // An existing key (written by set) is not replaced.
+    f.store.set("kept", &json!(1)).unwrap();
+    assert!(!f.store.create_new("kept", &json!(2)).unwrap());
+    assert_eq!(f.store.get("kept").unwrap(), Some(json!(1)));
+    let err = f
+        .store
+        .create_new("pipeline_resume_x", &json!(1))
+        .unwrap_err();
+    assert!(err.to_string().contains("paused run"), "{err}");
+}
+
+fn list_prefix_lists_that_prefix_only(kind: Kind) {
+    let Some(f) = fixture(kind) else { return };
+    let s = &f.store;
+    assert!(s.list_prefix("p_").unwrap().is_empty());
+    s.set("p_b", &json!(2)).unwrap();
+    s.set("p_a", &json!(1)).unwrap();
+    s.create_new("p_c", &json!(3)).unwrap();
+    s.set("pa", &json!("not mine")).unwrap();
+    s.set("q_a", &json!("not mine")).unwrap();
+    s.set("pipeline_resume_p_", &json!("a run")).unwrap();
+    let got = s.list_prefix("p_").unwrap();
+    assert_eq!(
+        got,
+        vec![
+            ("p_a".to_string(), json!(1)),
+            ("p_b".to_string(), json!(2)),
+            ("p_c".to_string(), json!(3)),
+        ]
+    );
+    s.remove("p_b").unwrap();
+    assert_eq!(s.list_prefix("p_").unwrap().len(), 2);
+    // `_` and `%` are not wildcards.
+    s.set("pxa", &json!(0)).unwrap();
+    assert_eq!(s.list_prefix("p_").unwrap().len(), 2);
+    assert!(s.list_prefix("pipeline").unwrap().is_empty());
+    for bad in ["", "_p", "P", "p%", "a/b"] {
+        let e = s.list_prefix(bad).unwrap_err();
+        assert!(e.to_string().contains("must be"), "{bad}: {e}");
+    }
+    // Another tenant's keys are not listed.
+    let other = s.for_tenant(&format!("other-{}", random_hex(4)));
+    assert!(other.list_prefix("p_").unwrap().is_empty());
+}
+
+fn age_counts_from_the_last_write(kind: Kind) {
+    let Some(f) = fixture(kind) else { return };
+    let s = &f.store;
+    assert_eq!(s.age("beat").unwrap(), None);
+    s.set("beat", &json!(1)).unwrap();
+    assert!(s.age("beat").unwrap().unwrap() < Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1100));
+    let old = s.age("beat").unwrap().unwrap();
+    assert!(old >= Duration::from_millis(1000), "{old:?}");
+    s.set("beat", &json!(2)).unwrap();
+    assert!(s.age("beat").unwrap().unwrap() < old);
+}
 
 fn kv_round_trip(kind: Kind) {
     let Some(f) = fixture(kind) else { return };

@@ -408,6 +408,40 @@ impl Tenant {
         })
     }
 
+    /// The `(key, value)` rows whose key starts with `prefix`, by key.
+    pub fn kv_list_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        // LIKE with its wildcards and escape character escaped.
+        let pattern = format!(
+            "{}%",
+            prefix
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        self.run("cannot read from", move |c, t| {
+            Ok(c.query(
+                "SELECT key, value FROM lobster_kv WHERE tenant = $1 AND key LIKE $2 ORDER BY key",
+                &[&t, &pattern],
+            )?
+            .into_iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+    }
+
+    /// How long ago `key` was last written, by the database's clock.
+    pub fn kv_age(&self, key: &str) -> Result<Option<Duration>> {
+        let key = key.to_string();
+        self.run("cannot read from", move |c, t| {
+            Ok(c.query_opt(
+                "SELECT GREATEST(0, (EXTRACT(EPOCH FROM (now() - updated_at)) * 1000)::bigint)
+                 FROM lobster_kv WHERE tenant = $1 AND key = $2",
+                &[&t, &key],
+            )?
+            .map(|r| Duration::from_millis(r.get::<_, i64>(0) as u64)))
+        })
+    }
+
     /// Remove `key` (missing is fine).
     pub fn kv_remove(&self, key: &str) -> Result<()> {
         let key = key.to_string();

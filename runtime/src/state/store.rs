@@ -1,6 +1,6 @@
 //! The store handle: files (default) or PostgreSQL, one tenant each.
 
-use super::atomic::{sync_dir, write_atomic};
+use super::atomic::{create_new_atomic, sync_dir, write_atomic};
 use super::pg;
 use crate::error::{Error, Result};
 use crate::value::{to_js_json_pretty, Item};
@@ -112,15 +112,30 @@ impl StateStore {
             Ok(url) if !url.trim().is_empty() => StateStore::open(&url, dir),
             _ => StateStore::new(dir),
         };
+        store.with_env_lease()
+    }
+
+    /// This store with the lease `LOBSTER_STORE_LEASE_MS` sets, if set (a
+    /// value out of [`LEASE_RANGE_MS`] makes the store unusable, saying so).
+    pub fn with_env_lease(self) -> StateStore {
         match std::env::var("LOBSTER_STORE_LEASE_MS") {
             Ok(ms) if !ms.trim().is_empty() => match parse_lease(&ms) {
-                Ok(lease) => store.with_lease(lease),
+                Ok(lease) => self.with_lease(lease),
                 Err(msg) => StateStore {
                     backend: Backend::Unusable(msg),
-                    ..store
+                    ..self
                 },
             },
-            _ => store,
+            _ => self,
+        }
+    }
+
+    /// How long a claim holds without a heartbeat ([`DEFAULT_LEASE`] for
+    /// the files store, whose claims need none).
+    pub fn lease(&self) -> Duration {
+        match &self.backend {
+            Backend::Postgres(t) => t.lease,
+            _ => DEFAULT_LEASE,
         }
     }
 
@@ -132,15 +147,15 @@ impl StateStore {
     pub fn for_tenant(&self, name: &str) -> StateStore {
         let name = tenant_id(name);
         let mut store = self.clone();
-        match &mut store.backend {
-            Backend::Files | Backend::Unusable(_) => {
-                store.dir = if name == DEFAULT_TENANT {
-                    self.root.clone()
-                } else {
-                    self.root.join("tenants").join(&name)
-                };
-            }
-            Backend::Postgres(t) => t.tenant = name,
+        // The local directory is per tenant on either back end (PostgreSQL:
+        // for what stays on the node, such as serve's inline workflows).
+        store.dir = if name == DEFAULT_TENANT {
+            self.root.clone()
+        } else {
+            self.root.join("tenants").join(&name)
+        };
+        if let Backend::Postgres(t) = &mut store.backend {
+            t.tenant = name;
         }
         store
     }
@@ -351,6 +366,104 @@ impl StateStore {
         let n = text.len();
         self.put(key, text)?;
         Ok(n)
+    }
+
+    /// Write `key` as compact JSON only if it is absent; whether it was
+    /// written. Of many writers racing on one key, in one process or many,
+    /// exactly one gets `true` (files: link(2) of a fsynced temp file, which
+    /// fails when the name exists; PostgreSQL: `INSERT … ON CONFLICT DO
+    /// NOTHING`). Not for resume states, which are claimed, not created.
+    pub fn create_new(&self, key: &str, value: &Item) -> Result<bool> {
+        let name = key_to_file_name(key)?;
+        if is_run_key(&name) {
+            return Err(Error::runtime(format!(
+                "state key {key:?} is a paused run's; it cannot be created with create_new"
+            )));
+        }
+        let text = crate::value::to_js_json(value);
+        if let Some(pg) = self.pg()? {
+            return pg.kv_insert_new(&name, text);
+        }
+        self.ensure_dir()?;
+        let path = self.dir.join(&name);
+        create_new_atomic(&path, text.as_bytes())
+            .map_err(|e| Error::runtime(format!("cannot write state file {}: {e}", path.display())))
+    }
+
+    /// Every key/value whose stored key starts with `prefix`
+    /// (`[a-z0-9][a-z0-9._-]*`, the stored form, lower-case), ordered by
+    /// key, as `(stored key without ".json", value)`. Resume states are
+    /// never listed. A key removed while listing is left out.
+    pub fn list_prefix(&self, prefix: &str) -> Result<Vec<(String, Item)>> {
+        let plain = prefix
+            .as_bytes()
+            .first()
+            .is_some_and(u8::is_ascii_alphanumeric)
+            && prefix.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+            });
+        if !plain {
+            return Err(Error::runtime(format!(
+                "state key prefix {prefix:?} must be [a-z0-9][a-z0-9._-]*"
+            )));
+        }
+        let parse = |name: &str, text: &str| -> Result<Item> {
+            serde_json::from_str(text).map_err(|e| {
+                Error::runtime(format!(
+                    "state value {name:?} in {} is not valid JSON: {e}",
+                    self.describe()
+                ))
+            })
+        };
+        let mut out = Vec::new();
+        if let Some(pg) = self.pg()? {
+            for (name, text) in pg.kv_list_prefix(prefix)? {
+                let key = name.strip_suffix(".json").unwrap_or(&name).to_string();
+                out.push((key, parse(&name, &text)?));
+            }
+            return Ok(out);
+        }
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
+            Err(e) => {
+                return Err(Error::runtime(format!(
+                    "cannot list state directory {}: {e}",
+                    self.dir.display()
+                )))
+            }
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with(prefix) && n.ends_with(".json") && !is_run_key(n))
+            .collect();
+        names.sort();
+        for name in names {
+            let Some(text) = self.get_text(&name[..name.len() - 5])? else {
+                continue;
+            };
+            out.push((name[..name.len() - 5].to_string(), parse(&name, &text)?));
+        }
+        Ok(out)
+    }
+
+    /// How long ago `key` was last written (files: by its modification
+    /// time; PostgreSQL: by the database's clock, so nodes whose clocks
+    /// differ still agree); `None` when there is no such key.
+    pub fn age(&self, key: &str) -> Result<Option<Duration>> {
+        let name = key_to_file_name(key)?;
+        if let Some(pg) = self.pg()? {
+            return pg.kv_age(&name);
+        }
+        let path = self.dir.join(&name);
+        match fs::metadata(&path).and_then(|m| m.modified()) {
+            Ok(t) => Ok(Some(t.elapsed().unwrap_or_default())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::runtime(format!(
+                "cannot read state file {}: {e}",
+                path.display()
+            ))),
+        }
     }
 
     /// Remove `key`; a missing key is not an error.

@@ -1,0 +1,514 @@
+//! Two `lobster serve` processes on one PostgreSQL database
+//! (`LOBSTER_TEST_PG_URL`, e.g. `export LOBSTER_TEST_PG_URL=$(bash tests/pg.sh
+//! start)`): a gate paused on one node is decided on the other, exactly once
+//! among racers on both; a killed node's run reads `interrupted` on the
+//! other once its heartbeat is a lease old. Without the URL these tests fail
+//! under `CI=true` and skip loudly elsewhere. Each test uses tenants and
+//! node ids of its own, so they share one database safely.
+
+use super::*;
+use std::sync::{Arc, Barrier};
+
+fn pg_url() -> Option<String> {
+    match std::env::var("LOBSTER_TEST_PG_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "LOBSTER_TEST_PG_URL is not set under CI=true: the serve-on-PostgreSQL tests must run"
+            );
+            eprintln!(
+                "\n*** SKIPPED: a lobster serve test on PostgreSQL: set LOBSTER_TEST_PG_URL \
+                 (e.g. `export LOBSTER_TEST_PG_URL=$(bash tests/pg.sh start)`) ***\n"
+            );
+            None
+        }
+    }
+}
+
+fn rand_hex() -> String {
+    let mut b = [0u8; 6];
+    std::fs::File::open("/dev/urandom")
+        .unwrap()
+        .read_exact(&mut b)
+        .unwrap();
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A cluster of nodes over one database: tenant `h` (self_approve false:
+/// humans decide through links) and tenant `s` (self_approve true), both
+/// trusted, under names of this test's own.
+struct Cluster {
+    dir: tempfile::TempDir,
+    url: String,
+    /// The tenants' real names (`h-<rand>`, `s-<rand>`).
+    h: String,
+    s: String,
+}
+
+const H: &str = "human-token";
+const S: &str = "self-approve-token";
+
+impl Cluster {
+    fn new() -> Option<Cluster> {
+        let url = pg_url()?;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("trusted.toml"), "trust = \"trusted\"\n").unwrap();
+        let r = rand_hex();
+        Some(Cluster {
+            dir,
+            url,
+            h: format!("h-{r}"),
+            s: format!("s-{r}"),
+        })
+    }
+
+    /// Start node `name` (its own local directory), with `env` set.
+    fn node(&self, name: &str, extra: &str, env: &[(&str, &str)]) -> Server {
+        self.node_with(name, extra, env, 64)
+    }
+
+    /// [`Cluster::node`] with `max_runs` as tenant `s`'s max_concurrent_runs.
+    fn node_with(&self, name: &str, extra: &str, env: &[(&str, &str)], max_runs: usize) -> Server {
+        let node_id = format!("{name}-{}", rand_hex());
+        let config = format!(
+            "state = \"{}\"\nnode_id = \"{node_id}\"\n{extra}\n\
+[[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nmax_concurrent_runs = 64\nrequests_per_minute = 100000\n\
+[[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\nmax_concurrent_runs = {max_runs}\nrequests_per_minute = 100000\n",
+            self.url,
+            self.h,
+            sha(H),
+            self.s,
+            sha(S)
+        );
+        let path = self.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--config"])
+            .arg(&path)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("LOBSTER_STATE_DIR", self.dir.path().join(name))
+            .env_remove("LOBSTER_POLICY")
+            .env_remove("LOBSTER_STORE_LEASE_MS");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("lobster serve listening on ")
+            .unwrap_or_else(|| panic!("ready line: {line:?}"))
+            .to_string();
+        let addr = base.strip_prefix("http://").unwrap().to_string();
+        Server { child, base, addr }
+    }
+}
+
+fn ran_on_a(rec: &Value) -> bool {
+    rec["node"].as_str().unwrap().starts_with("a-")
+}
+
+fn paused(node: &Server, token: &str, pipeline: &str) -> String {
+    let r = node.run(token, json!({ "pipeline": pipeline }));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["status"], "needs_approval", "{v}");
+    v["runId"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_gate_paused_on_one_node_is_decided_on_the_other() {
+    let Some(c) = Cluster::new() else { return };
+    let a = c.node("a", "", &[]);
+    let b = c.node("b", "", &[]);
+    // Through the API: pause on one node (whichever took it from the
+    // queue), read and resume on the other, read on the first.
+    let id = paused(&a, S, GATED);
+    let rec = a.get_run(S, &id).json();
+    let (a, b) = if ran_on_a(&rec) { (&a, &b) } else { (&b, &a) };
+    let rec = b.get_run(S, &id).json();
+    assert_eq!(rec["status"], "needs_approval", "{rec}");
+    assert!(b.approvals(S).iter().any(|g| g["runId"] == id));
+    let (ran_on, decided_on) = (
+        rec["node"].as_str().unwrap().to_string(),
+        if ran_on_a(&rec) { "b-" } else { "a-" },
+    );
+    let r = b.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        S,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["output"], json!([1, 2]));
+    let rec = a.get_run(S, &id).json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert!(
+        rec["node"].as_str().unwrap().starts_with(decided_on),
+        "{rec} (paused on {ran_on})"
+    );
+    assert!(!a.approvals(S).iter().any(|g| g["runId"] == id));
+    let r = a.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        S,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    // Through an approval link: issued by A, used on B, spent on A too.
+    let id = paused(a, H, GATED);
+    let link = a.link_for(H, &id);
+    let r = b.form(&link, "decision=approve");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("Approved"), "{}", r.body);
+    assert_eq!(a.get_run(H, &id).json()["status"], "ok");
+    let r = a.form(&link, "decision=approve");
+    assert_eq!(r.status, 410, "{}", r.body);
+    // A link used on both nodes at once: one decides, the other is refused.
+    let id = paused(b, H, GATED);
+    let link = b.link_for(H, &id);
+    let statuses: Vec<u16> = std::thread::scope(|sc| {
+        let hs = [&a, &b].map(|n| {
+            let link = &link;
+            sc.spawn(move || n.form(link, "decision=approve").status)
+        });
+        hs.map(|h| h.join().unwrap()).to_vec()
+    });
+    let mut sorted = statuses.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![200, 410], "{statuses:?}");
+    assert_eq!(a.get_run(H, &id).json()["status"], "ok");
+}
+
+#[test]
+fn fifty_racers_on_two_nodes_decide_each_of_100_gates_once() {
+    let Some(c) = Cluster::new() else { return };
+    let a = c.node("a", "", &[]);
+    let b = c.node("b", "", &[]);
+    const TRIALS: usize = 100;
+    const RACERS: usize = 50;
+    let marks = c.dir.path().join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    // The gates, made in a batch (alternately on each node); the step after
+    // each gate appends a line to a file of its own.
+    let ids: Vec<String> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..TRIALS)
+            .map(|t| {
+                let node = if t % 2 == 0 { &a } else { &b };
+                let mark = marks.join(format!("{t}"));
+                sc.spawn(move || {
+                    paused(
+                        node,
+                        S,
+                        &format!("{GATED} | exec --shell 'echo ran >> {}'", mark.display()),
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let barrier = Arc::new(Barrier::new(RACERS));
+    let results: Vec<Vec<u16>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..RACERS)
+            .map(|i| {
+                let node = if i % 2 == 0 { &a } else { &b };
+                let (ids, barrier) = (&ids, barrier.clone());
+                sc.spawn(move || {
+                    ids.iter()
+                        .map(|id| {
+                            barrier.wait();
+                            node.call(
+                                "POST",
+                                &format!("/v1/runs/{id}/resume"),
+                                S,
+                                Some(json!({"approve": true})),
+                            )
+                            .status
+                        })
+                        .collect::<Vec<u16>>()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (t, id) in ids.iter().enumerate() {
+        let statuses: Vec<u16> = results.iter().map(|r| r[t]).collect();
+        let won = statuses.iter().filter(|s| **s == 200).count();
+        let lost = statuses.iter().filter(|s| **s == 409).count();
+        assert_eq!((won, lost), (1, RACERS - 1), "trial {t}: {statuses:?}");
+        let ran = std::fs::read_to_string(marks.join(format!("{t}"))).unwrap_or_default();
+        assert_eq!(
+            ran.lines().count(),
+            1,
+            "trial {t}: the after-gate step ran {ran:?}"
+        );
+        assert_eq!(a.get_run(S, id).json()["status"], "ok");
+    }
+}
+
+#[test]
+fn a_killed_node_s_run_reads_interrupted_on_the_other_once_its_lease_expires() {
+    let Some(c) = Cluster::new() else { return };
+    let lease = [("LOBSTER_STORE_LEASE_MS", "1000")];
+    let mut a = c.node("a", "", &lease);
+    let mut b = c.node("b", "", &lease);
+    let gate = paused(&a, S, GATED);
+    let r = a.call(
+        "POST",
+        "/v1/runs?wait=0",
+        S,
+        Some(json!({"pipeline": "exec --shell 'sleep 30'"})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let id = r.json()["runId"].as_str().unwrap().to_string();
+    // Going on on one node: the other says so (its heartbeat is fresh).
+    std::thread::sleep(Duration::from_millis(1500));
+    let rec = a.get_run(S, &id).json();
+    assert_eq!(rec["status"], "running", "{rec}");
+    let (victim, b) = if ran_on_a(&rec) {
+        (&mut a, &b)
+    } else {
+        (&mut b, &a)
+    };
+    assert_eq!(b.get_run(S, &id).json()["status"], "running");
+    victim.child.kill().unwrap();
+    victim.child.wait().unwrap();
+    let killed = Instant::now();
+    let rec = loop {
+        let rec = b.get_run(S, &id).json();
+        if rec["status"] != "running" {
+            break rec;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "still running 10 s after its node was killed: {rec}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(rec["status"], "interrupted", "{rec}");
+    assert!(rec["reason"].as_str().unwrap().contains("stopped"), "{rec}");
+    // B serves everything else: a gate paused on the dead node is decided on B.
+    let r = b.call(
+        "POST",
+        &format!("/v1/runs/{gate}/resume"),
+        S,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.json()["output"], json!([1, 2]), "{}", r.body);
+    let r = b.run(S, json!({"pipeline": "exec --json --shell 'echo 7'"}));
+    assert_eq!(r.json()["output"], json!([7]), "{}", r.body);
+}
+
+/// `tests/pg.sh what` for a cluster in `dir`; its stdout.
+fn pg_sh(dir: &Path, what: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(what)
+        .env("LOBSTER_PG_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pg.sh {what}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_database_restart_under_load_fails_requests_cleanly_then_recovers_losing_no_run() {
+    // A cluster of its own, so stopping it disturbs no other test.
+    let Some(mut c) = Cluster::new() else { return };
+    let parent = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        parent.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let pg_dir = parent.path().join("pg");
+    c.url = pg_sh(&pg_dir, "start");
+    struct Stop<'a>(&'a Path);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = pg_sh(self.0, "stop");
+        }
+    }
+    let _stop = Stop(&pg_dir);
+    let mut a = c.node("a", "", &[]);
+    let b = c.node("b", "", &[]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let restarted = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<(Vec<String>, usize, usize)> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..4)
+            .map(|w| {
+                let node = if w % 2 == 0 { &a } else { &b };
+                let (stop, restarted) = (&stop, &restarted);
+                sc.spawn(move || {
+                    let (mut acked, mut refused, mut after) = (Vec::new(), 0, 0);
+                    let mut i = 0;
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        let r = node.run(
+                            S,
+                            json!({"pipeline": format!("exec --json --shell 'echo {i}'"), "wait": 1000}),
+                        );
+                        match r.status {
+                            200 | 202 => {
+                                acked.push(r.json()["runId"].as_str().unwrap().to_string());
+                                if restarted.load(std::sync::atomic::Ordering::SeqCst) {
+                                    after += 1;
+                                }
+                            }
+                            503 => {
+                                let e = r.json();
+                                assert_eq!(e["error"]["type"], "store_unavailable", "{e}");
+                                assert!(
+                                    e["error"]["message"]
+                                        .as_str()
+                                        .unwrap()
+                                        .contains("PostgreSQL"),
+                                    "{e}"
+                                );
+                                refused += 1;
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            other => panic!("unexpected {other}: {}", r.body),
+                        }
+                        i += 1;
+                    }
+                    (acked, refused, after)
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(800));
+        pg_sh(&pg_dir, "kill");
+        std::thread::sleep(Duration::from_millis(1000));
+        pg_sh(&pg_dir, "start");
+        restarted.store(true, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(1500));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let refused: usize = results.iter().map(|r| r.1).sum();
+    let acked: usize = results.iter().map(|r| r.0.len()).sum();
+    eprintln!("database restart: {acked} runs accepted, {refused} refused with 503");
+    let after: usize = results.iter().map(|r| r.2).sum();
+    assert!(refused > 0, "the outage refused no request");
+    assert!(after > 0, "no run was accepted after the restart");
+    // No node panicked or exited, and every acknowledged run has its
+    // settled record, on either node.
+    assert!(a.child.try_wait().unwrap().is_none(), "node a exited");
+    for (w, (acked, _, _)) in results.iter().enumerate() {
+        for id in acked {
+            let node = if w % 2 == 0 { &b } else { &a };
+            let rec = node.settled(S, id);
+            // Accepted (its record written), then the database went away
+            // under it: it failed, saying why, and its record says so.
+            let failed_on_store = rec["status"] == "failed"
+                && rec["envelope"]["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("PostgreSQL store"));
+            assert!(rec["status"] == "ok" || failed_on_store, "{rec}");
+        }
+    }
+}
+
+#[test]
+fn a_run_submitted_to_a_busy_node_is_run_by_a_free_one() {
+    let Some(c) = Cluster::new() else { return };
+    // A alone, at its limit (one run) with a run that sleeps.
+    let a = c.node_with("a", "", &[], 1);
+    let r = a.call(
+        "POST",
+        "/v1/runs?wait=0",
+        S,
+        Some(json!({"pipeline": "exec --shell 'sleep 4'"})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let busy = r.json()["runId"].as_str().unwrap().to_string();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !a.get_run(S, &busy).json()["node"].is_string() {
+        assert!(Instant::now() < until, "A never took its run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(a.get_run(S, &busy).json()["node"]
+        .as_str()
+        .unwrap()
+        .starts_with("a-"));
+    // B joins; a run submitted to A is executed by B and answered by A.
+    let b = c.node("b", "", &[]);
+    let r = a.run(
+        S,
+        json!({"pipeline": "exec --json --shell 'echo 5'", "wait": 8000}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["output"], json!([5]), "{v}");
+    let id = v["runId"].as_str().unwrap();
+    let rec = b.get_run(S, id).json();
+    assert!(rec["node"].as_str().unwrap().starts_with("b-"), "{rec}");
+    assert_eq!(a.settled(S, &busy)["status"], "ok");
+}
+
+#[test]
+fn a_tenant_called_default_cannot_read_the_server_s_rows() {
+    // A database of its own: the rows of the default tenant are this test's.
+    let Some(mut c) = Cluster::new() else { return };
+    let parent = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        parent.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let pg_dir = parent.path().join("pg");
+    c.url = pg_sh(&pg_dir, "start");
+    struct Stop<'a>(&'a Path);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = pg_sh(self.0, "stop");
+        }
+    }
+    let _stop = Stop(&pg_dir);
+    let config = c.dir.path().join("default.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state = \"{}\"\n[[tenant]]\nname = \"default\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\n",
+            c.url,
+            sha(H)
+        ),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("LOBSTER_STATE_DIR", c.dir.path().join("d"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.trim().rsplit(' ').next().unwrap().to_string();
+    let s = Server {
+        addr: base.strip_prefix("http://").unwrap().to_string(),
+        base,
+        child,
+    };
+    // The link key exists (the server made it) but not in this tenant's rows.
+    let r = s.run(H, json!({"pipeline": "state.get serve_link_key"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(!v["output"].to_string().contains("key"), "{v}");
+}
