@@ -842,3 +842,34 @@ fn help_and_bad_configs() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("LOBSTER_TEST_UNSET_TOKEN is not set"));
 }
+
+/// A tenant's runs share its store with the gateway's own records; a run that
+/// tries to forge a pending gate (which humans would see in the approvals
+/// list) or a run record through `state.set` is refused.
+#[test]
+fn runs_cannot_forge_the_gateways_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    for key in ["serve_pending_0123", "serve_run_0123", "pipeline_resume_x"] {
+        let r = s.run(
+            ACME,
+            json!({"pipeline": format!("exec --json --shell 'echo 1' | state.set {key}")}),
+        );
+        let env = r.json();
+        assert_eq!(env["ok"], false, "{key}: {env}");
+        assert!(
+            env["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("is reserved"),
+            "{key}: {env}"
+        );
+    }
+    assert!(s.approvals(ACME).is_empty());
+    // Ordinary keys still work.
+    let r = s.run(
+        ACME,
+        json!({"pipeline": "exec --json --shell 'echo 1' | state.set servers"}),
+    );
+    assert_eq!(r.json()["ok"], true, "{}", r.body);
+}

@@ -7,7 +7,7 @@ use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, 
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
 use crate::executor::Context;
-use crate::state::key_to_file_name;
+use crate::state::user_state_key;
 use crate::value::to_js_json;
 use serde_json::{Map, Value};
 
@@ -30,7 +30,7 @@ impl DiffLast {
         if text.is_empty() || echoed == Value::Bool(false) {
             return Err(Error::runtime("diff.last requires --key"));
         }
-        key_to_file_name(&text)?;
+        user_state_key(&text)?;
         Ok((text, echoed))
     }
 }

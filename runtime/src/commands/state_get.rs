@@ -4,7 +4,7 @@ use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature}
 use crate::dsl::Args;
 use crate::error::{Error, Result};
 use crate::executor::Context;
-use crate::state::key_to_file_name;
+use crate::state::user_state_key;
 use serde_json::Value;
 
 /// `state.get <key>`.
@@ -16,7 +16,7 @@ const HELP: &str = "state.get — read a JSON value from Lobster state\n\nUsage:
 pub(crate) fn state_key<'a>(args: &'a Args, missing: &str) -> Result<&'a str> {
     match args.positional.first() {
         Some(k) if !k.is_empty() => {
-            key_to_file_name(k)?;
+            user_state_key(k)?;
             Ok(k)
         }
         _ => Err(Error::runtime(missing.to_string())),

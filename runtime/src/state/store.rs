@@ -547,10 +547,56 @@ pub fn key_to_file_name(key: &str) -> Result<String> {
     Ok(format!("{safe}.json"))
 }
 
+/// The name families Lobster keeps its own records under, in the same
+/// namespace as `state.get`/`state.set`/`diff.last` keys: paused runs' resume
+/// states, their interrupted records, `approvalId` aliases and the gateway's
+/// run records, pending gates and spent links.
+const RESERVED_KEY_PREFIXES: [&str; 5] = [
+    "pipeline_resume",
+    "workflow_resume",
+    "interrupted_",
+    "approval_",
+    "serve_",
+];
+
+/// A key a pipeline may read or write with `state.get`, `state.set` or
+/// `diff.last`: [`key_to_file_name`]'s rules, and none of the names Lobster
+/// keeps its own records under. Without this, a run could overwrite another
+/// paused run's resume state or a gateway's run records and pending gates
+/// (the reference shares one directory for both and refuses nothing).
+pub fn user_state_key(key: &str) -> Result<String> {
+    let name = key_to_file_name(key)?;
+    if let Some(prefix) = RESERVED_KEY_PREFIXES.iter().find(|p| name.starts_with(*p)) {
+        return Err(Error::runtime(format!(
+            "state key {key:?} is reserved: names starting with {prefix:?} (after lower-casing and \
+             replacing other characters with '_') hold Lobster's own records; choose another key"
+        )));
+    }
+    Ok(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn user_keys_cannot_reach_lobsters_own_records() {
+        for key in [
+            "pipeline_resume_0b7c",
+            "Workflow Resume x",
+            "interrupted_pipeline_resume_1",
+            "APPROVAL_ab12cd34",
+            "serve_run_00ff",
+            "serve/pending/x",
+        ] {
+            let err = user_state_key(key).unwrap_err().to_string();
+            assert!(err.contains("is reserved"), "{key}: {err}");
+        }
+        assert_eq!(user_state_key("my/Key").unwrap(), "my_key.json");
+        assert_eq!(user_state_key("servers").unwrap(), "servers.json");
+        assert_eq!(user_state_key("approvals").unwrap(), "approvals.json");
+    }
 
     #[test]
     fn store_urls_choose_the_back_end() {
