@@ -49,6 +49,24 @@ fn approve_yes_runs_the_rest_once_and_cleans_up() {
     );
 }
 
+/// Gated items holding whole-number floats (`commands.list`'s schemas) are
+/// saved as integers; the plan digest checked on resume must not see that as
+/// a changed plan.
+#[test]
+fn items_with_whole_number_floats_resume() {
+    let env = Env::new();
+    let v = env
+        .tool("commands.list | approve --prompt ok? | pick name")
+        .json();
+    assert_eq!(v["status"], "needs_approval", "{v}");
+    let r = env.run(&["resume", "--token", &token_of(&v), "--approve", "yes"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.json()["output"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"name": "approve"})));
+}
+
 #[test]
 fn approve_no_and_cancel_give_cancelled() {
     for intent in [&["--approve", "no"][..], &["--cancel"], &["--approve", "N"]] {

@@ -11,7 +11,7 @@ use crate::dsl::Pipeline;
 use crate::error::Result;
 use crate::executor::{check_pipeline, Context};
 use crate::sandbox::Requirement;
-use crate::value::Item;
+use crate::value::{to_js_json, Item};
 use serde_json::json;
 
 /// The plan after a gate.
@@ -86,6 +86,13 @@ pub fn plan_summary(
         })).collect::<Vec<_>>(),
         "env": ctx.grants.env,
     });
+    // The items as the resume state stores them (JavaScript JSON): a number a
+    // command produced as 1.0 is saved and read back as 1, and the digest
+    // must not tell the two apart.
+    let items: Vec<Item> = items
+        .iter()
+        .map(|i| serde_json::from_str(&to_js_json(i)).unwrap_or_else(|_| i.clone()))
+        .collect();
     let doc = json!({
         "version": 1,
         "stages": stages,
@@ -118,6 +125,15 @@ mod tests {
         assert_ne!(
             a.digest,
             plan_summary(text, 1, &[json!(2)], &ctx).unwrap().digest
+        );
+        // A float that is a whole number digests as the integer it is saved as.
+        assert_eq!(
+            plan_summary(text, 1, &[json!({"n": 1.0})], &ctx)
+                .unwrap()
+                .digest,
+            plan_summary(text, 1, &[json!({"n": 1})], &ctx)
+                .unwrap()
+                .digest
         );
         let other = &crate::dsl::parse("approve --prompt x | exec --shell 'echo bye' | head --n 1")
             .unwrap();
