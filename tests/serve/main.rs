@@ -873,3 +873,63 @@ fn runs_cannot_forge_the_gateways_records() {
     );
     assert_eq!(r.json()["ok"], true, "{}", r.body);
 }
+
+/// `/metrics` reports what the sandbox measured: step durations, fuel used,
+/// and limit breaches by kind, per tenant.
+#[test]
+fn metrics_report_steps_fuel_and_breaches() {
+    let guests =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/wasm32-wasip2/release");
+    if !guests.join("hostile.wasm").exists() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "test guests missing: run tests/build-guests.sh"
+        );
+        eprintln!(
+            "\n*** SKIPPED metrics_report_steps_fuel_and_breaches: run tests/build-guests.sh ***\n"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(
+        dir.path(),
+        "",
+        &format!("steps = [{:?}]", guests.to_str().unwrap()),
+    );
+    std::fs::write(
+        dir.path().join("trusted.toml"),
+        "trust = \"trusted\"\n[max]\nfuel = 50000000\n",
+    )
+    .unwrap();
+    let s = start(&config);
+    let r = s.run(ACME, json!({"pipeline": "noop"}));
+    assert_eq!(r.json()["ok"], true, "{}", r.body);
+    assert_eq!(
+        metric(&s, "lobster_step_duration_seconds_count{tenant=\"acme\"}"),
+        1
+    );
+    let fuel = metric(&s, "lobster_fuel_used_total{tenant=\"acme\"}");
+    assert!(fuel > 0, "fuel {fuel}");
+    let r = s.run(ACME, json!({"pipeline": "hostile loop"}));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ran out of fuel"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        metric(
+            &s,
+            "lobster_sandbox_limit_breaches_total{tenant=\"acme\",kind=\"fuel\"}"
+        ),
+        1
+    );
+    assert!(metric(&s, "lobster_fuel_used_total{tenant=\"acme\"}") >= fuel + 50_000_000);
+    assert_eq!(
+        metric(&s, "lobster_step_duration_seconds_count{tenant=\"acme\"}"),
+        2
+    );
+}

@@ -133,6 +133,7 @@ pub fn resume_logged(
         Err(e) => return Reply::error(&e),
     };
     ctx.cancel = cancel.clone();
+    ctx.sandbox.observer = settings.observer.clone();
     if let Some(log) = log {
         ctx.sandbox.log = log;
     }
@@ -161,6 +162,7 @@ fn prepare_run(
     )?;
     apply_sandbox_args(&mut ctx, &settings.sandbox)?;
     ctx.cancel = cancel.clone();
+    ctx.sandbox.observer = settings.observer.clone();
     let workflow: Option<PathBuf> = match &request.target {
         RunTarget::Pipeline(text) => {
             let text = text.trim();

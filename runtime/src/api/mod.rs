@@ -66,6 +66,9 @@ pub struct Settings {
     /// and `LOBSTER_POLICY` (`lobster serve`: the tenant's policy, checked
     /// at start-up). The run's authority judges everything under it.
     pub fixed_policy: Option<crate::policy::Policy>,
+    /// Told what each WebAssembly step of every run cost (`lobster serve`'s
+    /// metrics); `None`: nobody is watching.
+    pub observer: Option<crate::sandbox::StepObserver>,
 }
 
 impl Settings {

@@ -128,6 +128,11 @@ fn finish(
         }),
         Ok(Ok(text)) => Ok(text),
     };
+    if super::engine::fuel_enabled() {
+        if let Ok(left) = s.store.get_fuel() {
+            env.fuel.set(limits.fuel.saturating_sub(left));
+        }
+    }
     // A step's stdout is not its result (that is `run`'s return value):
     // treat it as log text, like stderr.
     forward(name, &s.store.data().stdout.take(), env);

@@ -14,6 +14,9 @@ pub struct SandboxConfig {
     pub state_scope: String,
     /// Receives `host.log` lines and guest stderr.
     pub log: LogSink,
+    /// Told what each WebAssembly step cost (time, fuel, limit hit); `None`:
+    /// nobody is watching.
+    pub observer: Option<super::report::StepObserver>,
 }
 
 impl Default for SandboxConfig {
@@ -23,6 +26,7 @@ impl Default for SandboxConfig {
             limits: StepLimits::default(),
             state_scope: "adhoc".to_string(),
             log: log::to_stderr(),
+            observer: None,
         }
     }
 }

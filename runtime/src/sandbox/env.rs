@@ -26,6 +26,8 @@ pub struct StepEnv {
     /// Tools and models for a `lobster:step@0.2.0` step's `broker` import
     /// (`None`: every call is refused).
     pub broker: Option<std::sync::Arc<dyn super::broker_port::StepBroker>>,
+    /// Fuel the step burned, filled in when its `run` ends.
+    pub fuel: super::report::FuelMeter,
 }
 
 impl StepEnv {
@@ -40,6 +42,7 @@ impl StepEnv {
             state: None,
             log: super::log::discard(),
             broker: None,
+            fuel: Default::default(),
         }
     }
 
@@ -67,6 +70,7 @@ impl StepEnv {
             state: Some((ctx.state.clone(), ctx.sandbox.state_scope.clone())),
             log: ctx.sandbox.log.clone(),
             broker: None,
+            fuel: Default::default(),
         })
     }
 

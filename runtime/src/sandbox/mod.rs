@@ -46,6 +46,7 @@ pub mod inspect;
 pub mod limits;
 pub mod log;
 mod output;
+pub mod report;
 pub mod resolve;
 mod sleep;
 mod store;
@@ -67,5 +68,6 @@ pub use limits::{
     MAX_MEMORY_BYTES,
 };
 pub use log::{Level, LogLine, LogSink};
+pub use report::{breach_kind, StepObserver, StepReport};
 pub use resolve::{StepPath, StepResolver};
 pub use wasm_step::WasmStep;

@@ -247,7 +247,17 @@ impl Command for WasmStep {
         }
         let limits = ctx.sandbox.limits.effective(&ctx.limits);
         let argv = Self::argv(args);
-        match self.component.run(self.name, &argv, &items, &env, &limits) {
+        let started = std::time::Instant::now();
+        let result = self.component.run(self.name, &argv, &items, &env, &limits);
+        if let Some(observe) = &ctx.sandbox.observer {
+            observe.observe(&super::report::StepReport {
+                step: self.name,
+                elapsed: started.elapsed(),
+                fuel_used: env.fuel.get(),
+                breach: result.as_ref().err().and_then(super::report::breach_kind),
+            });
+        }
+        match result {
             Ok(out) => Ok(Output::Items(stream_of(out))),
             Err(SandboxError::Cancelled { .. }) => Err(ctx.cancel.error_during(Some(
                 super::activity::in_phase(self.name, super::activity::Phase::Run),

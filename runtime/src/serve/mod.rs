@@ -220,11 +220,22 @@ pub fn router(app: Arc<AppState>) -> Router {
 }
 
 async fn metrics_text(axum::extract::State(app): axum::extract::State<Arc<AppState>>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics.render(),
-    )
-        .into_response()
+    // Queue depths live in the store (PostgreSQL: the shared queue; the
+    // files store queues nothing): counted off the async threads.
+    let text = tokio::task::spawn_blocking(move || {
+        let queues: Vec<(String, u64)> = if app.root.is_files() {
+            Vec::new()
+        } else {
+            app.tenants
+                .iter()
+                .filter_map(|t| Some((t.name.clone(), t.store.queue_depth().ok()?)))
+                .collect()
+        };
+        app.metrics.render(&queues)
+    })
+    .await
+    .unwrap_or_default();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// Every request gets `request_timeout_ms` (504 past it).
@@ -269,9 +280,10 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     if !root.is_files() {
         runs::beat(&root, &config.node_id)?;
     }
+    let metrics = Arc::new(metrics::Metrics::default());
     let mut tenants = Vec::new();
     for t in &config.tenants {
-        tenants.push(Arc::new(Tenant::new(t, &root)?));
+        tenants.push(Arc::new(Tenant::new(t, &root, &metrics)?));
     }
     let link_key = link::LinkKey::load_or_create(&root)?;
     Ok(AppState {
@@ -281,7 +293,7 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
         tenants,
         root,
         link_key,
-        metrics: metrics::Metrics::default(),
+        metrics,
         live: Default::default(),
         run_ended: Default::default(),
         shutting_down: Default::default(),

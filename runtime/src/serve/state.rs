@@ -31,7 +31,7 @@ pub struct AppState {
     /// This node's id (`node` in run records; its heartbeat key with a
     /// PostgreSQL store).
     pub node: String,
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// Base of approval links, without a trailing `/`.
     pub public_url: String,
     /// Runs going on, by runId.

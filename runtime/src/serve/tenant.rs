@@ -64,7 +64,11 @@ pub enum OverBudget {
 impl Tenant {
     /// Build a tenant: load its policy (untrusted with no roots when none is
     /// configured), its catalog and its store.
-    pub fn new(cfg: &TenantConfig, root: &StateStore) -> Result<Tenant> {
+    pub fn new(
+        cfg: &TenantConfig,
+        root: &StateStore,
+        metrics: &Arc<super::metrics::Metrics>,
+    ) -> Result<Tenant> {
         let policy = match &cfg.policy {
             Some(path) => {
                 Policy::load(path).map_err(|e| Error::parse(format!("tenant {}: {e}", cfg.name)))?
@@ -98,6 +102,12 @@ impl Tenant {
             catalog,
             state: Some(store.clone()),
             fixed_policy: Some(policy),
+            observer: Some({
+                let (metrics, tenant) = (metrics.clone(), cfg.name.clone());
+                crate::sandbox::StepObserver::new(move |report| {
+                    metrics.step_finished(&tenant, report)
+                })
+            }),
         };
         Ok(Tenant {
             name: cfg.name.clone(),
@@ -200,7 +210,7 @@ mod tests {
             requests_per_minute: rpm,
             self_approve: false,
         };
-        Arc::new(Tenant::new(&cfg, &StateStore::new(dir.path())).unwrap())
+        Arc::new(Tenant::new(&cfg, &StateStore::new(dir.path()), &Default::default()).unwrap())
     }
 
     #[test]

@@ -513,15 +513,18 @@ fn queued_jobs_are_taken_in_order_once_each(kind: Kind) {
     assert!(!s.enqueue("job-a", &json!({"n": 9})).unwrap());
     assert_eq!(s.job_status("job-b").unwrap(), Some(JobStatus::Queued));
     assert_eq!(s.job_status("nope").unwrap(), None);
+    assert_eq!(s.queue_depth().unwrap(), 3);
     // Another tenant sees none of them.
     let other = s.for_tenant(&format!("other-{}", random_hex(4)));
     assert!(other.take_job().unwrap().is_none());
+    assert_eq!(other.queue_depth().unwrap(), 0);
     let a = s.take_job().unwrap().unwrap();
     assert_eq!((a.id.as_str(), &a.payload), ("Job-A", &json!({"n": 0})));
     assert_eq!(s.job_status("job-a").unwrap(), Some(JobStatus::Running));
     assert!(a.heartbeat().unwrap());
     let b = s.take_job().unwrap().unwrap();
     assert_eq!(b.id, "job-b");
+    assert_eq!(s.queue_depth().unwrap(), 1);
     assert!(a.finish().unwrap());
     assert_eq!(s.job_status("job-a").unwrap(), None);
     // Finished, the id may be queued again.

@@ -609,6 +609,19 @@ impl Tenant {
         })
     }
 
+    /// How many of the tenant's jobs are waiting to be taken.
+    pub fn queue_depth(&self) -> Result<u64> {
+        self.run("cannot count the queue in", move |c, t| {
+            let n: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM lobster_queue WHERE tenant = $1 AND status = 'queued'",
+                    &[&t],
+                )?
+                .get(0);
+            Ok(n.max(0) as u64)
+        })
+    }
+
     /// Take the oldest queued job: exactly one taker gets each job, and
     /// takers skip each other's locked rows instead of waiting.
     pub fn take_job(&self, taker: String) -> Result<Option<(String, String, i64)>> {

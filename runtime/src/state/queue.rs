@@ -128,6 +128,14 @@ impl StateStore {
         Ok(true)
     }
 
+    /// How many jobs wait to be taken (the gateway's queue depth).
+    pub fn queue_depth(&self) -> Result<u64> {
+        if let Some(pg) = self.pg()? {
+            return pg.queue_depth();
+        }
+        Ok(queued(self).len() as u64)
+    }
+
     /// Take the oldest queued job, if any: exactly one taker gets each.
     pub fn take_job(&self) -> Result<Option<Job>> {
         if let Some(pg) = self.pg()? {
