@@ -56,28 +56,37 @@ fn setup(dir: &Path, extra: &str, acme_extra: &str) -> PathBuf {
 }
 
 fn start(config: &Path) -> Server {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(config)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("BETA_TOKEN", BETA)
-        .env_remove("LOBSTER_POLICY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("lobster serve listening on ")
-        .unwrap_or_else(|| panic!("ready line: {line:?}"))
-        .to_string();
-    let addr = base.strip_prefix("http://").unwrap().to_string();
-    Server { child, base, addr }
+    Server::spawn(
+        Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(config)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("BETA_TOKEN", BETA)
+            .env_remove("LOBSTER_POLICY"),
+    )
+}
+
+impl Server {
+    /// Spawn `cmd` (a `lobster serve …` command) and wait for its ready line.
+    fn spawn(cmd: &mut Command) -> Server {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("lobster serve listening on ")
+            .unwrap_or_else(|| panic!("ready line: {line:?}"))
+            .to_string();
+        let addr = base.strip_prefix("http://").unwrap().to_string();
+        Server { child, base, addr }
+    }
 }
 
 struct Resp {

@@ -93,23 +93,7 @@ impl Cluster {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("lobster serve listening on ")
-            .unwrap_or_else(|| panic!("ready line: {line:?}"))
-            .to_string();
-        let addr = base.strip_prefix("http://").unwrap().to_string();
-        Server { child, base, addr }
+        Server::spawn(&mut cmd)
     }
 }
 
@@ -484,27 +468,13 @@ fn a_tenant_called_default_cannot_read_the_server_s_rows() {
         ),
     )
     .unwrap();
-    let child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("LOBSTER_STATE_DIR", c.dir.path().join("d"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut child = child;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line.trim().rsplit(' ').next().unwrap().to_string();
-    let s = Server {
-        addr: base.strip_prefix("http://").unwrap().to_string(),
-        base,
-        child,
-    };
+    let s = Server::spawn(
+        Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&config)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("LOBSTER_STATE_DIR", c.dir.path().join("d")),
+    );
     // The link key exists (the server made it) but not in this tenant's
     // rows; and the name is reserved, so the read is refused outright.
     let r = s.run(H, json!({"pipeline": "state.get serve_link_key"}));

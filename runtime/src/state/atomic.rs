@@ -11,27 +11,37 @@ use std::path::Path;
 /// renamed over `path`, and the directory is fsynced. On any failure the
 /// temp file is removed and `path` is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (dir, tmp) = temp_beside(path);
+    let result = write_synced(&tmp, bytes).and_then(|()| {
+        fs::rename(&tmp, path)?;
+        sync_dir(dir)
+    });
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The directory of `path` and a fresh temp file name in it
+/// (`.<name>.<random>.tmp`: hidden, swept when a killed process left it).
+fn temp_beside(path: &Path) -> (&Path, std::path::PathBuf) {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
-    let tmp = dir.join(format!(".{name}.{}.tmp", random_hex(6)));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    (dir, dir.join(format!(".{name}.{}.tmp", random_hex(6))))
+}
+
+/// Create `tmp` (0600, must not exist), write `bytes`, fsync.
+fn write_synced(tmp: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Write `bytes` to `path` (mode 0600) only if `path` does not exist;
@@ -40,22 +50,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// exists, so of many racers exactly one wins), then the directory is
 /// fsynced. The temp file is always removed.
 pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
-    let tmp = dir.join(format!(".{name}.{}.tmp", random_hex(6)));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::hard_link(&tmp, path)
-    })();
+    let (dir, tmp) = temp_beside(path);
+    let result = write_synced(&tmp, bytes).and_then(|()| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
     match result {
         Ok(()) => sync_dir(dir).map(|_| true),
