@@ -705,6 +705,10 @@ fn sigterm_drains_then_restart_resumes() {
         .as_str()
         .unwrap()
         .to_string();
+    // Answered within its wait: its one record is a line of the run log.
+    let answered = s.run(ACME, json!({"pipeline": "exec --json --shell 'echo [5]'"}));
+    assert_eq!(answered.status, 200);
+    let answered = answered.json()["runId"].as_str().unwrap().to_string();
     std::thread::sleep(Duration::from_millis(100));
     let started = Instant::now();
     let status = s.sigterm();
@@ -718,6 +722,12 @@ fn sigterm_drains_then_restart_resumes() {
     assert_eq!(rec["status"], "cancelled", "{rec}");
     assert!(rec["reason"].as_str().unwrap().contains("shutdown"));
     assert_eq!(s.get_run(ACME, &short).json()["status"], "ok");
+    let rec = s.get_run(ACME, &answered).json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(rec["envelope"]["output"], json!([5]));
+    let acme = dir.path().join("state/tenants/acme");
+    assert!(!acme.join(format!("serve_run_{answered}.json")).exists());
+    assert!(std::fs::read_dir(acme.join("runs")).unwrap().count() >= 1);
     let link = s.link_for(ACME, &paused);
     let r = s.form(&link, "decision=approve");
     assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
@@ -743,11 +753,24 @@ fn a_killed_server_reports_its_runs_interrupted() {
         .as_str()
         .unwrap()
         .to_string();
+    let answered = s.run(ACME, json!({"pipeline": "exec --json --shell 'echo [6]'"}));
+    assert_eq!(answered.status, 200);
+    let answered = answered.json()["runId"].as_str().unwrap().to_string();
+    // The run log's writer appends within microseconds of the answer; a
+    // SIGKILL loses nothing written (only a power cut could lose the batch
+    // not yet synced).
+    std::thread::sleep(Duration::from_millis(200));
     s.child.kill().unwrap();
     s.child.wait().unwrap();
     drop(s);
     let s = start(&config);
     assert_eq!(s.get_run(ACME, &id).json()["status"], "interrupted");
+    let rec = s.get_run(ACME, &answered).json();
+    assert_eq!(rec["envelope"]["output"], json!([6]), "{rec}");
+    // An id of the right shape that was never handed out is a 404, even
+    // one made "now" (the log reads only the segments of its window).
+    let unknown = format!("{}{}", &answered[..8], "0".repeat(24));
+    assert_eq!(s.get_run(ACME, &unknown).status, 404);
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub async fn list(
         let Some(id) = entry["runId"].as_str() else {
             continue;
         };
-        let Some(rec) = load_record(&tenant.store, id)? else {
+        let Some(rec) = load_record(&tenant, id)? else {
             continue;
         };
         if rec["status"] != "needs_approval" {
@@ -104,7 +104,7 @@ fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
         Ok(true) => return Err(gone("This approval link was already used.")),
         Err(_) => return Err(unknown()),
     }
-    let record = match load_record(&tenant.store, &link.run_id) {
+    let record = match load_record(&tenant, &link.run_id) {
         Ok(Some(r)) => r,
         _ => return Err(unknown()),
     };

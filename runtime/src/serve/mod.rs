@@ -283,7 +283,12 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     let metrics = Arc::new(metrics::Metrics::default());
     let mut tenants = Vec::new();
     for t in &config.tenants {
-        tenants.push(Arc::new(Tenant::new(t, &root, &metrics)?));
+        tenants.push(Arc::new(Tenant::new(
+            t,
+            &root,
+            &metrics,
+            config.request_timeout,
+        )?));
     }
     let link_key = link::LinkKey::load_or_create(&root)?;
     Ok(AppState {

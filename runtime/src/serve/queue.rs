@@ -48,7 +48,7 @@ pub async fn settled(tenant: &Tenant, run_id: &str, wait: Duration) -> Option<Va
     let until = Instant::now() + wait;
     let mut pause = Duration::from_millis(5);
     loop {
-        if let Ok(Some(rec)) = runs::load_record(&tenant.store, run_id) {
+        if let Ok(Some(rec)) = runs::load_record(tenant, run_id) {
             if rec["status"] != "running" {
                 return Some(rec);
             }

@@ -1,7 +1,13 @@
-//! The run registry and the runs API: every run has a record in its
-//! tenant's store (`serve_run_<runId>`), written when it starts and when it
-//! settles, so `GET /v1/runs/{runId}` answers after a restart (a record
-//! left `running` by a process that ended reads `interrupted`). Each run
+//! The run registry and the runs API: every run has a record, so `GET
+//! /v1/runs/{runId}` answers after a restart. A run whose id was handed out
+//! before it settled (a 202, a resume, any run on PostgreSQL) has a key in
+//! its tenant's store (`serve_run_<runId>`), written when it starts and
+//! when it settles (a record left `running` by a process that ended reads
+//! `interrupted`). A run answered within its `wait` on the files store was
+//! never seen by anyone before it settled: its one record is a line in the
+//! tenant's run log ([`crate::state::runlog`]), group-committed instead of
+//! a file and two fsyncs of its own. Run ids begin with the second they
+//! were made, which is how the log finds old records. Each run
 //! paused at a gate has a key of its own (`serve_pending_<runId>`), listed
 //! by prefix (the approvals list): nothing is read-modified-written by
 //! several nodes. A gate is taken by creating `serve_taken_<digest of its
@@ -24,7 +30,8 @@ use crate::api::request::{limit_fields, resume_fields};
 use crate::api::{self, ResumeCall, RunRequest, RunTarget};
 use crate::executor::{Cancel, CancelReason};
 use crate::resume::approval_id::now_iso;
-use crate::state::{random_hex, StateStore};
+use crate::state::runlog::time_prefixed_id;
+use crate::state::StateStore;
 use crate::value::Item;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -92,12 +99,23 @@ pub fn valid_run_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// The record of `run_id` in `store`.
-pub fn load_record(store: &StateStore, run_id: &str) -> Result<Option<Value>, ApiError> {
+/// The record of `run_id` among the tenant's: its key in the store, else
+/// the run log (runs answered within their `wait`, files store).
+pub fn load_record(tenant: &Tenant, run_id: &str) -> Result<Option<Value>, ApiError> {
     if !valid_run_id(run_id) {
         return Ok(None);
     }
-    store.get(&record_key(run_id)).map_err(ApiError::store)
+    if let Some(rec) = tenant
+        .store
+        .get(&record_key(run_id))
+        .map_err(ApiError::store)?
+    {
+        return Ok(Some(rec));
+    }
+    match &tenant.run_log {
+        Some(log) => log.get(run_id).map_err(ApiError::store),
+        None => Ok(None),
+    }
 }
 
 fn save_record(store: &StateStore, record: &Value, log: &Log) {
@@ -194,13 +212,13 @@ pub fn current_record(
     {
         return Ok(Some(l.record.clone()));
     }
-    let rec = load_record(&tenant.store, run_id)?;
+    let rec = load_record(tenant, run_id)?;
     if rec.as_ref().is_none_or(|r| r["status"] != "running") {
         return Ok(rec);
     }
     // Settling saves the record and leaves the live set under this lock.
     let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(mut rec) = load_record(&tenant.store, run_id)? else {
+    let Some(mut rec) = load_record(tenant, run_id)? else {
         return Ok(None);
     };
     let live = app
@@ -220,7 +238,7 @@ pub fn current_record(
         match job {
             Some(JobStatus::Queued | JobStatus::Running) => return Ok(Some(rec)),
             Some(JobStatus::Interrupted) => {}
-            None => match load_record(&tenant.store, run_id)? {
+            None => match load_record(tenant, run_id)? {
                 Some(again) if again["status"] != "running" || again["node"].is_string() => {
                     return Ok(Some(again))
                 }
@@ -297,6 +315,7 @@ pub fn start(
             cancel: cancel.clone(),
             by_shutdown: by_shutdown.clone(),
             record: record.clone(),
+            in_store: stored || created_at.is_some() || !tenant.store.is_files(),
         },
     );
     if !stored && (created_at.is_some() || !tenant.store.is_files()) {
@@ -353,50 +372,43 @@ pub fn start(
         app.metrics
             .run_settled(&tenant.name, status, started.elapsed());
         let paused = status == "needs_approval" || status == "needs_input";
-        let mut slot = Some(slot);
-        let mut tx = Some(tx);
-        // Files (one node): answer first, store after. PostgreSQL: store
-        // first, so a client answered by this node reads the same record
-        // from every other node.
-        if !paused && tenant.store.is_files() {
-            // Answer first, store after: the client does not wait for the
-            // store's fsyncs, and GET sees the final record in the live set
-            // until it is stored. (A paused run is answered only once its
-            // gate is on the pending index, so it can be decided at once.)
-            if let Some(l) = app
-                .live
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_mut(rec["runId"].as_str().unwrap_or_default())
-            {
-                l.record = rec.clone();
-            }
-            drop(slot.take());
-            if let Some(tx) = tx.take() {
-                let _ = tx.send(Some(rec.clone()));
-            }
-        }
+        let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
         {
             let log = &app.log;
             let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-            // The pending entry first: whoever sees the paused record can
-            // find the gate listed.
-            if let Some(entry) = pending_entry(&rec) {
-                let id = rec["runId"].as_str().unwrap_or_default();
-                save_retrying(&tenant.store, &pending_key(id), &entry, log);
+            let in_store = app
+                .live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&run_id)
+                .is_none_or(|l| l.in_store);
+            let logged = !paused
+                && !in_store
+                && tenant.run_log.as_ref().is_some_and(|l| {
+                    l.append(&run_id, &rec)
+                        .inspect_err(|e| log(&format!("lobster serve: {e}")))
+                        .is_ok()
+                });
+            // Answered within its wait with nothing of it stored yet: one
+            // line in the run log (group-committed; the answer does not
+            // wait for the disk). Otherwise its key in the store.
+            if !logged {
+                // The pending entry first: whoever sees the paused record
+                // can find the gate listed.
+                if let Some(entry) = pending_entry(&rec) {
+                    save_retrying(&tenant.store, &pending_key(&run_id), &entry, log);
+                }
+                save_settled(&tenant.store, &rec, log);
             }
-            save_settled(&tenant.store, &rec, log);
             app.live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .remove(rec["runId"].as_str().unwrap_or_default());
+                .remove(&run_id);
         }
         app.metrics.in_flight(-1);
         drop(slot);
         app.run_ended.notify_waiters();
-        if let Some(tx) = tx {
-            let _ = tx.send(Some(rec));
-        }
+        let _ = tx.send(Some(rec));
     });
     Ok(rx)
 }
@@ -443,8 +455,11 @@ fn hand_out(app: &AppState, tenant: &Tenant, run_id: &str) {
         .live
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .get(run_id)
-        .map(|l| l.record.clone());
+        .get_mut(run_id)
+        .map(|l| {
+            l.in_store = true;
+            l.record.clone()
+        });
     if let Some(r) = record {
         save_record(&tenant.store, &r, &app.log);
     }
@@ -519,13 +534,13 @@ pub async fn create(
         if app.stopping() {
             slot(&app, &tenant)?;
         }
-        let run_id = random_hex(16);
+        let run_id = time_prefixed_id();
         super::queue::submit(&tenant, &run_id, &body)?;
         let settled = super::queue::settled(&tenant, &run_id, wait).await;
         return Ok(answer(&run_id, settled));
     }
     let slot = slot(&app, &tenant)?;
-    let run_id = random_hex(16);
+    let run_id = time_prefixed_id();
     let rx = start(
         &app,
         &tenant,
@@ -669,7 +684,7 @@ pub async fn resume_by_token(
         let Some(id) = entry["runId"].as_str() else {
             continue;
         };
-        let Some(rec) = load_record(&tenant.store, id)? else {
+        let Some(rec) = load_record(&tenant, id)? else {
             continue;
         };
         let rec_token = gate_token(&rec);

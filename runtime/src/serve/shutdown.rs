@@ -41,7 +41,22 @@ pub async fn watch(app: Arc<AppState>, stop: oneshot::Sender<()>, drained: onesh
     (app.log)("lobster serve: shutting down (no new runs; waiting for the runs going on)");
     let _ = stop.send(());
     drain(&app).await;
+    flush_run_logs(&app).await;
     let _ = drained.send(());
+}
+
+/// Put every run record still queued for a run log on disk before the
+/// process exits.
+async fn flush_run_logs(app: &Arc<AppState>) {
+    let app = app.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        for t in &app.tenants {
+            if let Some(Err(e)) = t.run_log.as_ref().map(|l| l.flush()) {
+                (app.log)(&format!("lobster serve: tenant {}: {e}", t.name));
+            }
+        }
+    })
+    .await;
 }
 
 /// Let runs finish within the grace period, then cancel the rest.

@@ -6,6 +6,7 @@ use crate::api::{Catalog, Settings};
 use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
 use crate::policy::Policy;
+use crate::state::runlog::RunLog;
 use crate::state::StateStore;
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +38,9 @@ pub struct Tenant {
     /// steps and store).
     pub settings: Arc<Settings>,
     pub store: StateStore,
+    /// Records of runs answered within their `wait` (files store only; see
+    /// [`crate::state::runlog`]). PostgreSQL keeps every record in its table.
+    pub run_log: Option<RunLog>,
     pub self_approve: bool,
     pub max_concurrent_runs: usize,
     running: AtomicUsize,
@@ -63,11 +67,14 @@ pub enum OverBudget {
 
 impl Tenant {
     /// Build a tenant: load its policy (untrusted with no roots when none is
-    /// configured), its catalog and its store.
+    /// configured), its catalog and its store. `longest_wait` bounds how
+    /// long after its start a run may settle and still be answered at once
+    /// (the run log looks for a record within that window).
     pub fn new(
         cfg: &TenantConfig,
         root: &StateStore,
         metrics: &Arc<super::metrics::Metrics>,
+        longest_wait: Duration,
     ) -> Result<Tenant> {
         let policy = match &cfg.policy {
             Some(path) => {
@@ -109,11 +116,20 @@ impl Tenant {
                 })
             }),
         };
+        let run_log = if store.is_files() {
+            Some(
+                RunLog::open(&store.dir().join("runs"), longest_wait)
+                    .map_err(|e| Error::runtime(format!("tenant {}: {e}", cfg.name)))?,
+            )
+        } else {
+            None
+        };
         Ok(Tenant {
             name: cfg.name.clone(),
             token_sha256: cfg.token_sha256,
             settings: Arc::new(settings),
             store,
+            run_log,
             self_approve: cfg.self_approve,
             max_concurrent_runs: cfg.max_concurrent_runs,
             running: AtomicUsize::new(0),
@@ -210,7 +226,15 @@ mod tests {
             requests_per_minute: rpm,
             self_approve: false,
         };
-        Arc::new(Tenant::new(&cfg, &StateStore::new(dir.path()), &Default::default()).unwrap())
+        Arc::new(
+            Tenant::new(
+                &cfg,
+                &StateStore::new(dir.path()),
+                &Default::default(),
+                Duration::from_secs(60),
+            )
+            .unwrap(),
+        )
     }
 
     #[test]

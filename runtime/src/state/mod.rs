@@ -12,6 +12,7 @@
 mod atomic;
 pub mod pg;
 mod queue;
+pub mod runlog;
 mod store;
 pub(crate) mod sweep;
 
