@@ -833,6 +833,70 @@ fn mcp_over_http() {
 }
 
 #[test]
+fn tenants_cannot_name_the_servers_files() {
+    // Tenants share the server's working directory; a workflow file there
+    // (another tenant's catalog, say) is not theirs to run, by either door.
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), "", "");
+    std::fs::write(
+        dir.path().join("secret.lobster"),
+        "name: secret\nsteps:\n  - id: a\n    pipeline: exec --json --shell 'echo [42]'\n",
+    )
+    .unwrap();
+    let s = Server::spawn(
+        Command::new(BIN)
+            .current_dir(dir.path())
+            .args(["serve", "--config"])
+            .arg(&config)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("BETA_TOKEN", BETA)
+            .env_remove("LOBSTER_POLICY"),
+    );
+    let call = |args: Value| {
+        let body = json!({"jsonrpc":"2.0","id":9,"method":"tools/call",
+            "params":{"name":"lobster_run","arguments": args}});
+        let auth = format!("Bearer {ACME}");
+        s.raw(
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", auth.as_str()),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ],
+            body.to_string().as_bytes(),
+        )
+        .json()
+    };
+    for (args, says) in [
+        (
+            json!({"workflow": "secret.lobster"}),
+            "not in this tenant's catalog",
+        ),
+        (
+            json!({"pipeline": "secret.lobster"}),
+            "pipeline names a workflow file",
+        ),
+        (
+            json!({"pipeline": "json", "cwd": "."}),
+            "cwd is not accepted",
+        ),
+    ] {
+        let v = call(args.clone());
+        assert_eq!(v["result"]["isError"], true, "{args}: {v}");
+        assert!(v.to_string().contains(says), "{args}: {v}");
+        assert!(!v.to_string().contains("42"), "{args}: {v}");
+    }
+    // The same through the runs API.
+    let r = s.run(ACME, json!({"pipeline": "secret.lobster"}));
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = s.run(ACME, json!({"pipeline": "json", "cwd": "."}));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("unknown field cwd"), "{}", r.body);
+}
+
+#[test]
 fn help_and_bad_configs() {
     let out = Command::new(BIN)
         .args(["serve", "--help"])

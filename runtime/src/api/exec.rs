@@ -151,6 +151,9 @@ fn prepare_run(
     cancel: &Cancel,
 ) -> Result<(Context, Work)> {
     let args_text = request.args_text()?;
+    if settings.no_server_files {
+        refuse_server_files(request)?;
+    }
     let mut limits = request.limits.clone();
     limits.policy = settings.policy.clone();
     let mut ctx = build_context_in(
@@ -207,6 +210,36 @@ fn looks_like_workflow_in(cwd: &Path, text: &str) -> bool {
     }
     let joined = cwd.join(text);
     has_workflow_extension(&joined) && joined.is_file()
+}
+
+/// Under [`Settings::no_server_files`]: a request naming a file or
+/// directory of this process is refused before anything runs.
+fn refuse_server_files(request: &RunRequest) -> Result<()> {
+    let hint = "this gateway runs the workflows of your catalog (by name) and inline workflow text, not files of the server";
+    if request.cwd.is_some() {
+        return Err(
+            Error::parse("cwd is not accepted here: runs use the gateway's own directory")
+                .with_hint(hint),
+        );
+    }
+    match &request.target {
+        RunTarget::WorkflowFile(path) => Err(Error::parse(format!(
+            "unknown workflow: {path} (not in this tenant's catalog)"
+        ))
+        .with_hint(hint)),
+        RunTarget::Pipeline(text) => {
+            let text = text.trim();
+            let lone = !text.contains('|') && !text.contains(char::is_whitespace);
+            if lone && has_workflow_extension(Path::new(text)) {
+                return Err(
+                    Error::parse(format!("pipeline names a workflow file ({text})"))
+                        .with_hint(hint),
+                );
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `path` relative to `cwd`, an existing workflow file inside it (after

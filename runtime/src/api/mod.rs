@@ -69,6 +69,12 @@ pub struct Settings {
     /// Told what each WebAssembly step of every run cost (`lobster serve`'s
     /// metrics); `None`: nobody is watching.
     pub observer: Option<crate::sandbox::StepObserver>,
+    /// Refuse requests that name files or directories of this process:
+    /// a workflow file (`RunTarget::WorkflowFile`, or a pipeline that is a
+    /// lone workflow path) and `cwd`. `lobster serve` sets it: its tenants
+    /// share the server's working directory, where another tenant's
+    /// catalog may live; they run catalog workflows and `workflowText`.
+    pub no_server_files: bool,
 }
 
 impl Settings {

@@ -562,6 +562,21 @@ pub(crate) fn run_request(
     tenant: &Tenant,
     body: &Map<String, Value>,
 ) -> Result<RunRequest, ApiError> {
+    const FIELDS: [&str; 7] = [
+        "pipeline",
+        "workflow",
+        "workflowText",
+        "args",
+        "timeoutMs",
+        "maxStdoutBytes",
+        "wait",
+    ];
+    if let Some(k) = body.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "unknown field {k}: POST /v1/runs takes {}",
+            FIELDS.join(", ")
+        )));
+    }
     let text = |k: &str| -> Result<Option<String>, ApiError> {
         match body.get(k) {
             None | Some(Value::Null) => Ok(None),

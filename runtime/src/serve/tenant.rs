@@ -109,6 +109,7 @@ impl Tenant {
             catalog,
             state: Some(store.clone()),
             fixed_policy: Some(policy),
+            no_server_files: true,
             observer: Some({
                 let (metrics, tenant) = (metrics.clone(), cfg.name.clone());
                 crate::sandbox::StepObserver::new(move |report| {
