@@ -625,18 +625,15 @@ fn limits_answer_429_and_413() {
     assert_eq!(r.status, 429, "{}", r.body);
     assert_eq!(r.json()["error"]["type"], "too_many_runs");
     assert!(r.header("retry-after").is_some());
-    // MCP calls share the run slots.
-    let r = s.raw(
-        "POST",
-        "/mcp",
-        &[
-            ("Authorization", &format!("Bearer {ACME}")),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ],
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+    // MCP tool calls share the run slots (listing takes none).
+    let r = mcp_call(
+        &s,
+        ACME,
+        "lobster_run",
+        json!({"pipeline": "exec --shell 'echo x'"}),
     );
-    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.to_string().contains("max_concurrent_runs"), "{r}");
     // Body limit.
     let big = json!({"pipeline": "x".repeat(4000)}).to_string();
     let r = s.raw(
@@ -830,6 +827,97 @@ fn mcp_over_http() {
         "{}",
         r.body
     );
+}
+
+/// A `tools/call` of `name` with `args` through `/mcp` as `token`.
+fn mcp_call(s: &Server, token: &str, name: &str, args: Value) -> Value {
+    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+        "params":{"name": name, "arguments": args}});
+    let auth = format!("Bearer {token}");
+    let r = s.raw(
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["result"].clone()
+}
+
+#[test]
+fn mcp_runs_are_the_gateways_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    // acme: self_approve = false, so its MCP server takes approvals from
+    // the human; a paused MCP run is listed with a link for them.
+    let r = mcp_call(&s, ACME, "lobster_run", json!({"pipeline": GATED}));
+    let env = &r["structuredContent"];
+    assert_eq!(env["status"], "needs_approval", "{r}");
+    let token = env["requiresApproval"]["resumeToken"].as_str().unwrap();
+    let approval = env["requiresApproval"]["approvalId"].clone();
+    let listed = s.approvals(ACME);
+    let entry = listed
+        .iter()
+        .find(|a| a["approvalId"] == approval)
+        .unwrap_or_else(|| panic!("the MCP run is not listed: {listed:?}"));
+    let run_id = entry["runId"].as_str().unwrap().to_string();
+    assert_eq!(s.get_run(ACME, &run_id).json()["status"], "needs_approval");
+    // The agent cannot approve; it is told where the human can.
+    let r = mcp_call(
+        &s,
+        ACME,
+        "lobster_resume",
+        json!({"token": token, "approve": true}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r.to_string();
+    assert!(text.contains("send the human this approval link"), "{text}");
+    assert!(text.contains(&format!("{}/a/", s.base)), "{text}");
+    // The human approves through the link; the run completes.
+    let link = s.link_for(ACME, &run_id);
+    let page = s.form(&link, "decision=approve");
+    assert!(page.body.contains("<h1>Approved</h1>"), "{}", page.body);
+    let rec = s.get_run(ACME, &run_id).json();
+    assert_eq!(rec["envelope"]["output"], json!([1, 2]), "{rec}");
+    assert!(s
+        .approvals(ACME)
+        .iter()
+        .all(|a| a["runId"] != run_id.as_str()));
+    let r = mcp_call(
+        &s,
+        ACME,
+        "lobster_resume",
+        json!({"token": token, "approve": false}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    // selfy: self_approve = true; the agent decides through MCP, exactly once.
+    let r = mcp_call(&s, SELF, "lobster_run", json!({"pipeline": GATED}));
+    let token = r["structuredContent"]["requiresApproval"]["resumeToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.approvals(SELF).len(), 1);
+    let r = mcp_call(
+        &s,
+        SELF,
+        "lobster_resume",
+        json!({"token": token, "approve": true}),
+    );
+    assert_eq!(r["structuredContent"]["output"], json!([1, 2]), "{r}");
+    assert!(s.approvals(SELF).is_empty());
+    let again = s.call(
+        "POST",
+        "/v1/resume",
+        SELF,
+        Some(json!({"token": token, "approve": true})),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert!(metric(&s, "lobster_runs_total{tenant=\"selfy\",status=\"ok\"}") >= 1);
 }
 
 #[test]

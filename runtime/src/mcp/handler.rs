@@ -4,10 +4,11 @@
 // SEP-2577 but still what clients subscribe with; step logs use it.
 #![allow(deprecated)]
 
+use super::runner::{in_place, Runner};
 use super::tools::{self, RESUME, RUN, WORKFLOWS};
 use super::ApprovalMode;
 use crate::api::request::{cwd_field, limit_fields, resume_fields};
-use crate::api::{self, approval, Reply, ResumeCall, RunRequest, RunTarget, Settings};
+use crate::api::{approval, Reply, ResumeCall, RunRequest, RunTarget, Settings};
 use crate::error::{Error, Result};
 use crate::executor::{Cancel, CancelReason};
 use crate::resume::Decision;
@@ -39,15 +40,14 @@ pub struct LobsterMcp {
 }
 
 struct Inner {
-    settings: Settings,
+    settings: Arc<Settings>,
     approvals: ApprovalMode,
     tools: Vec<Tool>,
+    /// The front door's runner (`None`: in place, see [`super::runner`]).
+    runner: Option<Arc<dyn Runner>>,
 }
 
-enum Job {
-    Run(RunRequest),
-    Resume(ResumeCall),
-}
+use crate::api::Call as Job;
 
 /// What human-approval mode makes of an `approve: true`.
 enum Gate {
@@ -63,9 +63,25 @@ impl LobsterMcp {
         let tools = tools::all(&settings.catalog, approvals == ApprovalMode::Human);
         LobsterMcp {
             inner: Arc::new(Inner {
-                settings,
+                settings: Arc::new(settings),
                 approvals,
                 tools,
+                runner: None,
+            }),
+            log_level: Arc::default(),
+        }
+    }
+
+    /// The same server, its calls run by `runner` (a front door's own
+    /// runs; see [`Runner`]).
+    pub fn with_runner(self, runner: Arc<dyn Runner>) -> Self {
+        let inner = &self.inner;
+        LobsterMcp {
+            inner: Arc::new(Inner {
+                settings: inner.settings.clone(),
+                approvals: inner.approvals,
+                tools: inner.tools.clone(),
+                runner: Some(runner),
             }),
             log_level: Arc::default(),
         }
@@ -137,13 +153,10 @@ impl LobsterMcp {
                 });
             })
         };
-        let inner = self.inner.clone();
-        let reply = tokio::task::spawn_blocking(move || match job {
-            Job::Run(request) => api::run_logged(&inner.settings, &request, &cancel, log),
-            Job::Resume(call) => api::resume_logged(&inner.settings, &call, &cancel, log),
-        })
-        .await
-        .unwrap_or_else(|e| Reply::error(&Error::runtime(format!("the run failed: {e}"))));
+        let reply = match &self.inner.runner {
+            Some(runner) => runner.execute(job, cancel, log).await,
+            None => in_place(self.inner.settings.clone(), job, cancel, log).await,
+        };
         watcher.abort();
         if let Some(task) = forwarder {
             // The logs go out before the result (the sink is dropped with the
@@ -249,15 +262,26 @@ impl LobsterMcp {
             return Ok(Gate::Proceed(call));
         }
         if !client_can_ask(context) {
+            let refused = Error::parse(
+                "approve: true is refused: this server takes approvals from the human, and this client cannot ask them (it needs MCP 2026-07-28 with elicitation)",
+            );
+            let link = self
+                .inner
+                .runner
+                .as_ref()
+                .and_then(|r| r.approval_link(&call.request.target));
+            if let Some(link) = link {
+                // The envelope carries the message only: the link goes in it.
+                return Err(Error::parse(format!(
+                    "approve: true is refused: this gateway takes approvals from a human; send the human this approval link: {link} (approve: false or cancel: true still work here)"
+                )));
+            }
             let id = pending
                 .approval_id
                 .as_deref()
                 .map(|id| format!("--id {id}"))
                 .unwrap_or_else(|| "--token <resumeToken>".into());
-            return Err(Error::parse(
-                "approve: true is refused: this server takes approvals from the human, and this client cannot ask them (it needs MCP 2026-07-28 with elicitation)",
-            )
-            .with_hint(format!(
+            return Err(refused.with_hint(format!(
                 "the human approves with `lobster resume {id} --approve yes`; approve: false or cancel: true still work here"
             )));
         }

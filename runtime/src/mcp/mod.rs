@@ -13,8 +13,8 @@
 //!   `lobster_workflows`, one tool per catalog workflow) and how an envelope
 //!   becomes a tool result (failures are results with `isError: true`, never
 //!   protocol errors).
-//! - [`handler`]: argument checking, dispatch to `spawn_blocking` calls of
-//!   the api layer, cancellation (`notifications/cancelled` → the run's
+//! - [`handler`]: argument checking, dispatch to the [`Runner`] (by default
+//!   `spawn_blocking` calls of the api layer, [`runner`]), cancellation (`notifications/cancelled` → the run's
 //!   [`Cancel`](crate::executor::Cancel) as SIGINT), and approvals by the
 //!   human (`--approvals human`, see [`ApprovalMode`]).
 //!
@@ -22,9 +22,11 @@
 //! from `cli/mcp.rs` only.
 
 pub mod handler;
+pub mod runner;
 pub mod tools;
 
 pub use handler::LobsterMcp;
+pub use runner::Runner;
 
 /// Who may say yes at an approval gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

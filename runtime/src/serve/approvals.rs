@@ -19,7 +19,6 @@ pub async fn list(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = authed(&app, &headers)?;
-    let ttl = app.config.approval_link_ttl.as_secs();
     let mut out = Vec::new();
     for entry in runs::pending(&tenant)? {
         if entry["kind"] != "needs_approval" {
@@ -35,8 +34,6 @@ pub async fn list(
             continue;
         }
         let gate = runs::envelope_gate(&rec);
-        let approval_id = gate["approvalId"].as_str().unwrap_or_default();
-        let link = app.link_key.issue(&tenant.name, id, approval_id, ttl);
         out.push(json!({
             "runId": id,
             "approvalId": gate["approvalId"],
@@ -45,10 +42,22 @@ pub async fn list(
             "preview": gate.get("preview").cloned().or_else(|| page::preview_of(gate).map(Value::String)),
             "capabilities": gate.get("capabilities").cloned().unwrap_or(json!([])),
             "createdAt": entry["createdAt"],
-            "approveUrl": format!("{}/a/{link}", app.public_url),
+            "approveUrl": link_for(&app, &tenant, &rec),
         }));
     }
     Ok(Json(Value::Array(out)).into_response())
+}
+
+/// A fresh signed link for a human to decide the gate of the paused run
+/// `rec` (valid for `approval_link_ttl`).
+pub fn link_for(app: &AppState, tenant: &super::tenant::Tenant, rec: &Value) -> String {
+    let id = rec["runId"].as_str().unwrap_or_default();
+    let approval_id = runs::envelope_gate(rec)["approvalId"]
+        .as_str()
+        .unwrap_or_default();
+    let ttl = app.config.approval_link_ttl.as_secs();
+    let link = app.link_key.issue(&tenant.name, id, approval_id, ttl);
+    format!("{}/a/{link}", app.public_url)
 }
 
 fn html(status: StatusCode, body: String) -> Response {

@@ -3,35 +3,47 @@
 //! tenant so every tool call runs with that tenant's settings (policy,
 //! catalog, steps, store). The bearer token picks the tenant.
 //!
-//! Each request takes one of the tenant's run slots while it is served
-//! (`max_concurrent_runs`), so MCP calls and `/v1/runs` share one budget.
+//! Tool calls are the gateway's runs like any other ([`TenantRunner`], the
+//! MCP server's [`Runner`]): each takes one of the tenant's run slots
+//! (`max_concurrent_runs`, shared with `/v1/runs`), has a record (`GET
+//! /v1/runs/{id}`), counts in the metrics, and a run paused at a gate is in
+//! `GET /v1/approvals` with its link for a human. A resume through MCP
+//! decides the gate exactly once over every door and node, like
+//! `POST /v1/resume`.
 //!
 //! With `self_approve = false` the tenant's MCP server runs in human
 //! approval mode: `approve: true` from the agent is refused unless the
 //! client can ask the human itself (MCP elicitation), as in
 //! `lobster mcp --approvals human`.
 
+use super::runs::{self, Attach, Job, Launch};
 use super::state::AppState;
+use super::tenant::Tenant;
 use super::{authed, ApiError};
-use crate::mcp::{ApprovalMode, LobsterMcp};
+use crate::api::{Call, Reply};
+use crate::error::Error;
+use crate::executor::Cancel;
+use crate::mcp::runner::ReplyFuture;
+use crate::mcp::{ApprovalMode, LobsterMcp, Runner};
+use crate::resume::ResumeTarget;
+use crate::sandbox::LogSink;
+use crate::state::runlog::time_prefixed_id;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use tower_service::Service as _;
 
 /// One tenant's MCP service.
 pub type TenantMcp = StreamableHttpService<LobsterMcp, NeverSessionManager>;
 
 /// Build the MCP services of every tenant.
-pub fn services(
-    tenants: &[Arc<super::tenant::Tenant>],
-    max_body: usize,
-) -> HashMap<String, TenantMcp> {
-    tenants
+pub fn services(app: &Arc<AppState>, max_body: usize) -> HashMap<String, TenantMcp> {
+    app.tenants
         .iter()
         .map(|t| {
             let mode = if t.self_approve {
@@ -39,7 +51,11 @@ pub fn services(
             } else {
                 ApprovalMode::Human
             };
-            let server = LobsterMcp::new((*t.settings).clone(), mode);
+            let runner = TenantRunner {
+                app: Arc::downgrade(app),
+                tenant: t.clone(),
+            };
+            let server = LobsterMcp::new((*t.settings).clone(), mode).with_runner(Arc::new(runner));
             let config = StreamableHttpServerConfig::default()
                 .with_legacy_session_mode(false)
                 .with_json_response(true)
@@ -65,9 +81,6 @@ pub async fn handle(
     request: Request,
 ) -> Result<Response, ApiError> {
     let tenant = authed(&app, request.headers())?;
-    // An MCP request holds one of the tenant's run slots while it is served
-    // (tool calls run pipelines; listing is cheap and brief).
-    let _slot = super::runs::slot(&app, &tenant)?;
     let Some(svc) = mcp.get(&tenant.name) else {
         return Err(ApiError::internal("no MCP service for this tenant"));
     };
@@ -80,4 +93,95 @@ pub async fn handle(
     };
     let (parts, body) = response.into_parts();
     Ok(Response::from_parts(parts, Body::new(body)).into_response())
+}
+
+/// A tenant's MCP calls as the gateway's runs. Holds the server's state
+/// weakly: the state owns the router that owns this.
+pub struct TenantRunner {
+    app: Weak<AppState>,
+    tenant: Arc<Tenant>,
+}
+
+impl TenantRunner {
+    async fn run(
+        &self,
+        call: Call,
+        cancel: Cancel,
+        log: Option<LogSink>,
+    ) -> Result<Value, ApiError> {
+        let app = self
+            .app
+            .upgrade()
+            .ok_or_else(|| ApiError::internal("the server is stopping"))?;
+        let tenant = &self.tenant;
+        let attach = Attach {
+            cancel: Some(cancel),
+            log,
+        };
+        let paused = match &call {
+            Call::Resume(c) => paused_of(tenant, &c.request.target)?,
+            Call::Run(_) => None,
+        };
+        let mut rx = match (paused, call) {
+            (Some(rec), Call::Resume(c)) => runs::decide_call(&app, tenant, &rec, c, attach)?.1,
+            (_, call) => {
+                // A run, or the resume of a gate the gateway did not list
+                // (the resume state's own claim still decides it once).
+                let job = match call {
+                    Call::Run(r) => Job::Run(r),
+                    Call::Resume(c) => Job::Resume(c),
+                };
+                let launch = Launch {
+                    slot: runs::slot(&app, tenant)?,
+                    run_id: time_prefixed_id(),
+                    job,
+                    created_at: None,
+                    stored: false,
+                };
+                runs::start_attached(&app, tenant, launch, attach)?
+            }
+        };
+        let settled = rx
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| ApiError::internal("the run ended without a record"))?
+            .clone();
+        settled.ok_or_else(|| ApiError::internal("the run ended without a record"))
+    }
+}
+
+/// The listed paused run a resume target names.
+fn paused_of(tenant: &Tenant, target: &ResumeTarget) -> Result<Option<Value>, ApiError> {
+    match target {
+        ResumeTarget::Token(t) => runs::find_paused(tenant, Some(t), None),
+        ResumeTarget::ApprovalId(a) => runs::find_paused(tenant, None, Some(a)),
+    }
+}
+
+impl Runner for TenantRunner {
+    fn execute(&self, call: Call, cancel: Cancel, log: Option<LogSink>) -> ReplyFuture {
+        let this = TenantRunner {
+            app: self.app.clone(),
+            tenant: self.tenant.clone(),
+        };
+        Box::pin(async move {
+            match this.run(call, cancel, log).await {
+                Ok(rec) => {
+                    let envelope = rec["envelope"].clone();
+                    let ok = envelope["ok"] == Value::Bool(true);
+                    Reply {
+                        envelope,
+                        exit_code: if ok { 0 } else { 1 },
+                    }
+                }
+                Err(e) => Reply::error(&Error::runtime(e.message)),
+            }
+        })
+    }
+
+    fn approval_link(&self, target: &ResumeTarget) -> Option<String> {
+        let app = self.app.upgrade()?;
+        let rec = paused_of(&self.tenant, target).ok()??;
+        Some(super::approvals::link_for(&app, &self.tenant, &rec))
+    }
 }

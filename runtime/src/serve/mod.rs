@@ -201,7 +201,7 @@ pub fn body_json(
 
 /// The router over `app`.
 pub fn router(app: Arc<AppState>) -> Router {
-    let mcp = Arc::new(mcp_http::services(&app.tenants, app.config.max_body_bytes));
+    let mcp = Arc::new(mcp_http::services(&app, app.config.max_body_bytes));
     let limit = app.config.max_body_bytes;
     Router::new()
         .route("/v1/runs", post(runs::create))

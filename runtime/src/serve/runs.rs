@@ -281,6 +281,14 @@ fn status_of(reply: &api::Reply, by_shutdown: bool) -> &'static str {
     }
 }
 
+/// What a caller may attach to a run it starts: the run is cancelled with
+/// `cancel` too, and its step logs go to `log` (an MCP call's client).
+#[derive(Default)]
+pub struct Attach {
+    pub cancel: Option<Cancel>,
+    pub log: Option<crate::sandbox::LogSink>,
+}
+
 /// Start `job` as run `run_id` of `tenant` on the blocking pool; the
 /// receiver gets the settled record. `stored`: its `running` record (with
 /// this node) is in the store already (a queued run the worker took).
@@ -293,6 +301,39 @@ pub fn start(
     created_at: Option<String>,
     stored: bool,
 ) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
+    let launch = Launch {
+        slot,
+        run_id,
+        job,
+        created_at,
+        stored,
+    };
+    start_attached(app, tenant, launch, Attach::default())
+}
+
+/// The parts of a run [`start_attached`] starts.
+pub struct Launch {
+    pub slot: RunSlot,
+    pub run_id: String,
+    pub job: Job,
+    pub created_at: Option<String>,
+    pub stored: bool,
+}
+
+/// [`start`] with an [`Attach`].
+pub fn start_attached(
+    app: &Arc<AppState>,
+    tenant: &Arc<Tenant>,
+    launch: Launch,
+    attach: Attach,
+) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
+    let Launch {
+        slot,
+        run_id,
+        job,
+        created_at,
+        stored,
+    } = launch;
     let now = now_iso();
     let record = json!({
         "runId": run_id,
@@ -302,7 +343,8 @@ pub fn start(
         "createdAt": created_at.clone().unwrap_or_else(|| now.clone()),
         "updatedAt": now,
     });
-    let cancel = Cancel::default();
+    let cancel = attach.cancel.unwrap_or_default();
+    let log_sink = attach.log;
     let by_shutdown = Arc::new(AtomicBool::new(false));
     // Files: the `running` record is stored only when the run's id is
     // handed out before it settles ([`hand_out`]): a run that settles within
@@ -340,8 +382,8 @@ pub fn start(
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let reply = match &job {
-            Job::Run(r) => api::run(&tenant.settings, r, &cancel),
-            Job::Resume(c) => api::resume(&tenant.settings, c, &cancel),
+            Job::Run(r) => api::run_logged(&tenant.settings, r, &cancel, log_sink),
+            Job::Resume(c) => api::resume_logged(&tenant.settings, c, &cancel, log_sink),
         };
         let mut reply = reply;
         if let Job::Run(RunRequest {
@@ -695,22 +737,8 @@ pub async fn resume_by_token(
         return Err(ApiError::bad_request("token or approvalId required"));
     }
     // The run this token belongs to, when it is one of the tenant's paused runs.
-    for entry in pending(&tenant)? {
-        let Some(id) = entry["runId"].as_str() else {
-            continue;
-        };
-        let Some(rec) = load_record(&tenant, id)? else {
-            continue;
-        };
-        let rec_token = gate_token(&rec);
-        let matches = match (token, approval) {
-            (Some(t), _) => rec_token.as_deref() == Some(t),
-            (None, Some(a)) => entry["approvalId"].as_str() == Some(a),
-            _ => false,
-        };
-        if matches {
-            return decide(&app, &tenant, &rec, body, wait, false).await;
-        }
+    if let Some(rec) = find_paused(&tenant, token, approval)? {
+        return decide(&app, &tenant, &rec, body, wait, false).await;
     }
     Err(ApiError::decided(
         "no paused run of this tenant has that token or approvalId: it was already decided, or it never existed",
@@ -737,13 +765,7 @@ pub async fn decide(
     wait: Duration,
     human: bool,
 ) -> Result<Response, ApiError> {
-    let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
-    let status = rec["status"].as_str().unwrap_or_default();
-    if status != "needs_approval" && status != "needs_input" {
-        return Err(ApiError::decided(format!(
-            "run {run_id} is {status}: its gate was already decided (or it has none)"
-        )));
-    }
+    let status = paused_status(rec)?;
     let approving = body.get("approve") == Some(&Value::Bool(true))
         && body.get("cancel") != Some(&Value::Bool(true))
         && body.get("response").is_none_or(Value::is_null);
@@ -759,6 +781,29 @@ pub async fn decide(
     body.remove("approvalId");
     body.insert("token".into(), json!(token));
     let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let (run_id, rx) = decide_call(app, tenant, rec, call, Attach::default())?;
+    let settled = settle(rx, wait).await;
+    if settled.is_none() {
+        hand_out(app, tenant, &run_id);
+    }
+    Ok(answer(&run_id, settled))
+}
+
+/// Start the resume `call` of the paused run `rec` (its gate token is the
+/// call's target), exactly once over every node: the run's id and the
+/// receiver of its settled record. Whether this caller may decide the gate
+/// at all (`self_approve`) is the caller's check.
+pub fn decide_call(
+    app: &Arc<AppState>,
+    tenant: &Arc<Tenant>,
+    rec: &Value,
+    call: ResumeCall,
+    attach: Attach,
+) -> Result<(String, tokio::sync::watch::Receiver<Option<Value>>), ApiError> {
+    paused_status(rec)?;
+    let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
+    let token =
+        gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
     let slot = slot(app, tenant)?;
     // Exactly once on every node: whoever creates the gate's taken key
     // decides it (the store's claim of the resume state is the second lock).
@@ -767,16 +812,14 @@ pub async fn decide(
             "run {run_id}: its gate was already decided"
         )));
     }
-    let rx = start(
-        app,
-        tenant,
+    let launch = Launch {
         slot,
-        run_id.clone(),
-        Job::Resume(call),
-        rec["createdAt"].as_str().map(String::from),
-        false,
-    )
-    .inspect_err(|_| {
+        run_id: run_id.clone(),
+        job: Job::Resume(call),
+        created_at: rec["createdAt"].as_str().map(String::from),
+        stored: false,
+    };
+    let rx = start_attached(app, tenant, launch, attach).inspect_err(|_| {
         // Not started (the store failed): give the gate back, so it can be
         // decided once the store is back (best effort; the resume state
         // itself was never claimed).
@@ -785,11 +828,48 @@ pub async fn decide(
             let _ = tenant.store.set(&pending_key(&run_id), &entry);
         }
     })?;
-    let settled = settle(rx, wait).await;
-    if settled.is_none() {
-        hand_out(app, tenant, &run_id);
+    Ok((run_id, rx))
+}
+
+/// The status of a run paused at a gate, or the 409 for any other record.
+fn paused_status(rec: &Value) -> Result<&str, ApiError> {
+    let status = rec["status"].as_str().unwrap_or_default();
+    if status != "needs_approval" && status != "needs_input" {
+        return Err(ApiError::decided(format!(
+            "run {} is {status}: its gate was already decided (or it has none)",
+            rec["runId"].as_str().unwrap_or_default()
+        )));
     }
-    Ok(answer(&run_id, settled))
+    Ok(status)
+}
+
+/// The tenant's paused run whose gate has resume token `token` or approval
+/// id `approval`.
+pub fn find_paused(
+    tenant: &Tenant,
+    token: Option<&str>,
+    approval: Option<&str>,
+) -> Result<Option<Value>, ApiError> {
+    for entry in pending(tenant)? {
+        let Some(id) = entry["runId"].as_str() else {
+            continue;
+        };
+        let matches = match (token, approval) {
+            (None, Some(a)) => entry["approvalId"].as_str() == Some(a),
+            (Some(_), _) => true,
+            (None, None) => false,
+        };
+        if !matches {
+            continue;
+        }
+        let Some(rec) = load_record(tenant, id)? else {
+            continue;
+        };
+        if token.is_none() || gate_token(&rec).as_deref() == token {
+            return Ok(Some(rec));
+        }
+    }
+    Ok(None)
 }
 
 /// Cancel every run going on (the shutdown's last step); returns how many.

@@ -1,0 +1,47 @@
+//! Where the MCP server's runs run. By default a tool call runs in place,
+//! on the blocking pool through [`crate::api`]; a front door that keeps
+//! runs of its own (`lobster serve`: a registry, run slots, approval links
+//! for humans, metrics) gives the server a [`Runner`] so MCP calls become
+//! its runs like any other.
+
+use crate::api::{self, Call, Reply, Settings};
+use crate::error::Error;
+use crate::executor::Cancel;
+use crate::resume::ResumeTarget;
+use crate::sandbox::LogSink;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A reply on its way.
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+/// Runs the MCP server's calls for a front door.
+pub trait Runner: Send + Sync {
+    /// Run or resume `call`; the reply once it settles. `cancel` fires when
+    /// the client cancels; step logs go to `log` when it is set. Refusals
+    /// of the front door (too many runs, a gate decided already) are error
+    /// replies, like the run's own.
+    fn execute(&self, call: Call, cancel: Cancel, log: Option<LogSink>) -> ReplyFuture;
+
+    /// Where a human can decide the gate of `target`, when the front door
+    /// has such a page (an approval link); `None` otherwise.
+    fn approval_link(&self, target: &ResumeTarget) -> Option<String> {
+        let _ = target;
+        None
+    }
+}
+
+/// The default: run in place through the api layer with `settings`.
+pub(crate) async fn in_place(
+    settings: std::sync::Arc<Settings>,
+    call: Call,
+    cancel: Cancel,
+    log: Option<LogSink>,
+) -> Reply {
+    tokio::task::spawn_blocking(move || match call {
+        Call::Run(request) => api::run_logged(&settings, &request, &cancel, log),
+        Call::Resume(call) => api::resume_logged(&settings, &call, &cancel, log),
+    })
+    .await
+    .unwrap_or_else(|e| Reply::error(&Error::runtime(format!("the run failed: {e}"))))
+}
