@@ -774,20 +774,7 @@ fn a_killed_server_reports_its_runs_interrupted() {
 fn mcp_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let s = start(&setup(dir.path(), "", ""));
-    let mcp = |token: &str, body: Value| {
-        let auth = format!("Bearer {token}");
-        s.raw(
-            "POST",
-            "/mcp",
-            &[
-                ("Authorization", auth.as_str()),
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json, text/event-stream"),
-                ("MCP-Protocol-Version", "2025-06-18"),
-            ],
-            body.to_string().as_bytes(),
-        )
-    };
+    let mcp = |token: &str, body: Value| mcp_raw(&s, token, &body);
     let r = mcp(
         "wrong",
         json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}),
@@ -829,12 +816,10 @@ fn mcp_over_http() {
     );
 }
 
-/// A `tools/call` of `name` with `args` through `/mcp` as `token`.
-fn mcp_call(s: &Server, token: &str, name: &str, args: Value) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
-        "params":{"name": name, "arguments": args}});
+/// A JSON-RPC request to `/mcp` as `token`.
+fn mcp_raw(s: &Server, token: &str, body: &Value) -> Resp {
     let auth = format!("Bearer {token}");
-    let r = s.raw(
+    s.raw(
         "POST",
         "/mcp",
         &[
@@ -844,7 +829,14 @@ fn mcp_call(s: &Server, token: &str, name: &str, args: Value) -> Value {
             ("MCP-Protocol-Version", "2025-06-18"),
         ],
         body.to_string().as_bytes(),
-    );
+    )
+}
+
+/// The result of a `tools/call` of `name` with `args` through `/mcp` as `token`.
+fn mcp_call(s: &Server, token: &str, name: &str, args: Value) -> Value {
+    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+        "params":{"name": name, "arguments": args}});
+    let r = mcp_raw(s, token, &body);
     assert_eq!(r.status, 200, "{}", r.body);
     r.json()["result"].clone()
 }
@@ -940,23 +932,6 @@ fn tenants_cannot_name_the_servers_files() {
             .env("BETA_TOKEN", BETA)
             .env_remove("LOBSTER_POLICY"),
     );
-    let call = |args: Value| {
-        let body = json!({"jsonrpc":"2.0","id":9,"method":"tools/call",
-            "params":{"name":"lobster_run","arguments": args}});
-        let auth = format!("Bearer {ACME}");
-        s.raw(
-            "POST",
-            "/mcp",
-            &[
-                ("Authorization", auth.as_str()),
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json, text/event-stream"),
-                ("MCP-Protocol-Version", "2025-06-18"),
-            ],
-            body.to_string().as_bytes(),
-        )
-        .json()
-    };
     for (args, says) in [
         (
             json!({"workflow": "secret.lobster"}),
@@ -971,8 +946,8 @@ fn tenants_cannot_name_the_servers_files() {
             "cwd is not accepted",
         ),
     ] {
-        let v = call(args.clone());
-        assert_eq!(v["result"]["isError"], true, "{args}: {v}");
+        let v = mcp_call(&s, ACME, "lobster_run", args.clone());
+        assert_eq!(v["isError"], true, "{args}: {v}");
         assert!(v.to_string().contains(says), "{args}: {v}");
         assert!(!v.to_string().contains("42"), "{args}: {v}");
     }
