@@ -945,3 +945,74 @@ fn commands_and_cancellation_through_the_pipeline() {
     assert!(start.elapsed() < Duration::from_secs(10));
     assert_host_ok();
 }
+
+/// The per-process memo of component files (`sandbox::file_memo`): a file
+/// is read and hashed again whenever its stamp changes (rewritten in place
+/// or replaced by a rename), a file just written is not memoised until its
+/// times are settled, and a pin in `lobster.lock` still refuses a
+/// replaced component.
+#[test]
+fn memoised_component_files_follow_changes_and_pins() {
+    use lobster::sandbox::file_memo::{is_memoised, SETTLED};
+    let (Some(noop), Some(probe)) = (
+        wasm(&test_guest_dir(), "noop.wasm"),
+        wasm(&test_guest_dir(), "probe.wasm"),
+    ) else {
+        return;
+    };
+    let noop_bytes = std::fs::read(&noop).unwrap();
+    let probe_bytes = std::fs::read(&probe).unwrap();
+    let noop_digest = blake3::hash(&noop_bytes).to_hex().to_string();
+    let probe_digest = blake3::hash(&probe_bytes).to_hex().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().canonicalize().unwrap();
+    let steps = cwd.join("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    let file = steps.join("memo.wasm");
+    let settle = || std::thread::sleep(SETTLED + Duration::from_millis(50));
+
+    std::fs::write(&file, &noop_bytes).unwrap();
+    assert_eq!(load_file(&file, &cache()).unwrap().digest(), noop_digest);
+    assert!(
+        !is_memoised(&file),
+        "a file written just now is not memoised"
+    );
+    settle();
+    assert_eq!(load_file(&file, &cache()).unwrap().digest(), noop_digest);
+    assert!(is_memoised(&file), "a settled file is memoised");
+
+    // Rewritten in place (same inode), at once: the new bytes are loaded.
+    std::fs::write(&file, &probe_bytes).unwrap();
+    assert!(!is_memoised(&file));
+    assert_eq!(load_file(&file, &cache()).unwrap().digest(), probe_digest);
+
+    // Pinned to noop: runs while the memoised file is noop, refused once a
+    // rename puts another component in its place.
+    std::fs::write(&file, &noop_bytes).unwrap();
+    std::fs::write(
+        cwd.join("lobster.lock"),
+        format!("version = 1\n\n[steps]\n\"memo\" = \"{noop_digest}\"\n"),
+    )
+    .unwrap();
+    settle();
+    let run = |ctx_dir: &Path| {
+        let mut ctx = context(ctx_dir, &cwd.join("state"), Grants::none());
+        ctx.use_step_path(StepPath::new(vec![steps.clone()]));
+        run_pipeline(&parse("memo").unwrap(), 0, vec![json!({"n": 1})], &ctx)
+    };
+    assert!(run(&cwd).is_ok());
+    assert!(is_memoised(&file));
+    let swap = steps.join("swap.tmp");
+    std::fs::write(&swap, &probe_bytes).unwrap();
+    std::fs::rename(&swap, &file).unwrap();
+    let err = run(&cwd).expect_err("a replaced component is refused");
+    assert!(
+        err.to_string()
+            .contains("step memo does not match its pin in lobster.lock"),
+        "{err}"
+    );
+    settle();
+    let err = run(&cwd).expect_err("still refused once memoised");
+    assert!(err.to_string().contains("does not match its pin"), "{err}");
+    assert!(is_memoised(&file));
+}

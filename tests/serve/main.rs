@@ -1092,3 +1092,52 @@ fn metrics_report_steps_fuel_and_breaches() {
         2
     );
 }
+
+/// One server process keeps loaded components in memory (the file memo):
+/// a step file replaced between two runs is loaded afresh, and one a pin
+/// in the run directory's `lobster.lock` does not match is refused.
+#[test]
+fn a_replaced_step_file_is_seen_by_the_next_run() {
+    let guests =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/wasm32-wasip2/release");
+    if !guests.join("probe.wasm").exists() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "test guests missing: run tests/build-guests.sh"
+        );
+        eprintln!(
+            "\n*** SKIPPED a_replaced_step_file_is_seen_by_the_next_run: run tests/build-guests.sh ***\n"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let steps = dir.path().join("mysteps");
+    std::fs::create_dir_all(&steps).unwrap();
+    let file = steps.join("mine.wasm");
+    std::fs::copy(guests.join("noop.wasm"), &file).unwrap();
+    let config = setup(dir.path(), "", "steps = [\"mysteps\"]");
+    let s = start(&config);
+    let output = |s: &Server| {
+        let r = s.run(ACME, json!({"pipeline": "mine args"}));
+        assert_eq!(r.json()["ok"], true, "{}", r.body);
+        r.json()["output"].clone()
+    };
+    // noop returns its (empty) input; the second run comes after the
+    // file's times are settled (it is memoised then).
+    assert_eq!(output(&s), json!([]));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(output(&s), json!([]));
+    assert_eq!(output(&s), json!([]));
+    // Replaced by another component: the next run runs it (probe answers
+    // `args` with what it was given).
+    let tmp = steps.join("swap.tmp");
+    std::fs::copy(guests.join("probe.wasm"), &tmp).unwrap();
+    std::fs::rename(&tmp, &file).unwrap();
+    let out = output(&s);
+    assert_eq!(out.as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(out[0]["positional"], json!(["args"]), "{out}");
+    // And back, rewritten in place.
+    std::fs::write(&file, std::fs::read(guests.join("noop.wasm")).unwrap()).unwrap();
+    assert_eq!(output(&s), json!([]));
+}

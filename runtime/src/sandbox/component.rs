@@ -67,13 +67,11 @@ pub fn digest_of(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
-/// Read, hash and load the component at `path` (cached per digest).
+/// Read, hash and load the component at `path` (cached per digest). A file
+/// whose stamp (device, inode, size, times) is unchanged since it was last
+/// loaded in this process is not read again ([`super::file_memo`]).
 pub fn load_file(path: &Path, cache: &ArtifactCache) -> Result<Arc<LoadedComponent>, SandboxError> {
-    let bytes = std::fs::read(path).map_err(|source| SandboxError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    load_bytes(&bytes, path, cache)
+    super::file_memo::load(path, cache)
 }
 
 /// Load component `bytes` read from `source` (cached per digest).

@@ -8,18 +8,22 @@
 //! compiled code needs no bounds checks; under a finite address-space limit
 //! (`ulimit -v`) the engine reserves nothing beyond what memories use and
 //! checks bounds instead. wasmtime's pooling allocator is available, but
-//! not the default: its up-front reservation costs ~3 ms per process, more
-//! than it saves for the few steps one Lobster process runs.
+//! not the default for one-shot processes: its up-front reservation costs
+//! ~3 ms per process, more than it saves for the few steps one Lobster
+//! process runs. A long-running process (`lobster serve`) asks for it with
+//! [`prefer_pooling`]; there every step waits for one of the pool's
+//! [`MAX_CONCURRENT_INSTANCES`] slots ([`SandboxEngine::instance_slot`])
+//! instead of failing when the pool is full.
 
 use super::bindings::Step;
 use super::error::SandboxError;
 use super::host::HostState;
-use super::limits::MAX_MEMORY_BYTES;
+use super::limits::{MAX_INSTANCES, MAX_MEMORIES, MAX_MEMORY_BYTES, MAX_TABLES};
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -28,7 +32,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// Maximum wasm stack per step.
 pub const MAX_WASM_STACK: usize = 1 << 20;
 /// Steps that may run at the same time in one process with the pooling
-/// allocator (its pool size).
+/// allocator (its pool size); more wait for a slot.
 pub const MAX_CONCURRENT_INSTANCES: u32 = 64;
 /// Major version of wasmtime the cache keys include.
 pub const WASMTIME_MAJOR: &str = "48";
@@ -59,19 +63,47 @@ impl Allocation {
 
     /// `LOBSTER_WASM_ALLOCATOR` if set, else [`Allocation::Compact`] when the
     /// process has a finite address-space limit, else
-    /// [`Allocation::Reserved`].
+    /// [`Allocation::Pooling`] when the process asked for it
+    /// ([`prefer_pooling`]), else [`Allocation::Reserved`].
     pub fn from_env() -> Result<Self, SandboxError> {
-        match std::env::var("LOBSTER_WASM_ALLOCATOR").ok().as_deref() {
+        let var = std::env::var("LOBSTER_WASM_ALLOCATOR").ok();
+        Self::choose(
+            var.as_deref(),
+            address_space_limited(),
+            POOLING_PREFERRED.load(Ordering::SeqCst),
+        )
+    }
+
+    /// [`Allocation::from_env`] given the variable's value, whether the
+    /// address space is limited and whether pooling was preferred.
+    fn choose(var: Option<&str>, limited: bool, pooling: bool) -> Result<Self, SandboxError> {
+        match var {
             Some("reserved") => Ok(Allocation::Reserved),
             Some("compact") => Ok(Allocation::Compact),
             Some("pooling") => Ok(Allocation::Pooling),
-            None | Some("") if address_space_limited() => Ok(Allocation::Compact),
+            None | Some("") if limited => Ok(Allocation::Compact),
+            None | Some("") if pooling => Ok(Allocation::Pooling),
             None | Some("") => Ok(Allocation::Reserved),
             Some(other) => Err(SandboxError::Engine(format!(
                 "LOBSTER_WASM_ALLOCATOR must be reserved, compact or pooling, got {other:?}"
             ))),
         }
     }
+}
+
+static POOLING_PREFERRED: AtomicBool = AtomicBool::new(false);
+
+/// Make [`Allocation::Pooling`] the default of this process (a long-running
+/// server: the pool's set-up is paid once, and each step then reuses a
+/// warm slot instead of mapping and unmapping a 4 GiB reservation).
+/// `LOBSTER_WASM_ALLOCATOR` and a finite `ulimit -v` still decide first.
+/// Must be called before the engine starts; returns whether it took effect.
+pub fn prefer_pooling() -> bool {
+    if engine_started() {
+        return engine().is_ok_and(|e| e.allocation() == Allocation::Pooling);
+    }
+    POOLING_PREFERRED.store(true, Ordering::SeqCst);
+    true
 }
 
 /// Whether `RLIMIT_AS` (`ulimit -v`) is finite.
@@ -92,6 +124,7 @@ pub struct SandboxEngine {
     linker: Linker<HostState>,
     fingerprint: String,
     ticker: Ticker,
+    slots: Option<Arc<Slots>>,
 }
 
 static ENGINE: OnceLock<Result<SandboxEngine, String>> = OnceLock::new();
@@ -155,14 +188,22 @@ fn config(allocation: Allocation) -> Config {
         }
         Allocation::Pooling => {}
     }
+    // Per component, what a store allows under every allocation (so no
+    // component that runs per instance fails in the pool), and enough of
+    // each for MAX_CONCURRENT_INSTANCES such components at once: with
+    // `instance_slot` gating instantiation, the pool is never exhausted.
+    // The slots are address space (reserved, not committed).
+    let n = MAX_CONCURRENT_INSTANCES;
+    let (instances, memories, tables) =
+        (MAX_INSTANCES as u32, MAX_MEMORIES as u32, MAX_TABLES as u32);
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(MAX_CONCURRENT_INSTANCES)
-        .total_core_instances(MAX_CONCURRENT_INSTANCES * 8)
-        .total_memories(MAX_CONCURRENT_INSTANCES * 2)
-        .total_tables(MAX_CONCURRENT_INSTANCES * 8)
-        .max_core_instances_per_component(32)
-        .max_memories_per_component(4)
-        .max_tables_per_component(16)
+    pool.total_component_instances(n)
+        .total_core_instances(n * instances)
+        .total_memories(n * memories)
+        .total_tables(n * tables)
+        .max_core_instances_per_component(instances)
+        .max_memories_per_component(memories)
+        .max_tables_per_component(tables)
         .max_memory_size(MAX_MEMORY_BYTES)
         .linear_memory_keep_resident(1 << 20)
         .table_keep_resident(1 << 16);
@@ -194,13 +235,33 @@ impl SandboxEngine {
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
         let fingerprint = fingerprint(&engine, allocation);
         let ticker = Ticker::start(engine.clone());
+        let slots =
+            (allocation == Allocation::Pooling).then(|| Slots::new(MAX_CONCURRENT_INSTANCES));
         Ok(SandboxEngine {
             allocation,
             engine,
             linker,
             fingerprint,
             ticker,
+            slots,
         })
+    }
+
+    /// Under [`Allocation::Pooling`], one of the pool's
+    /// [`MAX_CONCURRENT_INSTANCES`] slots for one step execution (held until
+    /// its store is dropped), waiting while all are taken: until one is
+    /// free, `deadline` passes ([`SlotWait::Deadline`]) or `cancelled`
+    /// says so ([`SlotWait::Cancelled`]). `None` for the other allocations,
+    /// which have no pool.
+    pub(crate) fn instance_slot(
+        &self,
+        deadline: Option<Instant>,
+        cancelled: impl Fn() -> bool,
+    ) -> Result<Option<SlotGuard>, SlotWait> {
+        match &self.slots {
+            Some(slots) => slots.acquire(deadline, cancelled).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// How instances get their memories.
@@ -227,6 +288,74 @@ impl SandboxEngine {
     pub(crate) fn ticking(&self) -> TickGuard<'_> {
         self.ticker.enter()
     }
+}
+
+/// How often a step waiting for a pool slot looks at its cancellation.
+const SLOT_POLL: Duration = Duration::from_millis(10);
+
+/// The pooling allocator's slots in use (see [`SandboxEngine::instance_slot`]).
+struct Slots {
+    used: Mutex<u32>,
+    freed: Condvar,
+    max: u32,
+}
+
+impl Slots {
+    fn new(max: u32) -> Arc<Slots> {
+        Arc::new(Slots {
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+            max,
+        })
+    }
+
+    fn acquire(
+        self: &Arc<Self>,
+        deadline: Option<Instant>,
+        cancelled: impl Fn() -> bool,
+    ) -> Result<SlotGuard, SlotWait> {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        while *used >= self.max {
+            if cancelled() {
+                return Err(SlotWait::Cancelled);
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(SlotWait::Deadline);
+            }
+            // Wake at least every 10 ms to notice a cancellation.
+            let wait = deadline
+                .map_or(SLOT_POLL, |d| d.saturating_duration_since(now))
+                .min(SLOT_POLL);
+            used = self
+                .freed
+                .wait_timeout(used, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *used += 1;
+        Ok(SlotGuard(self.clone()))
+    }
+}
+
+/// One pool slot, given back when dropped.
+pub(crate) struct SlotGuard(Arc<Slots>);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let mut used = self.0.used.lock().unwrap_or_else(|p| p.into_inner());
+        *used = used.saturating_sub(1);
+        self.0.freed.notify_one();
+    }
+}
+
+/// Why a step stopped waiting for a pool slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlotWait {
+    /// Its deadline passed first.
+    Deadline,
+    /// Its run was cancelled first.
+    Cancelled,
 }
 
 /// A `Hasher` that feeds blake3, so the fingerprint is stable across runs.
@@ -298,5 +427,53 @@ impl Ticker {
             t.unpark();
         }
         TickGuard(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serve_prefers_pooling_unless_told_otherwise() {
+        use Allocation::*;
+        assert_eq!(Allocation::choose(None, false, false).unwrap(), Reserved);
+        assert_eq!(Allocation::choose(None, false, true).unwrap(), Pooling);
+        assert_eq!(Allocation::choose(Some(""), false, true).unwrap(), Pooling);
+        // A finite `ulimit -v` and the variable still decide first.
+        assert_eq!(Allocation::choose(None, true, true).unwrap(), Compact);
+        assert_eq!(
+            Allocation::choose(Some("reserved"), false, true).unwrap(),
+            Reserved
+        );
+        assert!(Allocation::choose(Some("mmap"), false, true).is_err());
+    }
+
+    #[test]
+    fn a_full_pool_waits_until_a_slot_is_free_its_deadline_or_its_cancellation() {
+        let slots = Slots::new(1);
+        let first = slots.acquire(None, || false).unwrap();
+        let soon = Instant::now() + Duration::from_millis(30);
+        assert_eq!(
+            slots.acquire(Some(soon), || false).err(),
+            Some(SlotWait::Deadline)
+        );
+        assert!(Instant::now() >= soon);
+        assert_eq!(
+            slots.acquire(None, || true).err(),
+            Some(SlotWait::Cancelled)
+        );
+        // Given back from another thread: the waiter gets it.
+        let giver = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            drop(first);
+        });
+        let later = Instant::now() + Duration::from_secs(10);
+        let second = slots.acquire(Some(later), || false);
+        assert!(second.is_ok());
+        giver.join().unwrap();
+        assert_eq!(*slots.used.lock().unwrap(), 1);
+        drop(second);
+        assert_eq!(*slots.used.lock().unwrap(), 0);
     }
 }

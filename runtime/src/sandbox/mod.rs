@@ -15,6 +15,8 @@
 //! - [`resolve`], [`wasm_step`]: stage name → component on the step path →
 //!   a [`crate::commands::Command`].
 //! - [`error`]: one typed error per way a step can fail.
+//! - [`file_memo`]: a component file → its loaded component, per process,
+//!   checked against the file's stamp (no re-read and re-hash per stage).
 //! - [`inspect`]: import/export audit without linking (`lobster check`).
 //! - [`broker_port`]: the `broker` import of `lobster:step@0.2.0` (tools and
 //!   models, judged and recorded by the run's broker).
@@ -40,6 +42,7 @@ mod determinism;
 pub mod engine;
 pub mod env;
 pub mod error;
+pub mod file_memo;
 pub mod grants;
 mod host;
 pub mod inspect;

@@ -3,7 +3,7 @@
 //! watches the run's cancellation.
 
 use super::determinism::{insecure_seed, seeded, FixedClock};
-use super::engine::SandboxEngine;
+use super::engine::{SandboxEngine, SlotWait};
 use super::env::StepEnv;
 use super::error::SandboxError;
 use super::grants::Access;
@@ -32,6 +32,9 @@ pub(crate) struct Interrupted;
 pub(crate) struct StepStore {
     pub(crate) store: Store<HostState>,
     pub(crate) stop: Arc<AtomicU8>,
+    /// The pool slot the store's instances use (pooling allocator only);
+    /// declared after `store` so it is given back after the store is dropped.
+    _slot: Option<super::engine::SlotGuard>,
 }
 
 /// Build the store for `step` with `argv` and `stdin`.
@@ -44,6 +47,19 @@ pub(crate) fn new_store(
     stdin: Vec<u8>,
 ) -> Result<StepStore, SandboxError> {
     let deadline = limits.timeout.map(|t| Instant::now() + t);
+    let slot = engine
+        .instance_slot(deadline, || {
+            env.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+        })
+        .map_err(|why| match why {
+            SlotWait::Deadline => SandboxError::Timeout {
+                step: step.to_string(),
+                limit_ms: limits.timeout.map_or(0, |t| t.as_millis() as u64),
+            },
+            SlotWait::Cancelled => SandboxError::Cancelled {
+                step: step.to_string(),
+            },
+        })?;
     let monotonic = StepMonotonic(Instant::now());
     let stdout = CappedPipe::new(limits.output_bytes);
     let stderr = CappedPipe::new(limits.output_bytes);
@@ -121,5 +137,9 @@ pub(crate) fn new_store(
         }
         Ok(UpdateDeadline::Continue(1))
     });
-    Ok(StepStore { store, stop })
+    Ok(StepStore {
+        store,
+        stop,
+        _slot: slot,
+    })
 }

@@ -316,6 +316,9 @@ pub fn run(
     log: Log,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<()> {
+    // A server runs many steps: the pooling allocator's set-up is paid once
+    // and every step reuses a warm slot (runtime/benches/RESULTS.md).
+    crate::sandbox::engine::prefer_pooling();
     let mut app = prepare(config, log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.max(1))
