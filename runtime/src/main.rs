@@ -6,6 +6,23 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `arena_reserve` option (its index in `mi_option_t`, v2).
+const MI_OPTION_ARENA_RESERVE: libmimalloc_sys::mi_option_t = 23;
+
+/// Run before `main` and before anything allocates: mimalloc reserves
+/// address space for its arenas 1 GiB at a time, which under `ulimit -v`
+/// leaves too little for WebAssembly memories (a guest then sees its
+/// `memory.grow` fail instead of the host's memory limit). 64 MiB at a time
+/// costs nothing measurable.
+extern "C" fn small_arenas() {
+    // SAFETY: sets a plain option before mimalloc's first use.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_RESERVE, 64 * 1024) }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static SMALL_ARENAS: extern "C" fn() = small_arenas;
+
 fn main() {
     // `args_os`: a non-UTF-8 argument is a parse error, not a panic.
     let code = match lobster::cli::os_args::utf8_args(std::env::args_os().skip(1).collect()) {

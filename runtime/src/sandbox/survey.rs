@@ -60,8 +60,26 @@ pub fn wasm_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Read, hash and load `path` (compiling it, or loading it from `cache`).
+/// Read, hash and load `path` (compiling it, or loading it from `cache`);
+/// a file unchanged since this process last loaded it comes from the
+/// [`super::file_memo`] (`commands.list` under `lobster serve` surveys every
+/// step file on every run).
 pub fn inspect_file(path: &Path, cache: &ArtifactCache) -> FoundStep {
+    if let Ok(component) = super::file_memo::load(path, cache) {
+        let digest = component.digest().to_string();
+        let cached = super::engine::engine()
+            .ok()
+            .and_then(|engine| cache.entry_paths(engine, &digest))
+            .is_some_and(|(artefact, _)| artefact.is_file());
+        return FoundStep {
+            path: path.to_path_buf(),
+            digest,
+            cached,
+            loaded: Ok((component.kind(), component.meta().cloned())),
+        };
+    }
+    // Unreadable or not a component: read it again for the digest and the
+    // error to show.
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {
