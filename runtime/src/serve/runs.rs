@@ -569,7 +569,7 @@ pub(crate) fn run_request(
             RunTarget::Pipeline(p)
         }
         (None, Some(w), None) => RunTarget::WorkflowNamed(w),
-        (None, None, Some(doc)) => RunTarget::WorkflowPath(save_inline(tenant, &doc)?),
+        (None, None, Some(doc)) => RunTarget::WorkflowPath(super::inline::keep(tenant, &doc)?),
         (None, None, None) => {
             return Err(ApiError::bad_request(
                 "give one of pipeline, workflow (a catalog name) or workflowText",
@@ -595,26 +595,6 @@ pub(crate) fn run_request(
         limits: limit_fields(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
         strict_args: strict,
     })
-}
-
-/// Keep an inline workflow as a file in the tenant's store directory, named
-/// by its digest (the workflow runner and a later resume read it from
-/// there, and resume checks it did not change). It runs under the tenant's
-/// policy like any workflow file: it is untrusted input.
-fn save_inline(tenant: &Tenant, doc: &str) -> Result<std::path::PathBuf, ApiError> {
-    let ext = if doc.trim_start().starts_with('{') {
-        "json"
-    } else {
-        "lobster"
-    };
-    let dir = tenant.store.dir().join("inline");
-    let path = dir.join(format!("{}.{ext}", blake3::hash(doc.as_bytes()).to_hex()));
-    if !path.is_file() {
-        std::fs::create_dir_all(&dir)
-            .and_then(|_| crate::state::write_atomic(&path, doc.as_bytes()))
-            .map_err(|e| ApiError::internal(format!("cannot keep workflowText: {e}")))?;
-    }
-    Ok(path)
 }
 
 /// `GET /v1/runs/{runId}`.
@@ -730,6 +710,8 @@ pub async fn decide(
     body.insert("token".into(), json!(token));
     let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let slot = slot(app, tenant)?;
+    // A workflowText run paused on another node: its document, from the store.
+    super::inline::materialise(&tenant.store, &run_id, &token)?;
     // Exactly once on every node: whoever creates the gate's taken key
     // decides it (the store's claim of the resume state is the second lock).
     if !take_gate(tenant, &run_id, &token, &app.log)? {
