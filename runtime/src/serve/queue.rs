@@ -168,6 +168,7 @@ fn execute(
     };
     let every = tenant.store.lease() / 3;
     let handle = handle.clone();
+    let mut confirmed = Instant::now();
     std::thread::spawn(move || loop {
         let done = handle.block_on(async {
             tokio::time::timeout(every, rx.wait_for(Option::is_some))
@@ -175,9 +176,12 @@ fn execute(
                 .is_ok()
         });
         if done {
-            let _ = job.finish();
+            let _ = job.finish_retrying(confirmed);
             return;
         }
-        let _ = job.heartbeat();
+        let asked = Instant::now();
+        if let Ok(true) = job.heartbeat() {
+            confirmed = asked;
+        }
     });
 }
