@@ -28,6 +28,7 @@ pub mod inline;
 pub mod link;
 pub mod mcp_http;
 pub mod metrics;
+pub mod offload;
 pub mod page;
 pub mod queue;
 pub mod runs;

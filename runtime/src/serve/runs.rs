@@ -17,6 +17,7 @@
 //! blocking pool, with the tenant's settings (policy, catalog, steps,
 //! store): the same authority, limits, claims and digests as the CLI.
 
+use super::offload::offload;
 use super::state::{AppState, Live};
 use super::tenant::{RunSlot, Tenant};
 use super::{authed, body_json, ApiError, Log};
@@ -198,7 +199,8 @@ pub fn current_record(
     if rec.as_ref().is_none_or(|r| r["status"] != "running") {
         return Ok(rec);
     }
-    // Settling saves the record and leaves the live set under this lock.
+    // Settling saves the record and leaves the live set under this lock
+    // (PostgreSQL: it saves first, then leaves the live set under the lock).
     let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
     let Some(mut rec) = load_record(&tenant.store, run_id)? else {
         return Ok(None);
@@ -378,7 +380,14 @@ pub fn start(
         }
         {
             let log = &app.log;
-            let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+            // PostgreSQL: the writes go outside the lock and only leaving
+            // the live set is under it, so runs of one tenant settle side by
+            // side instead of one store round trip at a time. A reader
+            // ([`current_record`]) holds the lock across reading the record
+            // and the live set: a run it finds gone from the live set has
+            // its final record stored already.
+            let files = tenant.store.is_files();
+            let mut g = files.then(|| tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
             // The pending entry first: whoever sees the paused record can
             // find the gate listed.
             if let Some(entry) = pending_entry(&rec) {
@@ -386,6 +395,10 @@ pub fn start(
                 save_retrying(&tenant.store, &pending_key(id), &entry, log);
             }
             save_settled(&tenant.store, &rec, log);
+            if g.is_none() {
+                g = Some(tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
+            }
+            let _g = g;
             app.live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -513,30 +526,40 @@ pub async fn create(
     let tenant = authed(&app, &headers)?;
     let body = body_json(body)?;
     let wait = wait_of(&app, &body, &query)?;
-    let request = run_request(&tenant, &body)?;
-    if !tenant.store.is_files() {
-        // Nodes on one database: queued, run by whichever node is free.
+    let slot = if tenant.store.is_files() {
+        slot(&app, &tenant)?
+    } else {
         if app.stopping() {
             slot(&app, &tenant)?;
         }
-        let run_id = random_hex(16);
-        super::queue::submit(&tenant, &run_id, &body)?;
-        let settled = super::queue::settled(&tenant, &run_id, wait).await;
-        return Ok(answer(&run_id, settled));
-    }
-    let slot = slot(&app, &tenant)?;
+        match tenant.admit_run() {
+            // Nodes on one database: a node with a free run slot runs the
+            // run itself (no queue round trips, no wake-up to wait for)…
+            Ok(slot) => slot,
+            // …a busy one queues it for whichever node is free.
+            Err(_) => {
+                let run_id = random_hex(16);
+                let (t, id) = (tenant.clone(), run_id.clone());
+                offload(move || {
+                    run_request(&t, &body)?;
+                    super::queue::submit(&t, &id, &body)
+                })
+                .await?;
+                let settled = super::queue::settled(&app, &tenant, &run_id, wait).await;
+                return Ok(answer(&run_id, settled));
+            }
+        }
+    };
     let run_id = random_hex(16);
-    let rx = start(
-        &app,
-        &tenant,
-        slot,
-        run_id.clone(),
-        Job::Run(request),
-        None,
-        false,
-    )?;
+    let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
+    let rx = offload(move || {
+        let request = run_request(&t, &body)?;
+        start(&a, &t, slot, id, Job::Run(request), None, false)
+    })
+    .await?;
     let settled = settle(rx, wait).await;
-    if settled.is_none() {
+    // PostgreSQL: its `running` record is stored already (by `start`).
+    if settled.is_none() && tenant.store.is_files() {
         hand_out(&app, &tenant, &run_id);
     }
     Ok(answer(&run_id, settled))
@@ -604,7 +627,10 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = authed(&app, &headers)?;
-    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
+    let rec = offload(move || current_record(&a, &t, &id))
+        .await?
+        .ok_or_else(|| ApiError::no_run(&run_id))?;
     Ok(Json(rec).into_response())
 }
 
@@ -619,7 +645,10 @@ pub async fn resume_run(
     let tenant = authed(&app, &headers)?;
     let body = body_json(body)?;
     let wait = wait_of(&app, &body, &query)?;
-    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
+    let rec = offload(move || current_record(&a, &t, &id))
+        .await?
+        .ok_or_else(|| ApiError::no_run(&run_id))?;
     decide(&app, &tenant, &rec, body, wait, false).await
 }
 
@@ -645,22 +674,34 @@ pub async fn resume_by_token(
         return Err(ApiError::bad_request("token or approvalId required"));
     }
     // The run this token belongs to, when it is one of the tenant's paused runs.
-    for entry in pending(&tenant)? {
-        let Some(id) = entry["runId"].as_str() else {
-            continue;
-        };
-        let Some(rec) = load_record(&tenant.store, id)? else {
-            continue;
-        };
-        let rec_token = gate_token(&rec);
-        let matches = match (token, approval) {
-            (Some(t), _) => rec_token.as_deref() == Some(t),
-            (None, Some(a)) => entry["approvalId"].as_str() == Some(a),
-            _ => false,
-        };
-        if matches {
-            return decide(&app, &tenant, &rec, body, wait, false).await;
+    let (t, token, approval) = (
+        tenant.clone(),
+        token.map(String::from),
+        approval.map(String::from),
+    );
+    let found = offload(move || {
+        for entry in pending(&t)? {
+            let Some(id) = entry["runId"].as_str() else {
+                continue;
+            };
+            let Some(rec) = load_record(&t.store, id)? else {
+                continue;
+            };
+            let rec_token = gate_token(&rec);
+            let matches = match (&token, &approval) {
+                (Some(t), _) => rec_token.as_deref() == Some(t.as_str()),
+                (None, Some(a)) => entry["approvalId"].as_str() == Some(a.as_str()),
+                _ => false,
+            };
+            if matches {
+                return Ok(Some(rec));
+            }
         }
+        Ok(None)
+    })
+    .await?;
+    if let Some(rec) = found {
+        return decide(&app, &tenant, &rec, body, wait, false).await;
     }
     Err(ApiError::decided(
         "no paused run of this tenant has that token or approvalId: it was already decided, or it never existed",
@@ -710,35 +751,41 @@ pub async fn decide(
     body.insert("token".into(), json!(token));
     let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let slot = slot(app, tenant)?;
-    // A workflowText run paused on another node: its document, from the store.
-    super::inline::materialise(&tenant.store, &run_id, &token)?;
-    // Exactly once on every node: whoever creates the gate's taken key
-    // decides it (the store's claim of the resume state is the second lock).
-    if !take_gate(tenant, &run_id, &token, &app.log)? {
-        return Err(ApiError::decided(format!(
-            "run {run_id}: its gate was already decided"
-        )));
-    }
-    let rx = start(
-        app,
-        tenant,
-        slot,
-        run_id.clone(),
-        Job::Resume(call),
-        rec["createdAt"].as_str().map(String::from),
-        false,
-    )
-    .inspect_err(|_| {
-        // Not started (the store failed): give the gate back, so it can be
-        // decided once the store is back (best effort; the resume state
-        // itself was never claimed).
-        let _ = tenant.store.remove(&taken_key(&token));
-        if let Some(entry) = pending_entry(rec) {
-            let _ = tenant.store.set(&pending_key(&run_id), &entry);
+    let (app2, tenant2, rec2, id) = (app.clone(), tenant.clone(), rec.clone(), run_id.clone());
+    let rx = offload(move || {
+        let (app, tenant, rec, run_id) = (&app2, &tenant2, &rec2, id);
+        // A workflowText run paused on another node: its document, from the store.
+        super::inline::materialise(&tenant.store, &run_id, &token)?;
+        // Exactly once on every node: whoever creates the gate's taken key
+        // decides it (the store's claim of the resume state is the second lock).
+        if !take_gate(tenant, &run_id, &token, &app.log)? {
+            return Err(ApiError::decided(format!(
+                "run {run_id}: its gate was already decided"
+            )));
         }
-    })?;
+        start(
+            app,
+            tenant,
+            slot,
+            run_id.clone(),
+            Job::Resume(call),
+            rec["createdAt"].as_str().map(String::from),
+            false,
+        )
+        .inspect_err(|_| {
+            // Not started (the store failed): give the gate back, so it can be
+            // decided once the store is back (best effort; the resume state
+            // itself was never claimed).
+            let _ = tenant.store.remove(&taken_key(&token));
+            if let Some(entry) = pending_entry(rec) {
+                let _ = tenant.store.set(&pending_key(&run_id), &entry);
+            }
+        })
+    })
+    .await?;
     let settled = settle(rx, wait).await;
-    if settled.is_none() {
+    // PostgreSQL: its `running` record is stored already (by `start`).
+    if settled.is_none() && tenant.store.is_files() {
         hand_out(app, tenant, &run_id);
     }
     Ok(answer(&run_id, settled))

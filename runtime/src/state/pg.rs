@@ -695,8 +695,20 @@ impl Tenant {
     pub fn wait_for_jobs(&self, timeout: Duration) -> Result<bool> {
         self.run("cannot listen on", move |c, t| {
             c.batch_execute("LISTEN lobster_queue")?;
-            let deadline = std::time::Instant::now() + timeout;
-            let mut woken = false;
+            // A job enqueued after the caller found none and before LISTEN
+            // sent no notification this connection will see: look once.
+            let queued = c
+                .query_opt(
+                    "SELECT 1 FROM lobster_queue WHERE tenant = $1 AND status = 'queued' LIMIT 1",
+                    &[&t],
+                )?
+                .is_some();
+            let deadline = if queued {
+                std::time::Instant::now()
+            } else {
+                std::time::Instant::now() + timeout
+            };
+            let mut woken = queued;
             loop {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 if left.is_zero() {
