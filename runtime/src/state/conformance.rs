@@ -732,6 +732,7 @@ fn statements_run_under_a_timeout_and_say_so_when_they_hit_it() {
     let e = db
         .run(move |c| {
             let mut tx = c
+                .client()
                 .transaction()
                 .map_err(|e| inner.error("cannot read from", e))?;
             tx.batch_execute("SET LOCAL statement_timeout = 50")
@@ -756,7 +757,8 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
     let create = format!("CREATE DATABASE {db_name}");
     admin
         .run(move |c| {
-            c.batch_execute(&create)
+            c.client()
+                .batch_execute(&create)
                 .map_err(|e| crate::error::Error::runtime(e.to_string()))
         })
         .unwrap();
@@ -789,7 +791,8 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
     let drop_db = format!("DROP DATABASE {db_name} WITH (FORCE)");
     admin
         .run(move |c| {
-            c.batch_execute(&drop_db)
+            c.client()
+                .batch_execute(&drop_db)
                 .map_err(|e| crate::error::Error::runtime(e.to_string()))
         })
         .unwrap();
