@@ -144,13 +144,13 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// PostgreSQL token keys read so far, by (database, tenant). A key row is
 /// inserted once and never changed, so each process reads it once instead
 /// of on every pause and resume (a round trip each).
-fn known_pg_keys(
-) -> &'static std::sync::Mutex<std::collections::HashMap<(String, String), [u8; 32]>> {
-    static KEYS: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<(String, String), [u8; 32]>>,
-    > = std::sync::OnceLock::new();
+fn known_pg_keys() -> &'static std::sync::Mutex<KnownKeys> {
+    static KEYS: std::sync::OnceLock<std::sync::Mutex<KnownKeys>> = std::sync::OnceLock::new();
     KEYS.get_or_init(Default::default)
 }
+
+/// Token keys by (database as shown, tenant).
+type KnownKeys = std::collections::HashMap<(String, String), [u8; 32]>;
 
 fn load_key(store: &StateStore, create: bool) -> Result<Option<[u8; 32]>> {
     if let Some(pg) = store.pg()? {
