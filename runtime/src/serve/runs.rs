@@ -230,6 +230,15 @@ pub fn current_record(
             },
         }
     }
+    if !app.root.is_files() && node == app.node {
+        // A queued run this node took: its record names this node just
+        // before it joins the live set. Going on while its job is held.
+        use crate::state::JobStatus;
+        let job = tenant.store.job_status(run_id).map_err(ApiError::store)?;
+        if matches!(job, Some(JobStatus::Running)) {
+            return Ok(Some(rec));
+        }
+    }
     let elsewhere = !app.root.is_files() && !node.is_empty() && node != app.node;
     if elsewhere && !node_gone(app, &node)? {
         return Ok(Some(rec));
