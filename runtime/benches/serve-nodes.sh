@@ -4,6 +4,16 @@
 # and PostgreSQL (2 nodes on one database: each pair pauses on one node and
 # resumes on the other). Markdown table on stdout, progress on stderr.
 #
+# A node per machine, modelled on one box: each node is pinned to a core of
+# its own with `taskset -c` (one node: CPU 0; two nodes: CPU 0 and CPU 1);
+# PostgreSQL and the client are not pinned. So one node has one core, two
+# nodes have two, and the ratio says how far the work spreads over nodes
+# sharing one database. The CPU each part used over a case (utime+stime
+# from /proc/<pid>/stat; a node's reaped children, the shells `exec`
+# starts, included; PostgreSQL: the postmaster and its backends) is
+# reported as cores busy (CPU seconds / wall seconds), so the reader sees
+# where the time goes: a part at 1.0 is the bottleneck.
+#
 #   runtime/benches/serve-nodes.sh
 #
 # Environment:
@@ -11,6 +21,7 @@
 #   BENCH_PG_URL=URL        the database (default: a throwaway cluster from tests/pg.sh)
 #   BENCH_PAIRS=400         pause+resume pairs per case
 #   BENCH_CLIENTS=8         concurrent clients (keep-alive connections)
+#   BENCH_PIN=1             pin node i to CPU i (0: no pinning)
 #
 # One pair = `POST /v1/runs` {pipeline: "exec … | approve | exec …"} (trusted policy)
 # (answers needs_approval) then `POST /v1/runs/{id}/resume {approve: true}`
@@ -34,14 +45,53 @@ trap cleanup EXIT
 export LOBSTER_BIN=$bin BENCH_URL=$url
 exec python3 - <<'PY'
 import http.client, json, os, secrets, subprocess, sys, tempfile, threading, time
+from urllib.parse import urlparse, parse_qs
 
 bin_ = os.environ["LOBSTER_BIN"]
 url = os.environ["BENCH_URL"]
 pairs = int(os.environ.get("BENCH_PAIRS", "400"))
 clients = int(os.environ.get("BENCH_CLIENTS", "8"))
+pin = os.environ.get("BENCH_PIN", "1") != "0"
+ncpu = os.cpu_count() or 1
+tick = os.sysconf("SC_CLK_TCK")
+
+def cpu_of(pid, children=True):
+    # utime+stime (+ reaped children's) of pid, in seconds.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    n = int(fields[11]) + int(fields[12])
+    if children:
+        n += int(fields[13]) + int(fields[14])
+    return n / tick
+
+def pg_pids():
+    # The postmaster of the database's socket directory (tests/pg.sh keeps
+    # its data there) and its backends.
+    host = parse_qs(urlparse(url).query).get("host", [""])[0]
+    try:
+        with open(os.path.join(host, "postmaster.pid")) as f:
+            master = int(f.readline())
+    except (OSError, ValueError):
+        return []
+    pids = [master]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == master:
+                        pids.append(int(d))
+            except (OSError, ValueError):
+                pass
+    return pids
+
+def pg_cpu():
+    return sum(cpu_of(p, children=False) for p in pg_pids())
 pipeline = "exec --json --shell 'echo [1]' | approve --prompt ok? | exec --shell 'echo done'"
 
-def node(dirpath, state, name, token):
+def node(dirpath, state, name, token, cpu):
     cfg = os.path.join(dirpath, f"{name}.toml")
     with open(os.path.join(dirpath, "trusted.toml"), "w") as f:
         f.write('trust = "trusted"\n')
@@ -50,7 +100,8 @@ def node(dirpath, state, name, token):
                 f'[[tenant]]\nname = "bench"\ntoken_env = "BENCH_TOKEN"\nself_approve = true\npolicy = "trusted.toml"\n'
                 f'max_concurrent_runs = 256\nrequests_per_minute = 10000000\n')
     env = dict(os.environ, BENCH_TOKEN=token, LOBSTER_STATE_DIR=os.path.join(dirpath, name))
-    p = subprocess.Popen([bin_, "serve", "--config", cfg, "--listen", "127.0.0.1:0"],
+    pinned = ["taskset", "-c", str(cpu % ncpu)] if pin else []
+    p = subprocess.Popen(pinned + [bin_, "serve", "--config", cfg, "--listen", "127.0.0.1:0"],
                          env=env, stdout=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     addr = line.strip().rsplit("http://", 1)[1]
@@ -68,7 +119,7 @@ def call(conn, path, body, token):
 def case(label, state, n_nodes):
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory() as d:
-        procs = [node(d, state if state != "files" else os.path.join(d, "state"), f"n{i}-{secrets.token_hex(3)}", token)
+        procs = [node(d, state if state != "files" else os.path.join(d, "state"), f"n{i}-{secrets.token_hex(3)}", token, i)
                  for i in range(n_nodes)]
         try:
             times, lock = [], threading.Lock()
@@ -89,21 +140,30 @@ def case(label, state, n_nodes):
                         times.append(time.perf_counter() - t0)
             # warm-up
             call(http.client.HTTPConnection(*procs[0][1]), "/v1/runs", {"pipeline": "commands.list"}, token)
+            nodes0 = [cpu_of(p.pid) for p, _ in procs]
+            pg0 = pg_cpu() if state != "files" else 0.0
+            me0 = sum(os.times()[:2])
             t0 = time.perf_counter()
             ts = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
             for t in ts: t.start()
             for t in ts: t.join()
             wall = time.perf_counter() - t0
+            busy = lambda s: f"{s / wall:.2f}"
+            node_cpu = " + ".join(busy(cpu_of(p.pid) - c0) for (p, _), c0 in zip(procs, nodes0))
+            pg_busy = busy(pg_cpu() - pg0) if state != "files" else "–"
+            me_busy = busy(sum(os.times()[:2]) - me0)
         finally:
             for p, _ in procs:
                 p.terminate(); p.wait()
     times.sort()
     p = lambda q: times[min(len(times) - 1, int(q * len(times)))] * 1000
-    return f"| {label} | {n_nodes} | {clients} | {pairs / wall:.1f} | {p(0.5):.1f} | {p(0.99):.1f} |"
+    return (f"| {label} | {n_nodes} | {clients} | {pairs / wall:.1f} | {p(0.5):.1f} | {p(0.99):.1f} "
+            f"| {node_cpu} | {pg_busy} | {me_busy} |")
 
-print(f"pause+resume pairs through lobster serve, {pairs} per case ({bin_})\n")
-print("| store | nodes | clients | pairs/s | p50 ms | p99 ms |")
-print("|---|---|---|---|---|---|")
+where = "node i pinned to CPU i" if pin else "not pinned"
+print(f"pause+resume pairs through lobster serve, {pairs} per case ({bin_}; {where}, {ncpu} CPUs)\n")
+print("| store | nodes | clients | pairs/s | p50 ms | p99 ms | node cores busy | PostgreSQL cores busy | client cores busy |")
+print("|---|---|---|---|---|---|---|---|---|")
 for label, state, n in (("files", "files", 1), ("postgres", url, 1), ("postgres", url, 2)):
     print(case(label, state, n), flush=True)
 PY

@@ -490,3 +490,123 @@ fn a_tenant_called_default_cannot_read_the_server_s_rows() {
     );
     assert!(!v.to_string().contains("\"output\""), "{v}");
 }
+
+/// Run `sql` against the test database (psql).
+fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .arg(url)
+        .args(["-v", "ON_ERROR_STOP=1", "-qAtc", sql])
+        .output()
+        .expect("psql (postgresql-client) runs");
+    assert!(out.status.success(), "psql {sql}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Remove every inline document containing `marker` from every node's disk
+/// (as if each node had a disk of its own); how many were removed.
+fn forget_inline(dir: &Path, marker: &str) -> usize {
+    let mut removed = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.parent().unwrap().ends_with("inline")
+                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains(marker))
+            {
+                std::fs::remove_file(&p).unwrap();
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+#[test]
+fn a_workflow_text_paused_on_one_node_is_resumed_on_the_other_from_the_store() {
+    let Some(c) = Cluster::new() else { return };
+    let a = c.node("a", "", &[]);
+    let b = c.node("b", "", &[]);
+    // An inline workflow: a gate, then a step that appends a line to `mark`.
+    let pause = |marker: &str| -> (String, std::path::PathBuf) {
+        let mark = c.dir.path().join(marker);
+        let doc = format!(
+            "name: inline-{marker}\nsteps:\n  - id: gate\n    approval: Go {marker}?\n  - id: after\n    when: $gate.approved\n    run: echo ran >> {}; echo done\n",
+            mark.display()
+        );
+        let r = a.run(S, json!({ "workflowText": doc }));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v = r.json();
+        assert_eq!(v["status"], "needs_approval", "{v}");
+        // The text is in the store; no node's disk keeps it any more.
+        assert!(forget_inline(c.dir.path(), marker) >= 1);
+        (v["runId"].as_str().unwrap().to_string(), mark)
+    };
+    // The decider: the node that did not run it.
+    let other = |id: &str| {
+        if ran_on_a(&a.get_run(S, id).json()) {
+            &b
+        } else {
+            &a
+        }
+    };
+    let resume = |node: &Server, id: &str| {
+        node.call(
+            "POST",
+            &format!("/v1/runs/{id}/resume"),
+            S,
+            Some(json!({"approve": true})),
+        )
+    };
+
+    let marker = format!("ok{}", rand_hex());
+    let (id, mark) = pause(&marker);
+    let r = resume(other(&id), &id);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["status"], "ok", "{}", r.body);
+    assert_eq!(a.get_run(S, &id).json()["status"], "ok");
+    let ran = std::fs::read_to_string(&mark).unwrap_or_default();
+    assert_eq!(ran.lines().count(), 1, "the after-gate step ran {ran:?}");
+    let r = resume(&a, &id);
+    assert_eq!(r.status, 409, "{}", r.body);
+    let ran = std::fs::read_to_string(&mark).unwrap_or_default();
+    assert_eq!(ran.lines().count(), 1, "the after-gate step ran {ran:?}");
+
+    // The text altered in the store: refused, nothing ran, the gate still open.
+    let marker = format!("tampered{}", rand_hex());
+    let (id, mark) = pause(&marker);
+    let like = format!("key LIKE 'serve_inline_%' AND value LIKE '%{marker}%'");
+    let changed = psql(
+        &c.url,
+        &format!("UPDATE lobster_kv SET value = replace(value, 'echo done', 'echo evil') WHERE {like} RETURNING 1"),
+    );
+    assert_eq!(changed, "1");
+    let node = other(&id);
+    let r = resume(node, &id);
+    assert_eq!(r.status, 409, "{}", r.body);
+    let err = &r.json()["error"];
+    assert_eq!(err["type"], "workflow_text_unavailable", "{}", r.body);
+    assert!(
+        err["message"].as_str().unwrap().contains("altered"),
+        "{}",
+        r.body
+    );
+    assert!(!mark.exists(), "the after-gate step ran");
+    assert!(node.approvals(S).iter().any(|g| g["runId"] == id));
+    assert_eq!(a.get_run(S, &id).json()["status"], "needs_approval");
+
+    // The text gone from the store: refused the same way.
+    psql(&c.url, &format!("DELETE FROM lobster_kv WHERE {like}"));
+    let r = resume(node, &id);
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not in the store"),
+        "{}",
+        r.body
+    );
+    assert!(!mark.exists(), "the after-gate step ran");
+}

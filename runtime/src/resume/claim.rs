@@ -25,8 +25,9 @@ use serde_json::Value;
 use std::fs;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A resume state this process owns. While it is held, the store keeps a
 /// record of the run ([`super::interrupted`]: a record file, or the claimed
@@ -50,6 +51,9 @@ enum Hold {
         key: String,
         epoch: i64,
         lost: Arc<AtomicBool>,
+        /// When the database last confirmed the lease (the claim or a
+        /// heartbeat): the lease holds until then + the lease's length.
+        confirmed: Arc<Mutex<Instant>>,
         heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
     },
     Abandoned,
@@ -75,12 +79,17 @@ impl Claim {
             key,
             epoch,
             lost,
+            confirmed,
             ..
         } = &self.hold
         else {
             return Ok(());
         };
-        if !lost.load(Ordering::SeqCst) && pg.heartbeat(key, *epoch)? {
+        // The database down for a moment does not lose a run whose steps
+        // finished: the fenced write is retried while the lease lasts.
+        if !lost.load(Ordering::SeqCst)
+            && while_leased(pg.lease, confirmed, || pg.heartbeat(key, *epoch))?
+        {
             return Ok(());
         }
         lost.store(true, Ordering::SeqCst);
@@ -128,12 +137,15 @@ impl Drop for Claim {
                 key,
                 epoch,
                 heartbeat,
+                confirmed,
                 ..
             } => {
                 stop(heartbeat.take());
                 // Fenced: a claim that expired meanwhile leaves the run
-                // marked interrupted.
-                let _ = pg.release(key, *epoch);
+                // marked interrupted. Retried while the lease lasts, so a
+                // database restart at this moment does not turn a finished
+                // run into an interrupted one.
+                let _ = while_leased(pg.lease, confirmed, || pg.release(key, *epoch));
             }
             _ => {}
         }
@@ -155,16 +167,19 @@ fn claim_row(store: &StateStore, pg: &Tenant, state_key: &str) -> Result<Option<
         return Ok(None);
     };
     let lost = Arc::new(AtomicBool::new(false));
+    let confirmed = Arc::new(Mutex::new(Instant::now()));
     let heartbeat = {
         let (tx, rx) = mpsc::channel::<()>();
         let (pg, key, lost) = (pg.clone(), key.clone(), lost.clone());
+        let confirmed = confirmed.clone();
         let every = pg.lease / 3;
         let handle = std::thread::Builder::new()
             .name("lobster-lease".into())
             .spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+                    let asked = Instant::now();
                     match pg.heartbeat(&key, epoch) {
-                        Ok(true) => {}
+                        Ok(true) => *confirmed.lock().unwrap_or_else(|p| p.into_inner()) = asked,
                         Ok(false) => {
                             lost.store(true, Ordering::SeqCst);
                             return;
@@ -186,6 +201,7 @@ fn claim_row(store: &StateStore, pg: &Tenant, state_key: &str) -> Result<Option<
             key,
             epoch,
             lost,
+            confirmed,
             heartbeat,
         },
     };
@@ -194,6 +210,32 @@ fn claim_row(store: &StateStore, pg: &Tenant, state_key: &str) -> Result<Option<
     claim.state =
         serde_json::from_str(&body).map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
     Ok(Some(claim))
+}
+
+/// Call `f` until it answers, retrying (with backoff) while it fails and
+/// the lease — `lease` from the database's last confirmation — lasts; its
+/// last error once the lease is over. The write `f` makes is fenced by the
+/// claim epoch, so a retry can never act on a claim taken over by another.
+fn while_leased<T>(
+    lease: Duration,
+    confirmed: &Mutex<Instant>,
+    mut f: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                let until = *confirmed.lock().unwrap_or_else(|p| p.into_inner()) + lease;
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(e);
+                }
+                std::thread::sleep(pause.min(left));
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
 }
 
 fn claim_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {

@@ -141,11 +141,33 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Read the MAC key; with `create`, make one if missing. Two processes racing
 /// to create it agree: the key is published with a hard link that never
 /// overwrites, and the loser reads the winner's key.
+/// PostgreSQL token keys read so far, by (database, tenant). A key row is
+/// inserted once and never changed, so each process reads it once instead
+/// of on every pause and resume (a round trip each).
+fn known_pg_keys() -> &'static std::sync::Mutex<KnownKeys> {
+    static KEYS: std::sync::OnceLock<std::sync::Mutex<KnownKeys>> = std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default)
+}
+
+/// Token keys by (database as shown, tenant).
+type KnownKeys = std::collections::HashMap<(String, String), [u8; 32]>;
+
 fn load_key(store: &StateStore, create: bool) -> Result<Option<[u8; 32]>> {
     if let Some(pg) = store.pg()? {
+        let id = (pg.db.shown().to_string(), pg.tenant.clone());
+        let known = known_pg_keys().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(key) = known.get(&id) {
+            return Ok(Some(*key));
+        }
+        drop(known);
         // One row per tenant, inserted only if absent: racing nodes agree.
         if let Some(text) = pg.kv_get(KEY_FILE)? {
-            return parse_key(&text).map(Some);
+            let key = parse_key(&text)?;
+            known_pg_keys()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, key);
+            return Ok(Some(key));
         }
         if !create {
             return Ok(None);

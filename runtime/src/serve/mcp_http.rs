@@ -16,6 +16,7 @@
 //! client can ask the human itself (MCP elicitation), as in
 //! `lobster mcp --approvals human`.
 
+use super::offload::offload;
 use super::runs::{self, Attach, Job, Launch};
 use super::state::AppState;
 use super::tenant::Tenant;
@@ -113,34 +114,41 @@ impl TenantRunner {
             .app
             .upgrade()
             .ok_or_else(|| ApiError::internal("the server is stopping"))?;
-        let tenant = &self.tenant;
+        let tenant = self.tenant.clone();
         let attach = Attach {
             cancel: Some(cancel),
             log,
         };
-        let paused = match &call {
-            Call::Resume(c) => paused_of(tenant, &c.request.target)?,
-            Call::Run(_) => None,
-        };
-        let mut rx = match (paused, call) {
-            (Some(rec), Call::Resume(c)) => runs::decide_call(&app, tenant, &rec, c, attach)?.1,
-            (_, call) => {
-                // A run, or the resume of a gate the gateway did not list
-                // (the resume state's own claim still decides it once).
-                let job = match call {
-                    Call::Run(r) => Job::Run(r),
-                    Call::Resume(c) => Job::Resume(c),
-                };
-                let launch = Launch {
-                    slot: runs::slot(&app, tenant)?,
-                    run_id: time_prefixed_id(),
-                    job,
-                    created_at: None,
-                    stored: false,
-                };
-                runs::start_attached(&app, tenant, launch, attach)?
+        // Store calls (PostgreSQL round trips) stay off the async threads.
+        let mut rx = offload(move || {
+            let tenant = &tenant;
+            let paused = match &call {
+                Call::Resume(c) => paused_of(tenant, &c.request.target)?,
+                Call::Run(_) => None,
+            };
+            match (paused, call) {
+                (Some(rec), Call::Resume(c)) => {
+                    Ok(runs::decide_call(&app, tenant, &rec, c, attach)?.1)
+                }
+                (_, call) => {
+                    // A run, or the resume of a gate the gateway did not list
+                    // (the resume state's own claim still decides it once).
+                    let job = match call {
+                        Call::Run(r) => Job::Run(r),
+                        Call::Resume(c) => Job::Resume(c),
+                    };
+                    let launch = Launch {
+                        slot: runs::slot(&app, tenant)?,
+                        run_id: time_prefixed_id(),
+                        job,
+                        created_at: None,
+                        stored: false,
+                    };
+                    runs::start_attached(&app, tenant, launch, attach)
+                }
             }
-        };
+        })
+        .await?;
         let settled = rx
             .wait_for(Option::is_some)
             .await

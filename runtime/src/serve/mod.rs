@@ -7,6 +7,8 @@
 //!   sha256(token)), each tenant's settings (policy, catalog, steps) and
 //!   store ([`tenant::tenant_store`]), request and concurrency budgets.
 //! - [`state`]: the shared [`state::AppState`], passed to handlers explicitly.
+//! - [`inline`]: inline workflows (`workflowText`) kept on disk and, on a
+//!   shared store, in the store for the node that resumes them.
 //! - [`runs`]: the run registry (records in the tenant's store) and the runs API.
 //! - [`approvals`], [`link`], [`page`]: the approvals list, signed
 //!   single-use expiring links, and the HTML page a human decides on.
@@ -22,9 +24,11 @@
 
 pub mod approvals;
 pub mod config;
+pub mod inline;
 pub mod link;
 pub mod mcp_http;
 pub mod metrics;
+pub mod offload;
 pub mod page;
 pub mod queue;
 pub mod runs;

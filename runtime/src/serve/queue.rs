@@ -7,6 +7,7 @@
 //! waits for the run's stored record up to `wait` (200 with the envelope),
 //! else answers 202. With the files store runs start in-process as before.
 
+use super::offload::offload;
 use super::runs::{self, Job as RunJob};
 use super::state::AppState;
 use super::tenant::Tenant;
@@ -43,22 +44,51 @@ pub fn submit(tenant: &Tenant, run_id: &str, body: &Map<String, Value>) -> Resul
     Ok(())
 }
 
-/// Wait up to `wait` for the stored record of `run_id` to settle.
-pub async fn settled(tenant: &Tenant, run_id: &str, wait: Duration) -> Option<Value> {
+/// Wait up to `wait` for the stored record of `run_id` to settle. While the
+/// run goes on on this node it is waited for in-process (woken when a run
+/// ends here, no store read); otherwise the record is polled, off the
+/// async threads, with a backoff.
+pub async fn settled(
+    app: &Arc<AppState>,
+    tenant: &Arc<Tenant>,
+    run_id: &str,
+    wait: Duration,
+) -> Option<Value> {
     let until = Instant::now() + wait;
     let mut pause = Duration::from_millis(5);
     loop {
-        if let Ok(Some(rec)) = runs::load_record(tenant, run_id) {
-            if rec["status"] != "running" {
-                return Some(rec);
+        let ended = app.run_ended.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        let here = app
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(run_id);
+        if !here {
+            let (t, id) = (tenant.clone(), run_id.to_string());
+            let rec = offload(move || runs::load_record(&t, &id)).await;
+            if let Ok(Some(rec)) = rec {
+                if rec["status"] != "running" {
+                    return Some(rec);
+                }
             }
         }
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return None;
         }
-        tokio::time::sleep(pause.min(left)).await;
-        pause = (pause * 2).min(Duration::from_millis(50));
+        if here {
+            // Settling stores the record, then leaves the live set, then
+            // wakes the waiters.
+            let _ = tokio::time::timeout(left, ended).await;
+        } else {
+            tokio::select! {
+                _ = ended => {}
+                _ = tokio::time::sleep(pause.min(left)) => {}
+            }
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
     }
 }
 
@@ -168,6 +198,7 @@ fn execute(
     };
     let every = tenant.store.lease() / 3;
     let handle = handle.clone();
+    let mut confirmed = Instant::now();
     std::thread::spawn(move || loop {
         let done = handle.block_on(async {
             tokio::time::timeout(every, rx.wait_for(Option::is_some))
@@ -175,9 +206,12 @@ fn execute(
                 .is_ok()
         });
         if done {
-            let _ = job.finish();
+            let _ = job.finish_retrying(confirmed);
             return;
         }
-        let _ = job.heartbeat();
+        let asked = Instant::now();
+        if let Ok(true) = job.heartbeat() {
+            confirmed = asked;
+        }
     });
 }

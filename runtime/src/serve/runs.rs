@@ -23,6 +23,7 @@
 //! blocking pool, with the tenant's settings (policy, catalog, steps,
 //! store): the same authority, limits, claims and digests as the CLI.
 
+use super::offload::offload;
 use super::state::{AppState, Live};
 use super::tenant::{RunSlot, Tenant};
 use super::{authed, body_json, ApiError, Log};
@@ -216,7 +217,8 @@ pub fn current_record(
     if rec.as_ref().is_none_or(|r| r["status"] != "running") {
         return Ok(rec);
     }
-    // Settling saves the record and leaves the live set under this lock.
+    // Settling saves the record and leaves the live set under this lock
+    // (PostgreSQL: it saves first, then leaves the live set under the lock).
     let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
     let Some(mut rec) = load_record(tenant, run_id)? else {
         return Ok(None);
@@ -244,6 +246,15 @@ pub fn current_record(
                 }
                 _ => {}
             },
+        }
+    }
+    if !app.root.is_files() && node == app.node {
+        // A queued run this node took: its record names this node just
+        // before it joins the live set. Going on while its job is held.
+        use crate::state::JobStatus;
+        let job = tenant.store.job_status(run_id).map_err(ApiError::store)?;
+        if matches!(job, Some(JobStatus::Running)) {
+            return Ok(Some(rec));
         }
     }
     let elsewhere = !app.root.is_files() && !node.is_empty() && node != app.node;
@@ -417,14 +428,22 @@ pub fn start_attached(
         let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
         {
             let log = &app.log;
-            let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+            // Files: everything under the lock. PostgreSQL: the writes go
+            // outside it and only leaving the live set is under it, so runs
+            // of one tenant settle side by side instead of one store round
+            // trip at a time. A reader ([`current_record`]) holds the lock
+            // across reading the record and the live set: a run it finds
+            // gone from the live set has its final record stored already.
+            let files = tenant.store.is_files();
+            let mut g = files.then(|| tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
             let in_store = app
                 .live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&run_id)
                 .is_none_or(|l| l.in_store);
-            let logged = !paused
+            let logged = files
+                && !paused
                 && !in_store
                 && tenant.run_log.as_ref().is_some_and(|l| {
                     l.append(&run_id, &rec)
@@ -442,6 +461,10 @@ pub fn start_attached(
                 }
                 save_settled(&tenant.store, &rec, log);
             }
+            if g.is_none() {
+                g = Some(tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
+            }
+            let _g = g;
             app.live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -570,30 +593,54 @@ pub async fn create(
     let tenant = authed(&app, &headers)?;
     let body = body_json(body)?;
     let wait = wait_of(&app, &body, &query)?;
-    let request = run_request(&tenant, &body)?;
-    if !tenant.store.is_files() {
-        // Nodes on one database: queued, run by whichever node is free.
+    let slot = if tenant.store.is_files() {
+        slot(&app, &tenant)?
+    } else {
         if app.stopping() {
             slot(&app, &tenant)?;
         }
-        let run_id = time_prefixed_id();
-        super::queue::submit(&tenant, &run_id, &body)?;
-        let settled = super::queue::settled(&tenant, &run_id, wait).await;
-        return Ok(answer(&run_id, settled));
-    }
-    let slot = slot(&app, &tenant)?;
+        match tenant.admit_run() {
+            // Nodes on one database: a node with a free run slot runs the
+            // run itself (no queue round trips, no wake-up to wait for)…
+            Ok(slot) => slot,
+            // …a busy one queues it for whichever node is free.
+            Err(_) => {
+                let run_id = time_prefixed_id();
+                let (t, id) = (tenant.clone(), run_id.clone());
+                offload(move || {
+                    run_request(&t, &body)?;
+                    super::queue::submit(&t, &id, &body)
+                })
+                .await?;
+                let settled = super::queue::settled(&app, &tenant, &run_id, wait).await;
+                return Ok(answer(&run_id, settled));
+            }
+        }
+    };
     let run_id = time_prefixed_id();
-    let rx = start(
-        &app,
-        &tenant,
-        slot,
-        run_id.clone(),
-        Job::Run(request),
-        None,
-        false,
-    )?;
+    let rx = if tenant.store.is_files() {
+        // Nothing to wait for in the store: no hop to the blocking pool.
+        let request = run_request(&tenant, &body)?;
+        start(
+            &app,
+            &tenant,
+            slot,
+            run_id.clone(),
+            Job::Run(request),
+            None,
+            false,
+        )?
+    } else {
+        let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
+        offload(move || {
+            let request = run_request(&t, &body)?;
+            start(&a, &t, slot, id, Job::Run(request), None, false)
+        })
+        .await?
+    };
     let settled = settle(rx, wait).await;
-    if settled.is_none() {
+    // PostgreSQL: its `running` record is stored already (by `start`).
+    if settled.is_none() && tenant.store.is_files() {
         hand_out(&app, &tenant, &run_id);
     }
     Ok(answer(&run_id, settled))
@@ -641,7 +688,7 @@ pub(crate) fn run_request(
             RunTarget::Pipeline(p)
         }
         (None, Some(w), None) => RunTarget::WorkflowNamed(w),
-        (None, None, Some(doc)) => RunTarget::WorkflowPath(save_inline(tenant, &doc)?),
+        (None, None, Some(doc)) => RunTarget::WorkflowPath(super::inline::keep(tenant, &doc)?),
         (None, None, None) => {
             return Err(ApiError::bad_request(
                 "give one of pipeline, workflow (a catalog name) or workflowText",
@@ -669,26 +716,6 @@ pub(crate) fn run_request(
     })
 }
 
-/// Keep an inline workflow as a file in the tenant's store directory, named
-/// by its digest (the workflow runner and a later resume read it from
-/// there, and resume checks it did not change). It runs under the tenant's
-/// policy like any workflow file: it is untrusted input.
-fn save_inline(tenant: &Tenant, doc: &str) -> Result<std::path::PathBuf, ApiError> {
-    let ext = if doc.trim_start().starts_with('{') {
-        "json"
-    } else {
-        "lobster"
-    };
-    let dir = tenant.store.dir().join("inline");
-    let path = dir.join(format!("{}.{ext}", blake3::hash(doc.as_bytes()).to_hex()));
-    if !path.is_file() {
-        std::fs::create_dir_all(&dir)
-            .and_then(|_| crate::state::write_atomic(&path, doc.as_bytes()))
-            .map_err(|e| ApiError::internal(format!("cannot keep workflowText: {e}")))?;
-    }
-    Ok(path)
-}
-
 /// `GET /v1/runs/{runId}`.
 pub async fn get(
     State(app): State<Arc<AppState>>,
@@ -696,7 +723,10 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = authed(&app, &headers)?;
-    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
+    let rec = offload(move || current_record(&a, &t, &id))
+        .await?
+        .ok_or_else(|| ApiError::no_run(&run_id))?;
     Ok(Json(rec).into_response())
 }
 
@@ -711,7 +741,10 @@ pub async fn resume_run(
     let tenant = authed(&app, &headers)?;
     let body = body_json(body)?;
     let wait = wait_of(&app, &body, &query)?;
-    let rec = current_record(&app, &tenant, &run_id)?.ok_or_else(|| ApiError::no_run(&run_id))?;
+    let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
+    let rec = offload(move || current_record(&a, &t, &id))
+        .await?
+        .ok_or_else(|| ApiError::no_run(&run_id))?;
     decide(&app, &tenant, &rec, body, wait, false).await
 }
 
@@ -737,7 +770,13 @@ pub async fn resume_by_token(
         return Err(ApiError::bad_request("token or approvalId required"));
     }
     // The run this token belongs to, when it is one of the tenant's paused runs.
-    if let Some(rec) = find_paused(&tenant, token, approval)? {
+    let (t, token, approval) = (
+        tenant.clone(),
+        token.map(String::from),
+        approval.map(String::from),
+    );
+    let found = offload(move || find_paused(&t, token.as_deref(), approval.as_deref())).await?;
+    if let Some(rec) = found {
         return decide(&app, &tenant, &rec, body, wait, false).await;
     }
     Err(ApiError::decided(
@@ -781,9 +820,11 @@ pub async fn decide(
     body.remove("approvalId");
     body.insert("token".into(), json!(token));
     let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let (run_id, rx) = decide_call(app, tenant, rec, call, Attach::default())?;
+    let (a, t, r) = (app.clone(), tenant.clone(), rec.clone());
+    let (run_id, rx) = offload(move || decide_call(&a, &t, &r, call, Attach::default())).await?;
     let settled = settle(rx, wait).await;
-    if settled.is_none() {
+    // PostgreSQL: its `running` record is stored already (by `start`).
+    if settled.is_none() && tenant.store.is_files() {
         hand_out(app, tenant, &run_id);
     }
     Ok(answer(&run_id, settled))
@@ -805,6 +846,8 @@ pub fn decide_call(
     let token =
         gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
     let slot = slot(app, tenant)?;
+    // A workflowText run paused on another node: its document, from the store.
+    super::inline::materialise(&tenant.store, &run_id, &token)?;
     // Exactly once on every node: whoever creates the gate's taken key
     // decides it (the store's claim of the resume state is the second lock).
     if !take_gate(tenant, &run_id, &token, &app.log)? {

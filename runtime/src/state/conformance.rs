@@ -732,6 +732,7 @@ fn statements_run_under_a_timeout_and_say_so_when_they_hit_it() {
     let e = db
         .run(move |c| {
             let mut tx = c
+                .client()
                 .transaction()
                 .map_err(|e| inner.error("cannot read from", e))?;
             tx.batch_execute("SET LOCAL statement_timeout = 50")
@@ -756,7 +757,8 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
     let create = format!("CREATE DATABASE {db_name}");
     admin
         .run(move |c| {
-            c.batch_execute(&create)
+            c.client()
+                .batch_execute(&create)
                 .map_err(|e| crate::error::Error::runtime(e.to_string()))
         })
         .unwrap();
@@ -789,7 +791,8 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
     let drop_db = format!("DROP DATABASE {db_name} WITH (FORCE)");
     admin
         .run(move |c| {
-            c.batch_execute(&drop_db)
+            c.client()
+                .batch_execute(&drop_db)
                 .map_err(|e| crate::error::Error::runtime(e.to_string()))
         })
         .unwrap();
@@ -877,4 +880,84 @@ fn a_database_restart_under_load_fails_calls_cleanly_then_recovers_losing_nothin
         }
     }
     pg_sh(&dir, "stop");
+}
+
+#[test]
+fn a_database_restart_while_a_resume_ends_does_not_interrupt_the_run() {
+    // A cluster of its own, stopped while a claim is checked and released.
+    if pg_url().is_none() {
+        return;
+    }
+    let parent = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        parent.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let dir = parent.path().join("pg");
+    struct Stop(std::path::PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("bash")
+                .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh"))
+                .arg("stop")
+                .env("LOBSTER_PG_DIR", &self.0)
+                .output();
+        }
+    }
+    let url = pg_sh(&dir, "start");
+    let _stop = Stop(dir.clone());
+    let local = tempfile::tempdir().unwrap();
+    let s = StateStore::postgres(&url, local.path())
+        .for_tenant("restart")
+        .with_lease(Duration::from_secs(5));
+    // Down for a second while the lease (5 s) holds: restarted meanwhile.
+    let outage = |dir: &std::path::Path| {
+        pg_sh(dir, "kill");
+        let dir = dir.to_path_buf();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1000));
+            pg_sh(&dir, "start");
+        })
+    };
+    let key = "workflow_resume_restart";
+    s.set(key, &serde_json::from_str(WF_STATE).unwrap())
+        .unwrap();
+    let held = claim(&s, key).unwrap().unwrap();
+    // The fenced check before the result is saved…
+    let back = outage(&dir);
+    held.check_held().unwrap();
+    back.join().unwrap();
+    // …and the release when the resume ends: both wait out the outage.
+    let back = outage(&dir);
+    drop(held);
+    back.join().unwrap();
+    assert!(
+        error_for(&s, key).is_none(),
+        "the finished run reads interrupted"
+    );
+    assert!(claim(&s, key).unwrap().is_none());
+    // A queued run's job, finished while the database restarts: gone, not
+    // left to be read as interrupted.
+    s.enqueue("restart-job", &json!({"n": 1})).unwrap();
+    let job = s.take_job().unwrap().unwrap();
+    let back = outage(&dir);
+    assert!(job.finish_retrying(std::time::Instant::now()).unwrap());
+    back.join().unwrap();
+    assert_eq!(s.job_status("restart-job").unwrap(), None);
+
+    // Down for longer than the lease: the check gives up once the lease is
+    // over (the run is then interrupted, its result not saved).
+    let s = s.with_lease(Duration::from_millis(800));
+    let key = "workflow_resume_restart_long";
+    s.set(key, &serde_json::from_str(WF_STATE).unwrap())
+        .unwrap();
+    let held = claim(&s, key).unwrap().unwrap();
+    pg_sh(&dir, "kill");
+    let t = std::time::Instant::now();
+    let e = held.check_held().unwrap_err().to_string();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(e.contains("PostgreSQL"), "{e}");
+    held.abandon();
+    pg_sh(&dir, "start");
 }

@@ -56,6 +56,28 @@ impl Job {
     /// The job is done: remove it. `false` when it was no longer this
     /// taker's (its record of being interrupted is then left alone).
     pub fn finish(self) -> Result<bool> {
+        self.end()
+    }
+
+    /// [`Job::finish`], retried (with backoff) while it fails and the job's
+    /// lease, counted from `confirmed` (its last heartbeat), lasts: a
+    /// database restart at this moment does not leave a finished job to be
+    /// read as interrupted. Fenced by the job's epoch like every retry.
+    pub fn finish_retrying(self, confirmed: std::time::Instant) -> Result<bool> {
+        let until = confirmed + self.store.lease();
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            match self.end() {
+                Err(_) if std::time::Instant::now() + pause < until => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn end(&self) -> Result<bool> {
         match self.store.pg()? {
             Some(pg) => pg.finish_job(&safe(&self.id)?, self.epoch),
             None => {
