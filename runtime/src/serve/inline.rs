@@ -82,6 +82,20 @@ fn refused(run_id: &str, why: String) -> ApiError {
     )
 }
 
+/// Whether `path` is `<…>/<this tenant's directory name>/inline/<file>`,
+/// absolute and without `..`.
+fn in_tenant_inline_dir(path: &Path, tenant_dir: &Path) -> bool {
+    use std::path::Component;
+    let plain = path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    let parent = path.parent();
+    plain
+        && parent.and_then(Path::file_name) == Some("inline".as_ref())
+        && parent.and_then(Path::parent).and_then(Path::file_name) == tenant_dir.file_name()
+}
+
 /// Before the gate of `run_id` (resume token `token`) is decided on this
 /// node: write every inline document its paused state depends on that is
 /// missing from this node's disk, from the tenant's store, at the path the
@@ -113,6 +127,19 @@ pub fn materialise(store: &StateStore, run_id: &str, token: &str) -> Result<(), 
         if path.is_file() {
             // Present: the resume re-hashes it against the pinned digest.
             continue;
+        }
+        // Only ever into an `inline` directory of this tenant's (the node
+        // that paused the run may keep its state elsewhere): a state row
+        // (anyone who can write the database) cannot make a node write
+        // into a directory of its choosing.
+        if !in_tenant_inline_dir(path, store.dir()) {
+            return Err(refused(
+                run_id,
+                format!(
+                    "its inline workflow {} is not in an inline directory of this tenant",
+                    path.display()
+                ),
+            ));
         }
         if digest != pinned {
             return Err(refused(
@@ -163,7 +190,24 @@ fn workflow_state_key(token: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{inline_digest, workflow_state_key};
+    use super::{in_tenant_inline_dir, inline_digest, workflow_state_key};
+    use std::path::Path;
+
+    #[test]
+    fn only_an_inline_directory_of_this_tenant_is_written() {
+        let mine = Path::new("/srv/a/tenants/t-1");
+        let ok = Path::new("/srv/b/tenants/t-1/inline/ab.lobster");
+        assert!(in_tenant_inline_dir(ok, mine));
+        for bad in [
+            "/etc/inline/ab.lobster",
+            "/srv/b/tenants/t-2/inline/ab.lobster",
+            "/srv/b/tenants/t-1/other/ab.lobster",
+            "/srv/b/tenants/t-1/inline/../inline/ab.lobster",
+            "srv/tenants/t-1/inline/ab.lobster",
+        ] {
+            assert!(!in_tenant_inline_dir(Path::new(bad), mine), "{bad}");
+        }
+    }
 
     #[test]
     fn only_workflow_tokens_name_a_state_to_read() {
@@ -181,8 +225,6 @@ mod tests {
         assert_eq!(workflow_state_key(&pipe), None);
         assert_eq!(workflow_state_key("not a token"), None);
     }
-
-    use std::path::Path;
 
     #[test]
     fn only_inline_documents_named_by_a_digest_are_materialised() {
