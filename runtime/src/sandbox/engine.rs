@@ -205,7 +205,11 @@ fn config(allocation: Allocation) -> Config {
         .max_memories_per_component(memories)
         .max_tables_per_component(tables)
         .max_memory_size(MAX_MEMORY_BYTES)
-        .linear_memory_keep_resident(1 << 20)
+        // A freed slot's first 64 KiB are zeroed with memset, the rest given
+        // back with madvise. Measured on the serve benchmark (5 Rust steps
+        // per run): 1 MiB made memset 12 % of the server's CPU; 64 KiB
+        // served ~10 % more runs/s than 1 MiB, and slightly more than 0.
+        .linear_memory_keep_resident(64 << 10)
         .table_keep_resident(1 << 16);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config

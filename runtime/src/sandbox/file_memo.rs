@@ -95,21 +95,30 @@ pub fn load(path: &Path, cache: &ArtifactCache) -> Result<Arc<LoadedComponent>, 
         path: path.to_path_buf(),
         source,
     };
-    let now = SystemTime::now();
     let stamp = Stamp::of(&std::fs::metadata(path).map_err(io)?);
     if let Some(hit) = lookup(path, &stamp) {
         return Ok(hit);
     }
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let before = Stamp::of(&file.metadata().map_err(io)?);
-    let mut bytes = Vec::with_capacity(usize::try_from(before.size).unwrap_or(0));
-    file.read_to_end(&mut bytes).map_err(io)?;
-    let after = Stamp::of(&file.metadata().map_err(io)?);
+    let (bytes, settled) = read_stamped(path).map_err(io)?;
     let component = load_bytes(&bytes, path, cache)?;
-    if before == after && after.settled(now) {
-        remember(path, after, &component);
+    if let Some(stamp) = settled {
+        remember(path, stamp, &component);
     }
     Ok(component)
+}
+
+/// The bytes of the file at `path`, and its stamp when what was read may be
+/// memoised under it: the stamp did not change while the file was read,
+/// and its times are [`SETTLED`] (see the module docs).
+pub fn read_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
+    let now = SystemTime::now();
+    let mut file = std::fs::File::open(path)?;
+    let before = Stamp::of(&file.metadata()?);
+    let mut bytes = Vec::with_capacity(usize::try_from(before.size).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    let after = Stamp::of(&file.metadata()?);
+    let settled = (before == after && after.settled(now)).then_some(after);
+    Ok((bytes, settled))
 }
 
 fn lookup(path: &Path, stamp: &Stamp) -> Option<Arc<LoadedComponent>> {

@@ -3,10 +3,12 @@
 //! every mapping key, so validation can say `<file>:<line>:<col>: <message>`.
 
 use crate::error::{Error, Result};
+use crate::sandbox::file_memo::{read_stamped, Stamp, MAX_ENTRIES};
 use saphyr::{LoadableYamlNode, MarkedYamlOwned, ScalarOwned, YamlDataOwned};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A 1-based line and column in the source file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,8 +67,9 @@ pub fn seg(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
 }
 
-/// Read, hash and parse `path` (`shown` is how messages name it).
-pub fn load(path: &Path) -> Result<(Source, Doc)> {
+/// Read, hash and parse `path` (`shown` is how messages name it); an
+/// unchanged file is parsed once per process (see [`DocMemo`]).
+pub fn load(path: &Path) -> Result<(Source, Arc<Doc>)> {
     let shown = std::env::current_dir()
         .ok()
         .and_then(|cwd| path.strip_prefix(cwd).ok())
@@ -81,17 +84,8 @@ pub fn load(path: &Path) -> Result<(Source, Doc)> {
     if !path.is_file() {
         return Err(Error::parse(format!("Workflow file not found: {shown}")));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| Error::runtime(format!("cannot read workflow file {shown}: {e}")))?;
-    let digest = blake3::hash(&bytes).to_hex().to_string();
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Error::parse(format!("{shown}: workflow file is not valid UTF-8")))?;
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let is_json = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let doc = parse_text(&text, is_json, &shown)?;
+    let (digest, doc) = parsed(path, &shown)?;
     Ok((
         Source {
             shown,
@@ -100,6 +94,49 @@ pub fn load(path: &Path) -> Result<(Source, Doc)> {
         },
         doc,
     ))
+}
+
+/// Parsed documents by path, with the stamp of the file they were parsed
+/// from: `lobster serve` runs the same catalog workflow many times, and
+/// reading, hashing and parsing it per run is wasted work. An entry is used
+/// only while the file's stamp (device, inode, size, modification and
+/// change times in ns) is the same, and a file is remembered only when its
+/// times are settled, by the rule of [`crate::sandbox::file_memo`]; the
+/// digest recorded with a run is the digest of the bytes the document was
+/// parsed from.
+type DocMemo = Mutex<HashMap<PathBuf, (Stamp, String, Arc<Doc>)>>;
+
+fn doc_memo() -> &'static DocMemo {
+    static MEMO: OnceLock<DocMemo> = OnceLock::new();
+    MEMO.get_or_init(Default::default)
+}
+
+/// The digest and parsed document of the workflow file at `path`.
+fn parsed(path: &Path, shown: &str) -> Result<(String, Arc<Doc>)> {
+    let read_error =
+        |e: std::io::Error| Error::runtime(format!("cannot read workflow file {shown}: {e}"));
+    let stamp = Stamp::of(&std::fs::metadata(path).map_err(read_error)?);
+    if let Some((known, digest, doc)) = doc_memo().lock().ok().and_then(|m| m.get(path).cloned()) {
+        if known == stamp {
+            return Ok((digest, doc));
+        }
+    }
+    let (bytes, settled) = read_stamped(path).map_err(read_error)?;
+    let digest = blake3::hash(&bytes).to_hex().to_string();
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::parse(format!("{shown}: workflow file is not valid UTF-8")))?;
+    let is_json = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let doc = Arc::new(parse_text(&text, is_json, shown)?);
+    if let (Some(stamp), Ok(mut memo)) = (settled, doc_memo().lock()) {
+        if memo.len() >= MAX_ENTRIES && !memo.contains_key(path) {
+            memo.clear();
+        }
+        memo.insert(path.to_path_buf(), (stamp, digest.clone(), doc.clone()));
+    }
+    Ok((digest, doc))
 }
 
 /// Parse file text (JSON strictly when `is_json`, else YAML 1.2).
@@ -247,5 +284,31 @@ mod tests {
         );
         let e = parse_text("a: [1,\n", false, "w.yaml").unwrap_err();
         assert!(e.to_string().starts_with("w.yaml:"), "{e}");
+    }
+
+    #[test]
+    fn an_unchanged_file_is_parsed_once_and_a_changed_one_again() {
+        use crate::sandbox::file_memo::SETTLED;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("w.lobster");
+        std::fs::write(&file, "steps: [{id: a, run: echo 1}]\n").unwrap();
+        let (s1, d1) = load(&file).unwrap();
+        // Just written: not remembered, so an in-place rewrite of the same
+        // size within the same clock tick is still seen.
+        std::fs::write(&file, "steps: [{id: b, run: echo 1}]\n").unwrap();
+        let (s2, d2) = load(&file).unwrap();
+        assert_ne!(s1.digest, s2.digest);
+        assert_eq!(d2.value["steps"][0]["id"], "b");
+        assert!(!Arc::ptr_eq(&d1, &d2));
+        std::thread::sleep(SETTLED + std::time::Duration::from_millis(50));
+        let (_, d3) = load(&file).unwrap();
+        let (s4, d4) = load(&file).unwrap();
+        assert!(Arc::ptr_eq(&d3, &d4), "settled: parsed once");
+        assert_eq!(s4.digest, s2.digest);
+        // Changed (same size): parsed again.
+        std::fs::write(&file, "steps: [{id: c, run: echo 1}]\n").unwrap();
+        let (s5, d5) = load(&file).unwrap();
+        assert_eq!(d5.value["steps"][0]["id"], "c");
+        assert_ne!(s5.digest, s4.digest);
     }
 }
