@@ -271,20 +271,19 @@ fn workflow_inside(cwd: &Path, path: &str) -> Result<PathBuf> {
     Ok(full)
 }
 
-/// Run `work` on its own thread; the calling thread keeps the deadline and
+/// Run `work` on a thread of its own ([`super::run_threads`]: reused once
+/// a run ends); the calling thread keeps the deadline and
 /// answers with the cancellation error if the run has not stopped within
 /// [`CANCEL_GRACE`] after the deadline or `ctx.cancel` fired.
 fn supervised(mut ctx: Context, work: Work) -> Result<Paused> {
     let cancel = ctx.cancel.clone();
     let deadline = ctx.limits.timeout.map(|t| Instant::now() + t);
     let (tx, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("lobster-run".into())
-        .spawn(move || {
-            let result = work(&mut ctx);
-            let _ = tx.send(result);
-        })
-        .map_err(|e| Error::runtime(format!("cannot start the run's thread: {e}")))?;
+    super::run_threads::spawn(move || {
+        let result = work(&mut ctx);
+        let _ = tx.send(result);
+    })
+    .map_err(|e| Error::runtime(format!("cannot start the run's thread: {e}")))?;
     let mut grace_until: Option<Instant> = None;
     loop {
         let now = Instant::now();
