@@ -229,9 +229,17 @@ const CONFIG_TEXT: &str = "lobster-sandbox v1; component-model; fuel; epoch; sta
 
 impl SandboxEngine {
     fn new() -> Result<Self, SandboxError> {
-        let allocation = Allocation::from_env()?;
-        let engine =
-            Engine::new(&config(allocation)).map_err(|e| SandboxError::Engine(e.to_string()))?;
+        let mut allocation = Allocation::from_env()?;
+        let mut engine = Engine::new(&config(allocation));
+        let asked = std::env::var("LOBSTER_WASM_ALLOCATOR").is_ok_and(|v| !v.is_empty());
+        if engine.is_err() && allocation == Allocation::Pooling && !asked {
+            // Only preferred (`prefer_pooling`), not asked for: a host whose
+            // address space cannot hold the pool's reservation (a 39-bit
+            // arm64 kernel) runs steps per instance rather than not at all.
+            allocation = Allocation::Reserved;
+            engine = Engine::new(&config(allocation));
+        }
+        let engine = engine.map_err(|e| SandboxError::Engine(e.to_string()))?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| SandboxError::Engine(e.to_string()))?;
