@@ -8,6 +8,12 @@
 //! A run always gets a thread at once: an idle one if there is one, else a
 //! new one (a run that never stops keeps its thread, as before). Threads
 //! idle for [`IDLE_FOR`] end.
+//!
+//! Reuse across runs (and tenants) carries nothing over: Lobster keeps no
+//! thread-local state, a run's `Context` is moved into the job and dropped
+//! with it, and wasmtime's per-thread state (trap handling, the signal
+//! stack) is made for many stores on one thread — tokio's blocking pool,
+//! which calls `api::run`, already reuses its threads the same way.
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
