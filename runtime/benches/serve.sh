@@ -6,7 +6,8 @@
 #   (b) a 5-step wasm workflow (the example steps inbox.categorize and
 #       email.triage, alternating, on three inline messages),
 # at 1, 16 and 64 clients, each side by side with the same load as one
-# `lobster run --mode tool` process per request (lobster-load --exec); then
+# `lobster run --mode tool` process per request (lobster-load --exec); an
+# open-loop case of each at a fixed offered rate (SERVE_BENCH_RATES); then
 # the server's RSS (VmRSS) before and after SERVE_BENCH_RUNS runs of each.
 # Prints a Markdown table on stdout; progress and errors go to stderr.
 #
@@ -14,9 +15,11 @@
 #   SERVE_BENCH_RUNS=2000 SERVE_BENCH_SECONDS=3 runtime/benches/serve.sh   # a quick run
 #
 # Environment:
-#   SERVE_BENCH_RUNS=100000    runs of each case for the RSS check (0 skips it)
+#   SERVE_BENCH_RUNS=100000    runs per batch of the RSS check, two batches per case (0 skips it)
 #   SERVE_BENCH_SECONDS=10     seconds per load case
 #   SERVE_BENCH_CLIENTS="1 16 64"
+#   SERVE_BENCH_RATES="2000 1000"   offered runs/s of (a) and (b) for the open-loop
+#                              cases at 16 clients (the issue's targets; "" skips them)
 #   SERVE_BENCH_READY_SECONDS=60   how long to wait for the server's ready line
 #   SERVE_BENCH_KEEP=1         keep the temporary directory (config, logs)
 #   SERVE_BENCH_BIN_DIR=DIR    take lobster and lobster-load from DIR instead
@@ -35,6 +38,7 @@ repo_root=$(cd -- "$script_dir/../.." && pwd)
 runs=${SERVE_BENCH_RUNS:-100000}
 seconds=${SERVE_BENCH_SECONDS:-10}
 clients_list=${SERVE_BENCH_CLIENTS:-1 16 64}
+rates=${SERVE_BENCH_RATES-2000 1000}
 ready_seconds=${SERVE_BENCH_READY_SECONDS:-60}
 if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
     target_dir=$(realpath -m -- "$CARGO_TARGET_DIR")
@@ -255,11 +259,24 @@ for c in $clients_list; do
     measure "(b) 5-step wasm workflow" spawn "$c" --exec "$spawn_workflow"
 done
 
+# Open loop: a fixed offered rate at 16 clients, latency from when each
+# request was due (lobster-load --rate).
+if [[ -n $rates ]]; then
+    read -r rate_a rate_b <<<"$rates"
+    [[ $rate_a =~ ^[1-9][0-9]*$ && $rate_b =~ ^[1-9][0-9]*$ ]] ||
+        die "SERVE_BENCH_RATES must be two positive whole numbers, got '$rates'"
+    measure "(a) 3-stage pipeline" "serve @${rate_a}/s" 16 "${serve_args[@]}" --body-json "$pipeline_body" --rate "$rate_a"
+    measure "(b) 5-step wasm workflow" "serve @${rate_b}/s" 16 "${serve_args[@]}" --body-json "$workflow_body" --rate "$rate_b"
+fi
+
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
 rss_lines=()
 if [[ $runs -gt 0 ]]; then
     rss_lines+=("| before | $(rss_kib) |")
-    for which in pipeline workflow; do
+    # Each case twice: the first batch fills what is meant to fill (the run
+    # log's last 4,096 records, warm pool slots, allocator arenas); growth
+    # in the second batch would be a leak.
+    for which in pipeline pipeline workflow workflow; do
         body=$pipeline_body
         [[ $which == workflow ]] && body=$workflow_body
         log "RSS: $runs runs of the $which case at 16 clients"
@@ -269,7 +286,7 @@ if [[ $runs -gt 0 ]]; then
             die "every request of the RSS run ($which) failed"
         fi
         errors=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["errors"])' "$report")
-        rss_lines+=("| after $runs $which runs ($errors errors) | $(rss_kib) |")
+        rss_lines+=("| after $runs more $which runs ($errors errors) | $(rss_kib) |")
     done
 fi
 
@@ -293,6 +310,8 @@ print("|---|---|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     base = spawn.get((r["case"], r["c"]))
     ratio = "1.0" if r["kind"] == "spawn" else (f'{r["rps"] / base:.1f}x' if base else "n/a")
+    if r["kind"].startswith("serve @"):
+        ratio = "open loop"
     print(f'| {r["case"]} | {r["kind"]} | {r["c"]} | {r["rps"]:.0f} | {r["p50_ms"]:.2f} '
           f'| {r["p99_ms"]:.2f} | {r["errors"]} | {ratio} |')
 PY

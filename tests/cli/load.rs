@@ -239,6 +239,25 @@ fn load_keeps_one_connection_per_client_alive() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(report["seconds"].as_f64().unwrap() >= 1.0, "{report}");
     assert!(report["requests"].as_u64().unwrap() > 10, "{report}");
+    // An offered rate: the schedule, not the server, sets the pace (50 a
+    // second for 2 s is 100 requests, not the thousands a closed loop sends).
+    let (out, report) = load(&[
+        "--url",
+        &url,
+        "--body-json",
+        "{}",
+        "-c",
+        "4",
+        "-d",
+        "2",
+        "--rate",
+        "50",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(report["rate"], 50.0, "{report}");
+    assert_eq!(report["requests"], 100, "{report}");
+    let rps = report["rps"].as_f64().unwrap();
+    assert!((45.0..=55.0).contains(&rps), "{report}");
 }
 
 #[test]
@@ -300,6 +319,10 @@ fn load_refuses_bad_arguments_with_the_fix() {
         (
             vec!["--url", "http://a:1/", "-n", "1", "--body", "/nonexistent"],
             "--body /nonexistent",
+        ),
+        (
+            vec!["--url", "http://a:1/", "-n", "1", "--rate", "0"],
+            "--rate must be at least 1",
         ),
     ] {
         let (out, _) = load(&args);

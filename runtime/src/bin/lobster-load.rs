@@ -5,7 +5,7 @@
 //! ```text
 //! lobster-load --url http://HOST:PORT/PATH [--header 'Name: value']... [--method M]
 //!              [--body FILE | --body-json TEXT] -c CLIENTS (-n REQUESTS | -d SECONDS)
-//!              [--expect-status N]
+//!              [--expect-status N] [--rate PER_SECOND]
 //! lobster-load --exec 'CMD ARG...' [--body FILE | --body-json TEXT] -c CLIENTS
 //!              (-n REQUESTS | -d SECONDS) [--expect-status N]
 //! ```
@@ -15,6 +15,14 @@
 //! again). The method is POST when a body is given, else GET. A request is an
 //! error when it fails on the wire or answers another status than
 //! `--expect-status` (default: any 2xx is fine).
+//!
+//! Without `--rate` every client sends its next request as soon as the last
+//! one is answered (a closed loop: it finds the most the server can do, and
+//! latencies then grow with the clients). `--rate R` offers R requests a
+//! second in all instead, the clients taking turns on a fixed schedule (an
+//! open loop, like wrk2): a request's latency counts from when it was due,
+//! so a server that falls behind shows it in every percentile instead of
+//! slowing the load down (no coordinated omission).
 //!
 //! `--exec` mode spawns CMD once per request instead (words split like a
 //! shell would, with '…', "…" and \ quoting but no expansion; the body goes
@@ -38,7 +46,8 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str =
     "usage: lobster-load (--url URL | --exec 'CMD ...') -c CLIENTS (-n REQUESTS | -d SECONDS) \
-[--header 'Name: value']... [--method M] [--body FILE | --body-json TEXT] [--expect-status N]";
+[--header 'Name: value']... [--method M] [--body FILE | --body-json TEXT] [--expect-status N] \
+[--rate PER_SECOND]";
 
 /// What every client does per request.
 #[derive(Clone)]
@@ -68,6 +77,8 @@ struct Options {
     clients: usize,
     amount: Amount,
     expect: Option<u16>,
+    /// Requests per second offered in all (`--rate`); `None`: closed loop.
+    rate: Option<f64>,
 }
 
 /// The outcome of one request: its status (`"200"`, `"exit 0"`) or the
@@ -116,6 +127,7 @@ fn parse(argv: &[String]) -> Result<Options, String> {
     let mut requests = None;
     let mut seconds = None;
     let mut expect = None;
+    let mut rate = None;
     let mut i = 0;
     while i < argv.len() {
         let flag = argv[i].as_str();
@@ -150,6 +162,13 @@ fn parse(argv: &[String]) -> Result<Options, String> {
             "-n" | "--requests" => requests = Some(number(flag, &value()?)? as u64),
             "-d" | "--duration" => seconds = Some(number(flag, &value()?)? as u64),
             "--expect-status" => expect = Some(number(flag, &value()?)? as u16),
+            "--rate" => {
+                let r = number(flag, &value()?)?;
+                if r == 0 {
+                    return Err(format!("{flag} must be at least 1"));
+                }
+                rate = Some(r as f64);
+            }
             "-h" | "--help" => return Err("help".into()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -182,6 +201,7 @@ fn parse(argv: &[String]) -> Result<Options, String> {
         clients,
         amount,
         expect,
+        rate,
     })
 }
 
@@ -303,14 +323,30 @@ fn run(options: &Options) -> (Value, bool) {
     let tally = Arc::new(Mutex::new(Tally::default()));
     let body: Arc<[u8]> = options.body.clone().into();
     let start = Instant::now();
-    let threads: Vec<_> = (0..options.clients)
-        .map(|_| {
+    let clients = options.clients as u64;
+    let threads: Vec<_> = (0..clients)
+        .map(|index| {
             let (issued, tally, body) = (issued.clone(), tally.clone(), body.clone());
             let (target, amount, expect) = (options.target.clone(), options.amount, options.expect);
+            let rate = options.rate;
             std::thread::spawn(move || {
                 let mut local = Tally::default();
                 let mut client = Client::new(target, body, expect);
+                let mut turn = 0u64;
                 loop {
+                    // Open loop: this client's next turn on the shared schedule.
+                    let due = rate.map(|r| {
+                        start + Duration::from_secs_f64((turn * clients + index) as f64 / r)
+                    });
+                    turn += 1;
+                    if let (Some(due), Amount::Until(end)) = (due, amount) {
+                        if due >= end {
+                            break;
+                        }
+                    }
+                    if let Some(wait) = due.and_then(|d| d.checked_duration_since(Instant::now())) {
+                        std::thread::sleep(wait);
+                    }
                     match amount {
                         Amount::Requests(n) => {
                             if issued.fetch_add(1, Ordering::Relaxed) >= n {
@@ -323,7 +359,7 @@ fn run(options: &Options) -> (Value, bool) {
                             }
                         }
                     }
-                    let t0 = Instant::now();
+                    let t0 = due.unwrap_or_else(Instant::now);
                     let outcome = client.one();
                     local.latencies_us.push(t0.elapsed().as_micros() as u64);
                     match outcome.status {
@@ -389,6 +425,7 @@ fn run(options: &Options) -> (Value, bool) {
     let report = json!({
         "mode": match options.target { Target::Http(_) => "http", Target::Exec(_) => "exec" },
         "clients": options.clients,
+        "rate": options.rate,
         "requests": requests,
         "errors": tally.errors,
         "seconds": round3(seconds),
