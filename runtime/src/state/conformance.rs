@@ -811,22 +811,51 @@ fn pg_sh(dir: &std::path::Path, what: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+/// A throwaway cluster of a test's own (tests/pg.sh, as CI starts the
+/// shared one), stopped when dropped; `None` where no PostgreSQL is set up.
+struct OwnCluster {
+    _parent: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    url: String,
+}
+
+impl OwnCluster {
+    fn start() -> Option<OwnCluster> {
+        pg_url()?;
+        let parent = tempfile::tempdir().unwrap();
+        // The server runs as the postgres user: let it reach its directory.
+        std::fs::set_permissions(
+            parent.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let dir = parent.path().join("pg");
+        let url = pg_sh(&dir, "start");
+        Some(OwnCluster {
+            _parent: parent,
+            dir,
+            url,
+        })
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh"))
+            .arg("stop")
+            .env("LOBSTER_PG_DIR", &self.dir)
+            .output();
+    }
+}
+
 #[test]
 fn a_database_restart_under_load_fails_calls_cleanly_then_recovers_losing_nothing() {
-    // A cluster of its own (tests/pg.sh, as CI starts the shared one), so
-    // stopping it disturbs no other test.
-    if pg_url().is_none() {
+    // A cluster of its own, so stopping it disturbs no other test.
+    let Some(cluster) = OwnCluster::start() else {
         return;
-    }
-    let parent = tempfile::tempdir().unwrap();
-    // The server runs as the postgres user: let it reach its directory.
-    std::fs::set_permissions(
-        parent.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let dir = parent.path().join("pg");
-    let url = pg_sh(&dir, "start");
+    };
+    let (dir, url) = (cluster.dir.clone(), cluster.url.clone());
     let local = tempfile::tempdir().unwrap();
     let s = StateStore::postgres(&url, local.path());
     s.ping().unwrap();
@@ -879,34 +908,15 @@ fn a_database_restart_under_load_fails_calls_cleanly_then_recovers_losing_nothin
             assert!(s.get(key).unwrap().is_some(), "{key} lost");
         }
     }
-    pg_sh(&dir, "stop");
 }
 
 #[test]
 fn a_database_restart_while_a_resume_ends_does_not_interrupt_the_run() {
     // A cluster of its own, stopped while a claim is checked and released.
-    if pg_url().is_none() {
+    let Some(cluster) = OwnCluster::start() else {
         return;
-    }
-    let parent = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        parent.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let dir = parent.path().join("pg");
-    struct Stop(std::path::PathBuf);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("bash")
-                .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh"))
-                .arg("stop")
-                .env("LOBSTER_PG_DIR", &self.0)
-                .output();
-        }
-    }
-    let url = pg_sh(&dir, "start");
-    let _stop = Stop(dir.clone());
+    };
+    let (dir, url) = (cluster.dir.clone(), cluster.url.clone());
     let local = tempfile::tempdir().unwrap();
     let s = StateStore::postgres(&url, local.path())
         .for_tenant("restart")
