@@ -1033,23 +1033,30 @@ fn runs_cannot_forge_the_gateways_records() {
     assert_eq!(r.json()["ok"], true, "{}", r.body);
 }
 
+/// The built test guests' directory, if `wasm` is there; else the test
+/// `test` is skipped loudly (and fails under `CI=true`).
+fn test_guests(test: &str, wasm: &str) -> Option<std::path::PathBuf> {
+    let guests =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/wasm32-wasip2/release");
+    if guests.join(wasm).exists() {
+        return Some(guests);
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "test guests missing: run tests/build-guests.sh"
+    );
+    eprintln!("\n*** SKIPPED {test}: run tests/build-guests.sh ***\n");
+    None
+}
+
 /// `/metrics` reports what the sandbox measured: step durations, fuel used,
 /// and limit breaches by kind, per tenant.
 #[test]
 fn metrics_report_steps_fuel_and_breaches() {
-    let guests =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/wasm32-wasip2/release");
-    if !guests.join("hostile.wasm").exists() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "test guests missing: run tests/build-guests.sh"
-        );
-        eprintln!(
-            "\n*** SKIPPED metrics_report_steps_fuel_and_breaches: run tests/build-guests.sh ***\n"
-        );
+    let Some(guests) = test_guests("metrics_report_steps_fuel_and_breaches", "hostile.wasm") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let config = setup(
         dir.path(),
@@ -1098,19 +1105,10 @@ fn metrics_report_steps_fuel_and_breaches() {
 /// in the run directory's `lobster.lock` does not match is refused.
 #[test]
 fn a_replaced_step_file_is_seen_by_the_next_run() {
-    let guests =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/wasm32-wasip2/release");
-    if !guests.join("probe.wasm").exists() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "test guests missing: run tests/build-guests.sh"
-        );
-        eprintln!(
-            "\n*** SKIPPED a_replaced_step_file_is_seen_by_the_next_run: run tests/build-guests.sh ***\n"
-        );
+    let Some(guests) = test_guests("a_replaced_step_file_is_seen_by_the_next_run", "probe.wasm")
+    else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let steps = dir.path().join("mysteps");
     std::fs::create_dir_all(&steps).unwrap();
