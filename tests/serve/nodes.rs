@@ -305,25 +305,43 @@ fn pg_sh(dir: &Path, what: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+/// A throwaway PostgreSQL cluster of one test's own (tests/pg.sh), which
+/// becomes the nodes' database; stopped when dropped.
+struct OwnDb {
+    _parent: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl OwnDb {
+    fn start(c: &mut Cluster) -> OwnDb {
+        let parent = tempfile::tempdir().unwrap();
+        // The server runs as the postgres user: let it reach its directory.
+        std::fs::set_permissions(
+            parent.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let dir = parent.path().join("pg");
+        c.url = pg_sh(&dir, "start");
+        OwnDb {
+            _parent: parent,
+            dir,
+        }
+    }
+}
+
+impl Drop for OwnDb {
+    fn drop(&mut self) {
+        let _ = pg_sh(&self.dir, "stop");
+    }
+}
+
 #[test]
 fn a_database_restart_under_load_fails_requests_cleanly_then_recovers_losing_no_run() {
     // A cluster of its own, so stopping it disturbs no other test.
     let Some(mut c) = Cluster::new() else { return };
-    let parent = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        parent.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let pg_dir = parent.path().join("pg");
-    c.url = pg_sh(&pg_dir, "start");
-    struct Stop<'a>(&'a Path);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            let _ = pg_sh(self.0, "stop");
-        }
-    }
-    let _stop = Stop(&pg_dir);
+    let own = OwnDb::start(&mut c);
+    let pg_dir = own.dir.clone();
     let mut a = c.node("a", "", &[]);
     let b = c.node("b", "", &[]);
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -443,21 +461,7 @@ fn a_run_submitted_to_a_busy_node_is_run_by_a_free_one() {
 fn a_tenant_called_default_cannot_read_the_server_s_rows() {
     // A database of its own: the rows of the default tenant are this test's.
     let Some(mut c) = Cluster::new() else { return };
-    let parent = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        parent.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let pg_dir = parent.path().join("pg");
-    c.url = pg_sh(&pg_dir, "start");
-    struct Stop<'a>(&'a Path);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            let _ = pg_sh(self.0, "stop");
-        }
-    }
-    let _stop = Stop(&pg_dir);
+    let _own = OwnDb::start(&mut c);
     let config = c.dir.path().join("default.toml");
     std::fs::write(
         &config,
