@@ -173,8 +173,8 @@ fn prepare_run(
                 return Err(Error::parse("pipeline required"));
             }
             // `lobster run wf.lobster`: a lone workflow path runs the workflow.
-            let lone = !text.contains('|') && !text.contains(char::is_whitespace);
-            (lone && looks_like_workflow_in(&ctx.cwd, text)).then(|| ctx.cwd.join(text))
+            (is_lone_word(text) && looks_like_workflow_in(&ctx.cwd, text))
+                .then(|| ctx.cwd.join(text))
         }
         RunTarget::WorkflowFile(path) => Some(workflow_inside(&ctx.cwd, path)?),
         RunTarget::WorkflowPath(path) => Some(path.clone()),
@@ -212,6 +212,18 @@ fn looks_like_workflow_in(cwd: &Path, text: &str) -> bool {
     has_workflow_extension(&joined) && joined.is_file()
 }
 
+/// Whether a (trimmed) pipeline text is one word: no stages, no arguments.
+fn is_lone_word(text: &str) -> bool {
+    !text.contains('|') && !text.contains(char::is_whitespace)
+}
+
+/// The path a pipeline text names when it is nothing but a workflow file's
+/// name (`wf.lobster`), which `lobster run` runs as that workflow.
+pub fn lone_workflow_path(text: &str) -> Option<&str> {
+    let text = text.trim();
+    (is_lone_word(text) && has_workflow_extension(Path::new(text))).then_some(text)
+}
+
 /// Under [`Settings::no_server_files`]: a request naming a file or
 /// directory of this process is refused before anything runs.
 fn refuse_server_files(request: &RunRequest) -> Result<()> {
@@ -227,17 +239,12 @@ fn refuse_server_files(request: &RunRequest) -> Result<()> {
             "unknown workflow: {path} (not in this tenant's catalog)"
         ))
         .with_hint(hint)),
-        RunTarget::Pipeline(text) => {
-            let text = text.trim();
-            let lone = !text.contains('|') && !text.contains(char::is_whitespace);
-            if lone && has_workflow_extension(Path::new(text)) {
-                return Err(
-                    Error::parse(format!("pipeline names a workflow file ({text})"))
-                        .with_hint(hint),
-                );
-            }
-            Ok(())
-        }
+        RunTarget::Pipeline(text) => match lone_workflow_path(text) {
+            Some(path) => Err(
+                Error::parse(format!("pipeline names a workflow file ({path})")).with_hint(hint),
+            ),
+            None => Ok(()),
+        },
         _ => Ok(()),
     }
 }

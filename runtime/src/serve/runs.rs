@@ -677,10 +677,7 @@ pub(crate) fn run_request(
     };
     let target = match (text("pipeline")?, text("workflow")?, text("workflowText")?) {
         (Some(p), None, None) => {
-            let lone = !p.contains('|') && !p.trim().contains(char::is_whitespace);
-            if lone
-                && crate::cli::workflow_file::has_workflow_extension(std::path::Path::new(p.trim()))
-            {
+            if crate::api::exec::lone_workflow_path(&p).is_some() {
                 return Err(ApiError::bad_request(
                     "pipeline names a workflow file; lobster serve runs catalog workflows (workflow) or inline ones (workflowText), not files of the server",
                 ));
