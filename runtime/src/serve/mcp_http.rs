@@ -98,6 +98,7 @@ pub async fn handle(
 
 /// A tenant's MCP calls as the gateway's runs. Holds the server's state
 /// weakly: the state owns the router that owns this.
+#[derive(Clone)]
 pub struct TenantRunner {
     app: Weak<AppState>,
     tenant: Arc<Tenant>,
@@ -168,10 +169,7 @@ fn paused_of(tenant: &Tenant, target: &ResumeTarget) -> Result<Option<Value>, Ap
 
 impl Runner for TenantRunner {
     fn execute(&self, call: Call, cancel: Cancel, log: Option<LogSink>) -> ReplyFuture {
-        let this = TenantRunner {
-            app: self.app.clone(),
-            tenant: self.tenant.clone(),
-        };
+        let this = self.clone();
         Box::pin(async move {
             match this.run(call, cancel, log).await {
                 Ok(rec) => {
