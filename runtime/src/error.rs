@@ -87,6 +87,16 @@ impl Error {
         self
     }
 
+    /// The hint attached with [`Error::with_hint`], if any.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            Error::Parse { at, .. } | Error::Runtime { at, .. } => {
+                at.as_ref().and_then(|l| l.hint.as_deref())
+            }
+            _ => None,
+        }
+    }
+
     /// The envelope's `error.type`.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -290,3 +290,142 @@ fn doctor_checks_the_database_store() {
         "{store}"
     );
 }
+
+/// Pause a run whose only step after the gate is a slow pure one (a plain
+/// command component granted nothing), start its resume, SIGKILL that
+/// resume once it holds the claim, and resume the token again: every step
+/// after the gate is pure, so the run is claimed again (PostgreSQL: once the
+/// dead claimer's lease ends) and finishes — exactly once, the second time.
+fn a_killed_pure_resume_runs_again(store: Option<&str>) {
+    let Some(echo) = crate::common::test_guest("cmd-echo") else {
+        return;
+    };
+    let env = Env::with_store(store);
+    std::fs::create_dir(env.work_path("steps")).unwrap();
+    std::fs::copy(echo, env.work_path("steps/cmd-echo.wasm")).unwrap();
+    let v = env
+        .run(&[
+            "run",
+            "--mode",
+            "tool",
+            "--allow-env",
+            "CMD_ECHO_SLEEP_MS",
+            "exec --json --shell 'echo [7]' | approve --prompt ok | cmd-echo sleep",
+        ])
+        .json();
+    assert_eq!(v["status"], "needs_approval", "{v}");
+    let token = token_of(&v);
+    let resume = |sleep_ms: &str| {
+        let mut c = env.command(&["resume", "--token", &token, "--approve", "yes"]);
+        c.env("LOBSTER_STORE_LEASE_MS", "1000")
+            .env("CMD_ECHO_SLEEP_MS", sleep_ms);
+        c
+    };
+    let mut child = resume("60000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Claimed: the files store's interrupted record exists, or the row names
+    // this process as its claimer.
+    let pid = child.id();
+    let start = std::time::Instant::now();
+    while !match store {
+        None => env
+            .state_files()
+            .iter()
+            .any(|n| n.starts_with("interrupted_pipeline_resume_")),
+        Some(url) => psql(url, &format!(
+            "SELECT count(*) FROM lobster_runs WHERE status = 'resuming' AND claimed_by LIKE '% pid {pid}'"
+        )) == "1",
+    } {
+        assert!(start.elapsed().as_secs() < 30, "the resume never claimed the run");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // While the claimer lives, the run is its own.
+    let r = finish(resume("0").output().unwrap());
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = r.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.starts_with("this run is being resumed right now"),
+        "{msg}"
+    );
+    child.kill().unwrap(); // SIGKILL mid-step: nothing of ours runs
+    child.wait().unwrap();
+    if store.is_some() {
+        std::thread::sleep(std::time::Duration::from_millis(1300)); // the lease ends
+    }
+    // The second resume runs the same pure step (told not to wait) to its end.
+    let r = finish(resume("0").output().unwrap());
+    let v = r.json();
+    assert_eq!(v["status"], "ok", "{r:?}");
+    assert_eq!(v["output"], json!([7]), "{v}");
+    // Exactly once: the token is spent now, whatever the store.
+    let again = finish(resume("0").output().unwrap());
+    assert_eq!(again.code, 1, "{again:?}");
+    let left: Vec<_> = env
+        .state_files()
+        .into_iter()
+        .filter(|n| n != "cache") // compiled components
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_killed_pure_resume_runs_again_files() {
+    a_killed_pure_resume_runs_again(None);
+}
+
+#[test]
+fn a_killed_pure_resume_runs_again_postgres() {
+    let Some(url) = pg_url() else { return };
+    a_killed_pure_resume_runs_again(Some(&url));
+}
+
+/// Run `sql` against the test database (psql).
+fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .arg(url)
+        .args(["-v", "ON_ERROR_STOP=1", "-qAtc", sql])
+        .output()
+        .expect("psql (postgresql-client) runs");
+    assert!(out.status.success(), "psql {sql}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Whether the one paused workflow state of `env` says its run may run again.
+fn paused_rerun_safe(env: &Env, workflow: &str) -> bool {
+    let wf = crate::common::write(env, "w.lobster", workflow);
+    let r = env.run(&["run", "--mode", "tool", "--file", wf.to_str().unwrap()]);
+    assert_eq!(r.json()["status"], "needs_approval", "{r:?}");
+    let state: serde_json::Value =
+        serde_json::from_str(&read(&env.state_file("workflow_resume_"))).unwrap();
+    let safe = state["rerunSafe"] == json!(true);
+    std::fs::remove_file(env.state_file("workflow_resume_")).unwrap();
+    safe
+}
+
+#[test]
+fn a_workflow_is_marked_rerunnable_only_when_every_step_after_its_gate_is_pure() {
+    let env = Env::new();
+    let gate = "steps:\n  - id: plan\n    run: echo '[1,2]'\n  - id: gate\n    approval: Go?\n";
+    // Pure built-in pipelines after the gate (whatever ran before it).
+    assert!(paused_rerun_safe(
+        &env,
+        &format!("{gate}  - id: pick\n    pipeline: json '[{{\"a\":1}}]' | pick a | head --n 1\n")
+    ));
+    // A host shell line, a state write or a model call after the gate: never.
+    for after in [
+        "  - id: apply\n    run: echo applied\n",
+        "  - id: save\n    pipeline: json '[1]' | state.set seen\n",
+        "  - id: ask\n    pipeline: llm.invoke --prompt hi\n",
+    ] {
+        assert!(
+            !paused_rerun_safe(&env, &format!("{gate}{after}")),
+            "{after}"
+        );
+    }
+}

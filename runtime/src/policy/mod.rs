@@ -12,6 +12,7 @@
 //! - [`bundle`]: step bundles (component + manifest) and their verification.
 //! - [`pins`]: the components a paused plan runs (name, file, digest).
 //! - [`plan_digest`]: the digest an approval is bound to.
+//! - [`recovery`]: which paused runs may run again after their resumer died.
 //! - [`broker`]: brokered tool and model calls: allowlists, grants, per-run budgets.
 
 #![deny(missing_docs)]
@@ -25,6 +26,7 @@ pub mod finding;
 pub mod lock;
 pub mod pins;
 pub mod plan_digest;
+pub mod recovery;
 
 pub use authority::{Authority, Refusal, Request};
 pub use enforce::clamp_defaults;

@@ -246,7 +246,7 @@ fn claim_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
         .join(format!(".{name}.claimed-{}", random_hex(6)));
     match fs::rename(&path, &claimed) {
         Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == ErrorKind::NotFound => return take_over_file(store, state_key),
         Err(e) => {
             return Err(Error::runtime(format!(
                 "cannot claim resume state {}: {e}",
@@ -282,6 +282,95 @@ fn claim_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
         state,
         store: store.clone(),
         hold: Hold::Files { record },
+    }))
+}
+
+/// The paused state `state_key` names, as a claim would get it, without
+/// claiming it: the paused state, or the state of a run whose resumer died
+/// when every step after its gate is pure ([`crate::policy::recovery`]).
+/// `None` when there is nothing to claim.
+pub fn claimable(store: &StateStore, state_key: &str) -> Result<Option<Value>> {
+    if let Some(state) = store.get(state_key)? {
+        return Ok(Some(state));
+    }
+    match store.pg()? {
+        Some(pg) => {
+            let key = crate::state::key_to_file_name(state_key)?;
+            Ok(pg
+                .run_get_rerunnable(&key)?
+                .and_then(|body| serde_json::from_str(&body).ok()))
+        }
+        None => Ok(dead_rerun_record(store, state_key).map(|(_, state)| state)),
+    }
+}
+
+/// The files store's interrupted record of `state_key` and the state it
+/// carries, when the record says the run may run again and its claimer
+/// is a process that no longer exists (never this one).
+fn dead_rerun_record(store: &StateStore, state_key: &str) -> Option<(Value, Value)> {
+    let record = store
+        .get(&super::interrupted::record_key(state_key))
+        .ok()??;
+    let state = record
+        .get("state")
+        .filter(|s| super::interrupted::rerun_safe(s))?
+        .clone();
+    let pid = record.get("pid").and_then(Value::as_u64).unwrap_or(0);
+    if pid == u64::from(std::process::id()) || super::interrupted::pid_alive(pid) {
+        return None;
+    }
+    Some((record, state))
+}
+
+/// A paused run whose state file is gone may still be claimable: its
+/// interrupted record says every step after the gate is pure
+/// ([`crate::policy::recovery`]), carries the state, and names a claimer
+/// process that no longer exists (never this process: a resume going on in
+/// another of its threads is not taken over). Of many racers, the one whose
+/// rename(2) of the record succeeds takes it over and writes a record of its
+/// own; the others find nothing.
+fn take_over_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
+    let Some((record, state)) = dead_rerun_record(store, state_key) else {
+        return Ok(None);
+    };
+    let key = super::interrupted::record_key(state_key);
+    let path = store.path_for(&key)?;
+    let taken = store.dir().join(format!(
+        ".{}.claimed-{}",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("record"),
+        random_hex(6)
+    ));
+    match fs::rename(&path, &taken) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(Error::runtime(format!(
+                "cannot take over the interrupted run {}: {e}",
+                path.display()
+            )))
+        }
+    }
+    // The file renamed is the record judged above only if no other taker
+    // replaced it in between (with a record of its own, a live claimer):
+    // compare it whole, and put anything else back.
+    let renamed: Option<Value> = fs::read(&taken)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    if renamed.as_ref() != Some(&record) {
+        let _ = fs::rename(&taken, &path);
+        return Ok(None);
+    }
+    let record = super::interrupted::record_for(state_key, &state);
+    let kept = store.set(&key, &record).ok().map(|()| key);
+    if fs::remove_file(&taken).is_ok() {
+        let _ = sync_dir(store.dir());
+    }
+    Ok(Some(Claim {
+        state,
+        store: store.clone(),
+        hold: Hold::Files { record: kept },
     }))
 }
 

@@ -8,8 +8,11 @@
 //! an error or a new pause) removes it; one that was killed (SIGKILL, power
 //! loss, the watchdog's exit after a signal) leaves it, and `lobster resume`
 //! of the same token then answers "interrupted after approval at step N"
-//! instead of "not found". The record is data about the run, never a way to
-//! run it again.
+//! instead of "not found". The record is data about the run and a way to run
+//! it again only when every step after its gate is pure
+//! ([`crate::policy::recovery`]): then it carries the state, and a resume
+//! that finds its claimer dead claims the record instead
+//! ([`super::claim`]).
 //!
 //! The files store keeps the record as a key of its own. The PostgreSQL
 //! store needs none: the claimed row itself (status `resuming`, who claimed
@@ -53,7 +56,7 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
             Vec::new(),
         ),
     };
-    json!({
+    let mut record = json!({
         "stateKey": state_key,
         "status": "interrupted",
         "halt": halt,
@@ -61,7 +64,17 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
         "done": done,
         "claimedAt": super::approval_id::now_iso(),
         "pid": std::process::id(),
-    })
+    });
+    if rerun_safe(state) {
+        record["rerun"] = json!(true);
+        record["state"] = state.clone();
+    }
+    record
+}
+
+/// Whether a stored resume state says every step after its gate is pure.
+pub fn rerun_safe(state: &Value) -> bool {
+    state.get(crate::state::RERUN_SAFE) == Some(&Value::Bool(true))
 }
 
 /// The error `lobster resume` gives for a token whose state is gone, when a
@@ -79,6 +92,15 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
         let when = row.claimed_at.unwrap_or_else(|| "?".into());
         let by = row.claimed_by.unwrap_or_else(|| "?".into());
         return match row.status.as_str() {
+            "resuming" if row.rerun => Some(
+                Error::runtime(format!(
+                    "this run is being resumed right now (after {halt} at {at}, by {by} since {when})"
+                ))
+                .with_hint(format!(
+                    "wait for that resume to finish; every step after the gate is pure, so if that resume died the run can be resumed again once its lease ends ({})",
+                    row.lease_until.unwrap_or_else(|| "?".into())
+                )),
+            ),
             "resuming" => Some(
                 Error::runtime(format!(
                     "this run is being resumed right now (after {halt} at {at}, by {by} since {when})"
@@ -107,12 +129,21 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
     };
     let pid = record.get("pid").and_then(Value::as_u64).unwrap_or(0);
     let (halt, at, when) = (text("halt"), text("at"), text("claimedAt"));
-    if pid != u64::from(std::process::id()) && pid_alive(pid) {
+    let rerun = record.get("rerun") == Some(&Value::Bool(true));
+    // A rerun record of this very process is a resume still going on here
+    // (a claim is never taken over from its own process).
+    let own = pid == u64::from(std::process::id());
+    if (!own && pid_alive(pid)) || (own && rerun) {
+        let hint = if rerun {
+            "wait for that resume to finish; every step after the gate is pure, so if that process dies the run can be resumed again"
+        } else {
+            "wait for that resume to finish; a token runs at most once"
+        };
         return Some(
             Error::runtime(format!(
                 "this run is being resumed right now (after {halt} at {at}, by process {pid} since {when})"
             ))
-            .with_hint("wait for that resume to finish; a token runs at most once"),
+            .with_hint(hint),
         );
     }
     Some(
@@ -129,7 +160,8 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
     )
 }
 
-fn pid_alive(pid: u64) -> bool {
+/// Whether process `pid` exists (signal 0).
+pub(crate) fn pid_alive(pid: u64) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
     };

@@ -118,6 +118,7 @@ fn save_halt(
         step_digests: step_digests(pipeline, ctx)?,
         plan_digest: plan.as_ref().map(|p| p.digest.clone()),
         broker: ctx.broker.ledger(),
+        rerun_safe: crate::policy::recovery::pipeline_pure_from(pipeline, stage + 1, ctx),
     };
     save_state(store, &state_key, &state.to_json(), approval_id.as_deref())?;
     Ok(match halt {

@@ -55,8 +55,7 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
         });
     }
 
-    let stored = store
-        .get(&state_key)?
+    let stored = super::claim::claimable(store, &state_key)?
         .ok_or_else(|| not_found("Pipeline resume state not found"))?;
     let state = PipelineResumeState::from_json(stored)?;
     let input = match (&state.halt_type, &request.decision) {

@@ -68,6 +68,7 @@ conformance!(
     atomic_replace,
     claim_exactly_once_among_50_racers_100_times,
     lease_expiry_turns_the_run_interrupted,
+    a_pure_run_whose_claimer_died_is_claimed_again,
     heartbeats_keep_a_running_claim,
     epoch_fencing_rejects_a_stale_holder,
     tenants_are_isolated,
@@ -306,6 +307,66 @@ fn lease_expiry_turns_the_run_interrupted(kind: Kind) {
     }
     assert_eq!(s.get(key).unwrap(), None);
     assert!(error_for(&s, key).is_some());
+}
+
+fn a_pure_run_whose_claimer_died_is_claimed_again(kind: Kind) {
+    let Some(f) = fixture(kind) else { return };
+    let s = f.store.clone().with_lease(Duration::from_millis(600));
+    let key = "workflow_resume_rerun";
+    let mut state: serde_json::Value = serde_json::from_str(WF_STATE).unwrap();
+    state[super::RERUN_SAFE] = json!(true);
+    s.set(key, &state).unwrap();
+    let held = claim(&s, key).unwrap().unwrap();
+    let first_epoch = held.epoch();
+    assert!(claim(&s, key).unwrap().is_none(), "claimed once while held");
+    let e = error_for(&s, key).unwrap();
+    assert!(e.to_string().contains("being resumed right now"), "{e}");
+    let hint = e.hint().unwrap_or_default().to_string();
+    assert!(hint.contains("every step after the gate is pure"), "{hint}");
+    let record_key = crate::resume::interrupted::record_key(key);
+    if kind == Kind::Files {
+        // A claimer that is another live process (pid 1) is not taken over.
+        let mut record = s.get(&record_key).unwrap().unwrap();
+        record["pid"] = json!(1);
+        s.set(&record_key, &record).unwrap();
+        assert!(claim(&s, key).unwrap().is_none(), "a live claimer keeps it");
+    }
+    // The claimer dies: no release, no more heartbeats.
+    held.abandon();
+    match kind {
+        Kind::Pg => std::thread::sleep(Duration::from_millis(900)),
+        Kind::Files => {
+            let mut record = s.get(&record_key).unwrap().unwrap();
+            record["pid"] = json!(u32::MAX); // no such process
+            s.set(&record_key, &record).unwrap();
+        }
+    }
+    // Every step after its gate is pure: the run is claimed again, whole,
+    // by exactly one of the racers.
+    let again: Vec<_> = std::thread::scope(|scope| {
+        let racers: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| claim(&s, key).unwrap()))
+            .collect();
+        racers
+            .into_iter()
+            .filter_map(|r| r.join().unwrap())
+            .collect()
+    });
+    assert_eq!(again.len(), 1, "exactly one racer takes it over");
+    let second = again.into_iter().next().unwrap();
+    assert_eq!(second.state, state);
+    if let (Some(old), Some(new)) = (first_epoch, second.epoch()) {
+        assert!(new > old, "a new epoch fences the dead claimer off");
+        let pg = s.pg().unwrap().unwrap().clone();
+        let name = super::key_to_file_name(key).unwrap();
+        assert!(!pg.heartbeat(&name, old).unwrap());
+        assert!(!pg.release(&name, old).unwrap());
+    }
+    second.check_held().unwrap();
+    // The second resume finishes: nothing is left to claim or report.
+    drop(second);
+    assert!(claim(&s, key).unwrap().is_none());
+    assert!(error_for(&s, key).is_none());
 }
 
 fn heartbeats_keep_a_running_claim(kind: Kind) {

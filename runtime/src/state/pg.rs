@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "0002_queue",
         include_str!("../../migrations/0002_queue.sql"),
     ),
+    (
+        3,
+        "0003_rerun",
+        include_str!("../../migrations/0003_rerun.sql"),
+    ),
 ];
 
 /// The channel an enqueue notifies (payload: the tenant).
@@ -412,6 +417,10 @@ pub struct RunRow {
     pub claimed_at: Option<String>,
     /// Who claimed it (host and process id).
     pub claimed_by: Option<String>,
+    /// Every step after the gate is pure: an expired claim is claimed again.
+    pub rerun: bool,
+    /// Until when the claim holds (ISO 8601, UTC), if it was claimed.
+    pub lease_until: Option<String>,
 }
 
 const ISO: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
@@ -542,17 +551,32 @@ impl Tenant {
         })
     }
 
-    /// Save a paused run's resume state. A run that is claimed or
-    /// interrupted is never turned back into a paused one (that would let
-    /// it run again): that write is refused.
-    pub fn run_set(&self, key: &str, body: String) -> Result<()> {
+    /// The resume state under `key` when its claim expired and the run is
+    /// `rerun` (claimable again, see [`Tenant::claim`]).
+    pub fn run_get_rerunnable(&self, key: &str) -> Result<Option<String>> {
+        let key = key.to_string();
+        self.run("cannot read from", move |c, t| {
+            Ok(c.query_opt(
+                "SELECT body FROM lobster_runs WHERE tenant = $1 AND state_key = $2
+                   AND status = 'resuming' AND rerun AND lease_until < now()",
+                &[&t, &key],
+            )?
+            .map(|r| r.get(0)))
+        })
+    }
+
+    /// Save a paused run's resume state; `rerun`: every step after its
+    /// gate is pure, so a claim whose claimer died may be claimed again. A
+    /// run that is claimed or interrupted is never turned back into a
+    /// paused one (that would let it run again): that write is refused.
+    pub fn run_set(&self, key: &str, body: String, rerun: bool) -> Result<()> {
         let name = key.to_string();
         let written = self.run("cannot write to", move |c, t| {
             c.execute(
-                "INSERT INTO lobster_runs (tenant, state_key, body, status) VALUES ($1, $2, $3, 'paused')
-                 ON CONFLICT (tenant, state_key) DO UPDATE SET body = EXCLUDED.body
+                "INSERT INTO lobster_runs (tenant, state_key, body, status, rerun) VALUES ($1, $2, $3, 'paused', $4)
+                 ON CONFLICT (tenant, state_key) DO UPDATE SET body = EXCLUDED.body, rerun = EXCLUDED.rerun
                  WHERE lobster_runs.status = 'paused'",
-                &[&t, &name, &body],
+                &[&t, &name, &body, &rerun],
             )
         })?;
         if written == 1 {
@@ -576,8 +600,10 @@ impl Tenant {
     }
 
     /// Claim the paused run `key`: exactly one caller gets its body and the
-    /// new claim epoch; everyone else gets `None`. An expired claim is never
-    /// claimed again (see [`Tenant::run_status`]).
+    /// new claim epoch; everyone else gets `None`. An expired claim is
+    /// claimed again only when the run is `rerun` (its steps after the gate
+    /// are pure); any other is never claimed again (see
+    /// [`Tenant::run_status`]).
     pub fn claim(&self, key: &str, claimer: String) -> Result<Option<(String, i64)>> {
         let key = key.to_string();
         let lease = self.lease.as_secs_f64();
@@ -587,7 +613,8 @@ impl Tenant {
                  SET status = 'resuming', claim_epoch = claim_epoch + 1,
                      lease_until = now() + make_interval(secs => $3),
                      claimed_at = now(), claimed_by = $4
-                 WHERE tenant = $1 AND state_key = $2 AND status = 'paused'
+                 WHERE tenant = $1 AND state_key = $2
+                   AND (status = 'paused' OR (status = 'resuming' AND rerun AND lease_until < now()))
                  RETURNING body, claim_epoch",
                 &[&t, &key, &lease, &claimer],
             )?
@@ -625,17 +652,20 @@ impl Tenant {
     }
 
     /// The run's row, after turning an expired claim into `interrupted`
-    /// (its claimer died or hung: it never runs again by itself).
+    /// (its claimer died or hung: it never runs again by itself) unless the
+    /// run is `rerun` (its expired claim stays claimable).
     pub fn run_status(&self, key: &str) -> Result<Option<RunRow>> {
         let key = key.to_string();
         self.run("cannot read from", move |c, t| {
             c.execute(
                 "UPDATE lobster_runs SET status = 'interrupted'
-                 WHERE tenant = $1 AND state_key = $2 AND status = 'resuming' AND lease_until < now()",
+                 WHERE tenant = $1 AND state_key = $2 AND status = 'resuming'
+                   AND lease_until < now() AND NOT rerun",
                 &[&t, &key],
             )?;
             let sql = format!(
-                "SELECT status, body, to_char(claimed_at AT TIME ZONE 'UTC', {ISO}), claimed_by
+                "SELECT status, body, to_char(claimed_at AT TIME ZONE 'UTC', {ISO}), claimed_by,
+                        rerun, to_char(lease_until AT TIME ZONE 'UTC', {ISO})
                  FROM lobster_runs WHERE tenant = $1 AND state_key = $2"
             );
             Ok(c.query_opt(&sql, &[&t, &key])?.map(|r| RunRow {
@@ -643,6 +673,8 @@ impl Tenant {
                 body: r.get(1),
                 claimed_at: r.get(2),
                 claimed_by: r.get(3),
+                rerun: r.get(4),
+                lease_until: r.get(5),
             }))
         })
     }

@@ -13,6 +13,12 @@ use std::time::Duration;
 /// The tenant of CLI use, and the one [`StateStore::from_env`] opens.
 pub const DEFAULT_TENANT: &str = "default";
 
+/// The top-level field of a paused run's state that says every step after
+/// its gate is pure ([`crate::policy::recovery`]): when the resume that
+/// claimed it dies, the run may be claimed again — the PostgreSQL row's
+/// `rerun`, the files store's interrupted record carrying the state.
+pub const RERUN_SAFE: &str = "rerunSafe";
+
 /// How long a PostgreSQL claim holds without a heartbeat (heartbeats come
 /// every third of it while the resumed run executes).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -328,12 +334,13 @@ impl StateStore {
         }
     }
 
-    /// Write `text` under `key` atomically (one file rename or one statement).
-    fn put(&self, key: &str, text: String) -> Result<()> {
+    /// Write `text` under `key` atomically (one file rename or one
+    /// statement); `rerun`: a paused run's state says [`RERUN_SAFE`].
+    fn put(&self, key: &str, text: String, rerun: bool) -> Result<()> {
         if let Some(pg) = self.pg()? {
             let name = key_to_file_name(key)?;
             return if is_run_key(&name) {
-                pg.run_set(&name, text)
+                pg.run_set(&name, text, rerun)
             } else {
                 pg.kv_set(&name, text)
             };
@@ -348,7 +355,8 @@ impl StateStore {
     pub fn set(&self, key: &str, value: &Item) -> Result<()> {
         let mut text = to_js_json_pretty(value);
         text.push('\n');
-        self.put(key, text)
+        let rerun = value.get(RERUN_SAFE) == Some(&Item::Bool(true));
+        self.put(key, text, rerun)
     }
 
     /// Write `key` atomically as compact JSON, refusing (and writing nothing)
@@ -364,7 +372,7 @@ impl StateStore {
             )));
         }
         let n = text.len();
-        self.put(key, text)?;
+        self.put(key, text, false)?;
         Ok(n)
     }
 

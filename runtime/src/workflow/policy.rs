@@ -504,6 +504,38 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
     out
 }
 
+/// Whether every top-level step after step `index` is pure (see
+/// [`crate::policy::recovery`]): a resume of this gate whose resumer died
+/// may then run again instead of stopping for a human.
+pub fn pure_after(wf: &Workflow, index: usize, ctx: &Context) -> bool {
+    wf.steps
+        .iter()
+        .skip(index + 1)
+        .all(|step| action_is_pure(wf, &step.action, ctx))
+}
+
+fn action_is_pure(wf: &Workflow, action: &Action, ctx: &Context) -> bool {
+    use crate::policy::recovery;
+    match action {
+        Action::None => true,
+        Action::Pipeline(text) => {
+            crate::dsl::parse(text).is_ok_and(|p| recovery::pipeline_pure_from(&p, 0, ctx))
+        }
+        Action::Wasm { uses, .. } => {
+            let full = super::steps::compose::resolve_path(&wf.source.path, uses);
+            recovery::wasm_steps_pure(&ctx.grants)
+                && crate::sandbox::load_file(&full, &crate::sandbox::ArtifactCache::disabled())
+                    .is_ok_and(|c| recovery::imports_are_pure(c.imports()))
+        }
+        Action::Parallel(p) => p
+            .branches
+            .iter()
+            .all(|b| action_is_pure(wf, &b.action, ctx)),
+        Action::ForEach(f) => f.steps.iter().all(|b| action_is_pure(wf, &b.action, ctx)),
+        Action::Shell(_) | Action::Workflow { .. } => false,
+    }
+}
+
 /// Every WebAssembly step the workflow names literally, as (lock key,
 /// blake3), in order: pipeline stages by stage name, `uses:` components by
 /// their path as written in the file.

@@ -46,8 +46,7 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
         return Ok(cancelled());
     }
     let state = WorkflowState::from_json(
-        store
-            .get(state_key)?
+        crate::resume::claim::claimable(store, state_key)?
             .ok_or_else(|| not_found_for(store, state_key))?,
     )?;
     let restored = restore(ctx, &state);

@@ -83,6 +83,12 @@ pub struct WorkflowState {
     /// spent: the resumed run replays them instead of asking again.
     #[serde(default, skip_serializing_if = "crate::broker::Ledger::is_empty")]
     pub broker: crate::broker::Ledger,
+    /// Every step after the gate is pure ([`crate::policy::recovery`]): if
+    /// the resume's claimer dies, the run goes back to its gate instead of
+    /// stopping for a human. The store reads it as
+    /// [`crate::state::RERUN_SAFE`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rerun_safe: bool,
 }
 
 impl WorkflowState {
@@ -207,6 +213,19 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         created_at: now_iso(),
         plan_digest: None,
         components: component_pins(runner.ctx),
+        rerun_safe: super::policy::pure_after(&runner.wf, index, runner.ctx)
+            && match &stop {
+                Stop::PipelineInput { pause, .. } => {
+                    crate::dsl::parse(&pause.text).is_ok_and(|p| {
+                        crate::policy::recovery::pipeline_pure_from(
+                            &p,
+                            pause.next_stage,
+                            runner.ctx,
+                        )
+                    })
+                }
+                _ => true,
+            },
     };
     if let Stop::PipelineInput { pause, .. } = &stop {
         state.pipeline = Some(PipelineResume {
