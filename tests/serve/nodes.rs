@@ -70,11 +70,23 @@ impl Cluster {
 
     /// [`Cluster::node`] with `max_runs` as tenant `s`'s max_concurrent_runs.
     fn node_with(&self, name: &str, extra: &str, env: &[(&str, &str)], max_runs: usize) -> Server {
+        self.node_full(name, extra, env, max_runs, "")
+    }
+
+    /// [`Cluster::node_with`] with `s_extra` appended to tenant `s`'s table.
+    fn node_full(
+        &self,
+        name: &str,
+        extra: &str,
+        env: &[(&str, &str)],
+        max_runs: usize,
+        s_extra: &str,
+    ) -> Server {
         let node_id = format!("{name}-{}", rand_hex());
         let config = format!(
             "state = \"{}\"\nnode_id = \"{node_id}\"\n{extra}\n\
 [[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nmax_concurrent_runs = 64\nrequests_per_minute = 100000\n\
-[[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\nmax_concurrent_runs = {max_runs}\nrequests_per_minute = 100000\n",
+[[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\nmax_concurrent_runs = {max_runs}\nrequests_per_minute = 100000\n{s_extra}\n",
             self.url,
             self.h,
             sha(H),
@@ -290,6 +302,81 @@ fn a_killed_node_s_run_reads_interrupted_on_the_other_once_its_lease_expires() {
     assert_eq!(r.json()["output"], json!([1, 2]), "{}", r.body);
     let r = b.run(S, json!({"pipeline": "exec --json --shell 'echo 7'"}));
     assert_eq!(r.json()["output"], json!([7]), "{}", r.body);
+}
+
+#[test]
+fn a_pure_resume_on_a_killed_node_opens_its_gate_again_on_the_other() {
+    let Some(c) = Cluster::new() else { return };
+    let Some(guests) = test_guests("a_pure_resume_on_a_killed_node", "cmd-echo.wasm") else {
+        return;
+    };
+    let steps = c.dir.path().join("steps");
+    std::fs::create_dir(&steps).unwrap();
+    std::fs::copy(guests.join("cmd-echo.wasm"), steps.join("cmd-echo.wasm")).unwrap();
+    let lease = [("LOBSTER_STORE_LEASE_MS", "1000")];
+    let with_steps = format!("steps = [\"{}\"]", steps.display());
+    let mut a = c.node_full("a", "", &lease, 64, &with_steps);
+    let b = c.node_full("b", "", &lease, 64, &with_steps);
+    // After the gate: one plain command component granted nothing (pure),
+    // slow enough to kill its node in the middle of it.
+    let id = paused(
+        &a,
+        S,
+        "exec --json --shell 'echo [7]' | approve --prompt ok? | cmd-echo sleep 3000",
+    );
+    let r = a.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume?wait=0"),
+        S,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(b.get_run(S, &id).json()["status"], "running");
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let killed = Instant::now();
+    let rec = loop {
+        let rec = b.get_run(S, &id).json();
+        if rec["status"] != "running" {
+            break rec;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "still running 10 s after its node was killed: {rec}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Not interrupted: the gate is open again, on every node.
+    assert_eq!(rec["status"], "needs_approval", "{rec}");
+    assert!(
+        rec["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the gate is open again"),
+        "{rec}"
+    );
+    let listed = b.call("GET", "/v1/approvals", S, None).json();
+    assert!(listed.to_string().contains(&id), "{listed}");
+    // Decided again on B, it runs to its end, exactly once.
+    let r = b.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        S,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["output"], json!([7]), "{}", r.body);
+    let again = b.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        S,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(again.status, 409, "{}", again.body);
+    let rec = b.get_run(S, &id).json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert!(rec.get("gate").is_none(), "{rec}");
 }
 
 /// `tests/pg.sh what` for a cluster in `dir`; its stdout.

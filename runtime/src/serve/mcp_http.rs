@@ -144,6 +144,7 @@ impl TenantRunner {
                         job,
                         created_at: None,
                         stored: false,
+                        paused: None,
                     };
                     runs::start_attached(&app, tenant, launch, attach)
                 }

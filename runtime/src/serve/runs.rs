@@ -261,15 +261,90 @@ pub fn current_record(
     if elsewhere && !node_gone(app, &node)? {
         return Ok(Some(rec));
     }
-    rec["status"] = json!("interrupted");
-    rec["updatedAt"] = json!(now_iso());
-    rec["reason"] = json!(if elsewhere {
+    let reason = if elsewhere {
         format!("node {node}, which ran it, stopped (no heartbeat for a lease)")
     } else {
         "the server stopped while the run was going on".to_string()
-    });
+    };
+    match reopen_gate(tenant, &rec, &reason)? {
+        Reopen::Reopened(paused) => {
+            save_record(&tenant.store, &paused, &app.log);
+            return Ok(Some(paused));
+        }
+        Reopen::StillClaimed => return Ok(Some(rec)),
+        Reopen::No => {}
+    }
+    rec["status"] = json!("interrupted");
+    rec["updatedAt"] = json!(now_iso());
+    rec["reason"] = json!(reason);
     save_record(&tenant.store, &rec, &app.log);
     Ok(Some(rec))
+}
+
+/// What becomes of a resume whose process stopped.
+enum Reopen {
+    /// Every step after the gate is pure and the dead resumer's claim has
+    /// ended: the run is paused at its gate again (this record).
+    Reopened(Value),
+    /// Pure, but the store still holds the dead resumer's claim (its lease
+    /// has not run out yet): report it running until it does.
+    StillClaimed,
+    /// Not a resume, or not pure: the run is interrupted.
+    No,
+}
+
+/// A resume (`rec["gate"]`, the paused record it decided) whose process
+/// stopped: when the store says its run may be claimed again
+/// ([`crate::resume::claim::claimable`]: every step after the gate is pure),
+/// put the paused record back — the gate is open again and takes a new
+/// decision; the store's claim still lets exactly one resume run it.
+fn reopen_gate(tenant: &Tenant, rec: &Value, reason: &str) -> Result<Reopen, ApiError> {
+    let Some(paused) = rec.get("gate").filter(|g| g.is_object()) else {
+        return Ok(Reopen::No);
+    };
+    let Some(token) = gate_token(paused) else {
+        return Ok(Reopen::No);
+    };
+    let store = &tenant.store;
+    let Ok(key) = crate::resume::token::decode(store, &token).map(|t| t.state_key) else {
+        return Ok(Reopen::No);
+    };
+    if crate::resume::claim::claimable(store, &key)
+        .map_err(ApiError::store)?
+        .is_none()
+    {
+        let held = match store.pg().map_err(ApiError::store)? {
+            Some(pg) => crate::state::key_to_file_name(&key)
+                .ok()
+                .map(|name| pg.run_status(&name))
+                .transpose()
+                .map_err(ApiError::store)?
+                .flatten()
+                .is_some_and(|row| row.rerun && row.status == "resuming"),
+            None => false,
+        };
+        return Ok(if held {
+            Reopen::StillClaimed
+        } else {
+            Reopen::No
+        });
+    }
+    let mut reopened = paused.clone();
+    reopened["updatedAt"] = json!(now_iso());
+    reopened["reason"] = json!(format!(
+        "{reason} during the resume; every step after the gate is pure, so the gate is open again"
+    ));
+    // The gate was taken by the resume that died: give it back.
+    let _ = store.remove(&taken_key(&token));
+    if let Some(entry) = pending_entry(&reopened) {
+        store
+            .set(
+                &pending_key(rec["runId"].as_str().unwrap_or_default()),
+                &entry,
+            )
+            .map_err(ApiError::store)?;
+    }
+    Ok(Reopen::Reopened(reopened))
 }
 
 /// What to do.
@@ -318,6 +393,7 @@ pub fn start(
         job,
         created_at,
         stored,
+        paused: None,
     };
     start_attached(app, tenant, launch, Attach::default())
 }
@@ -329,6 +405,10 @@ pub struct Launch {
     pub job: Job,
     pub created_at: Option<String>,
     pub stored: bool,
+    /// A resume: the paused record it decides, kept in the running record
+    /// (`gate`) so that a gate whose resumer died can open again
+    /// ([`reopen_gate`]).
+    pub paused: Option<Value>,
 }
 
 /// [`start`] with an [`Attach`].
@@ -344,9 +424,10 @@ pub fn start_attached(
         job,
         created_at,
         stored,
+        paused,
     } = launch;
     let now = now_iso();
-    let record = json!({
+    let mut record = json!({
         "runId": run_id,
         "tenant": tenant.name,
         "node": app.node,
@@ -354,6 +435,9 @@ pub fn start_attached(
         "createdAt": created_at.clone().unwrap_or_else(|| now.clone()),
         "updatedAt": now,
     });
+    if let Some(paused) = paused {
+        record["gate"] = paused;
+    }
     let cancel = attach.cancel.unwrap_or_default();
     let log_sink = attach.log;
     let by_shutdown = Arc::new(AtomicBool::new(false));
@@ -413,6 +497,9 @@ pub fn start_attached(
         let shut = by_shutdown.load(Ordering::SeqCst);
         let status = status_of(&reply, shut);
         let mut rec = record;
+        if let Some(r) = rec.as_object_mut() {
+            r.remove("gate"); // the gate it decided is history now
+        }
         rec["status"] = json!(status);
         rec["updatedAt"] = json!(now_iso());
         rec["envelope"] = reply.envelope.clone();
@@ -858,6 +945,7 @@ pub fn decide_call(
         job: Job::Resume(call),
         created_at: rec["createdAt"].as_str().map(String::from),
         stored: false,
+        paused: Some(rec.clone()),
     };
     let rx = start_attached(app, tenant, launch, attach).inspect_err(|_| {
         // Not started (the store failed): give the gate back, so it can be

@@ -171,7 +171,9 @@ pub fn open(url: &str) -> Arc<Db> {
             let config = Config::from_str(url)
                 .map(|mut c| {
                     c.connect_timeout(CONNECT_TIMEOUT);
-                    c.application_name("lobster");
+                    if c.get_application_name().is_none() {
+                        c.application_name("lobster");
+                    }
                     c
                 })
                 .map_err(|e| e.to_string());
