@@ -16,12 +16,22 @@
 #
 #   runtime/benches/serve-nodes.sh
 #
+# A node per machine can also be modelled with a CPU budget: BENCH_NODE_CPU=0.5
+# starts every node in a cgroup of its own capped at half a core (cgroup v1
+# cpu.cfs_quota_us or v2 cpu.max; the shells a node starts count against its
+# budget), pinning off. The database and the client then have the rest of
+# the machine, as they would on machines of their own, and one node's
+# throughput is what half a core of node buys.
+#
 # Environment:
 #   LOBSTER_BIN=PATH        the binary (default: target/release/lobster, built if missing)
 #   BENCH_PG_URL=URL        the database (default: a throwaway cluster from tests/pg.sh)
 #   BENCH_PAIRS=400         pause+resume pairs per case
 #   BENCH_CLIENTS=8         concurrent clients (keep-alive connections)
 #   BENCH_PIN=1             pin node i to CPU i (0: no pinning)
+#   BENCH_CASES=files1,pg1,pg2  which cases to run (default: all three)
+#   BENCH_NODE_CPU=F        cap each node at F cores with a cgroup (needs root and a
+#                           writable cgroup cpu controller; implies BENCH_PIN=0)
 #
 # One pair = `POST /v1/runs` {pipeline: "exec … | approve | exec …"} (trusted policy)
 # (answers needs_approval) then `POST /v1/runs/{id}/resume {approve: true}`
@@ -51,7 +61,8 @@ bin_ = os.environ["LOBSTER_BIN"]
 url = os.environ["BENCH_URL"]
 pairs = int(os.environ.get("BENCH_PAIRS", "400"))
 clients = int(os.environ.get("BENCH_CLIENTS", "8"))
-pin = os.environ.get("BENCH_PIN", "1") != "0"
+node_cpu = float(os.environ.get("BENCH_NODE_CPU", "0") or 0)
+pin = os.environ.get("BENCH_PIN", "1") != "0" and not node_cpu
 ncpu = os.cpu_count() or 1
 tick = os.sysconf("SC_CLK_TCK")
 
@@ -91,6 +102,26 @@ def pg_cpu():
     return sum(cpu_of(p, children=False) for p in pg_pids())
 pipeline = "exec --json --shell 'echo [1]' | approve --prompt ok? | exec --shell 'echo done'"
 
+PERIOD_US = 100_000
+
+def cgroup_for(name):
+    # A cgroup capped at node_cpu cores: v1 (cpu controller mounted at
+    # /sys/fs/cgroup/cpu) or v2 (cpu.max). Returns (its cgroup.procs, its dir).
+    quota = int(node_cpu * PERIOD_US)
+    v1 = "/sys/fs/cgroup/cpu"
+    if os.path.isfile(os.path.join(v1, "cgroup.procs")):
+        d = os.path.join(v1, f"lobster-bench-{name}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "cpu.cfs_period_us"), "w") as f: f.write(str(PERIOD_US))
+        with open(os.path.join(d, "cpu.cfs_quota_us"), "w") as f: f.write(str(quota))
+    else:
+        d = os.path.join("/sys/fs/cgroup", f"lobster-bench-{name}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "cpu.max"), "w") as f: f.write(f"{quota} {PERIOD_US}")
+    return os.path.join(d, "cgroup.procs"), d
+
+cgroups = []
+
 def node(dirpath, state, name, token, cpu):
     cfg = os.path.join(dirpath, f"{name}.toml")
     with open(os.path.join(dirpath, "trusted.toml"), "w") as f:
@@ -101,8 +132,13 @@ def node(dirpath, state, name, token, cpu):
                 f'max_concurrent_runs = 256\nrequests_per_minute = 10000000\n')
     env = dict(os.environ, BENCH_TOKEN=token, LOBSTER_STATE_DIR=os.path.join(dirpath, name))
     pinned = ["taskset", "-c", str(cpu % ncpu)] if pin else []
-    p = subprocess.Popen(pinned + [bin_, "serve", "--config", cfg, "--listen", "127.0.0.1:0"],
-                         env=env, stdout=subprocess.PIPE, text=True)
+    argv = [bin_, "serve", "--config", cfg, "--listen", "127.0.0.1:0"]
+    if node_cpu:
+        procs, d = cgroup_for(name)
+        cgroups.append(d)
+        # Join the cgroup, then become the node: its shells are born inside.
+        argv = ["sh", "-c", f'echo $$ > "{procs}" && exec "$@"', "sh"] + argv
+    p = subprocess.Popen(pinned + argv, env=env, stdout=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     addr = line.strip().rsplit("http://", 1)[1]
     host, port = addr.split(":")
@@ -155,15 +191,24 @@ def case(label, state, n_nodes):
         finally:
             for p, _ in procs:
                 p.terminate(); p.wait()
+            while cgroups:
+                try:
+                    os.rmdir(cgroups.pop())
+                except OSError:
+                    pass
     times.sort()
     p = lambda q: times[min(len(times) - 1, int(q * len(times)))] * 1000
     return (f"| {label} | {n_nodes} | {clients} | {pairs / wall:.1f} | {p(0.5):.1f} | {p(0.99):.1f} "
             f"| {node_cpu} | {pg_busy} | {me_busy} |")
 
-where = "node i pinned to CPU i" if pin else "not pinned"
+where = (f"each node capped at {node_cpu:g} cores by a cgroup" if node_cpu
+         else "node i pinned to CPU i" if pin else "not pinned")
 print(f"pause+resume pairs through lobster serve, {pairs} per case ({bin_}; {where}, {ncpu} CPUs)\n")
 print("| store | nodes | clients | pairs/s | p50 ms | p99 ms | node cores busy | PostgreSQL cores busy | client cores busy |")
 print("|---|---|---|---|---|---|---|---|---|")
-for label, state, n in (("files", "files", 1), ("postgres", url, 1), ("postgres", url, 2)):
-    print(case(label, state, n), flush=True)
+wanted = os.environ.get("BENCH_CASES", "files1,pg1,pg2").split(",")
+for key, label, state, n in (("files1", "files", "files", 1), ("pg1", "postgres", url, 1),
+                             ("pg2", "postgres", url, 2)):
+    if key in wanted:
+        print(case(label, state, n), flush=True)
 PY

@@ -1,7 +1,7 @@
 //! A SIGKILL of `lobster` itself (no handler runs) still takes the whole
-//! process group of a running host step with it: the direct child through
-//! PR_SET_PDEATHSIG, the grandchildren through the reaper
-//! (runtime/src/executor/reaper.rs).
+//! process group of a running host step with it: the reaper
+//! (runtime/src/executor/reaper.rs) kills every listed group, and a step
+//! spawned before the reaper was up also has PR_SET_PDEATHSIG.
 
 use crate::common::{alive, read, write, Env};
 use std::time::Duration;
@@ -78,4 +78,39 @@ fn sigkill_of_lobster_kills_the_grandchildren_of_a_shell_step() {
             alive(grandchild)
         );
     }
+}
+
+/// A host step that starts once the reaper is up is spawned without
+/// PR_SET_PDEATHSIG (a `posix_spawn`, no fork of lobster): the reaper alone
+/// must take its shell and the shell's children with lobster.
+#[test]
+fn sigkill_of_lobster_kills_a_shell_started_after_the_reaper_is_up() {
+    let env = Env::new();
+    let pidfile = env.work_path("pids");
+    let line = format!("sleep 31 & echo $! $$ > {}; sleep 31", pidfile.display());
+    // The first step lists a group (the reaper starts) and ends; the second
+    // starts after a pause, by when the reaper is watching.
+    let workflow = write(
+        &env,
+        "late.lobster",
+        &format!(
+            "name: late\nsteps:\n  - id: first\n    run: 'true'\n  - id: later\n    run: 'sleep 0.5; {line}'\n"
+        ),
+    );
+    let mut lobster = env.spawn(&["run", "--mode", "tool", workflow.to_str().unwrap()]);
+    wait_for_reaper(lobster.id());
+    let (grandchild, shell) = wait_for_pids(&pidfile);
+    assert!(alive(grandchild) && alive(shell));
+    lobster.kill().unwrap(); // SIGKILL: no handler of ours runs
+    lobster.wait().unwrap();
+    let gone = (0..120).any(|_| {
+        std::thread::sleep(Duration::from_millis(25));
+        !alive(grandchild) && !alive(shell)
+    });
+    assert!(
+        gone,
+        "after SIGKILL of lobster the late shell is alive: {}, its background sleep: {}",
+        alive(shell),
+        alive(grandchild)
+    );
 }

@@ -13,4 +13,5 @@ mod run;
 pub use cancel::{pause_deadlines, Cancel, CancelReason, DeadlinePause, GroupGuard};
 pub use context::{Context, Limits, Mode};
 pub use plan::{check_pipeline, plan, suggest};
+pub use reaper::watching as reaper_watching;
 pub use run::{run_pipeline, Outcome};

@@ -2,7 +2,11 @@
 //! Lobster.
 //!
 //! Cancellation ([`super::Cancel`]) kills a step's whole process group, and
-//! `PR_SET_PDEATHSIG` kills the direct child when Lobster dies; but after a
+//! `PR_SET_PDEATHSIG` kills the direct child when Lobster dies (only for
+//! children spawned before the reaper is up: it needs a `fork` of Lobster,
+//! which a long-running server with many threads pays for in page-table
+//! copies and copy-on-write faults; once the reaper watches, children are
+//! `posix_spawn`ed and the reaper alone takes them); but after a
 //! SIGKILL no code of ours runs, so a grandchild (`sleep` started by
 //! `sh -c 'sleep 300 & …'`) would live on. The reaper is a small `/bin/sh`
 //! loop started once per process, at the first registered group, in a
@@ -18,7 +22,8 @@
 //! Limits, by construction: the reaper starts on a thread at the first
 //! listed group (about a millisecond, off the run's path), and a SIGKILL
 //! before it runs, or between a `spawn` and its `+PGID` write
-//! (microseconds), leaves those groups unlisted; a process that leaves its
+//! (microseconds), leaves those groups unlisted (the direct child of a
+//! spawn before the reaper was up still dies by its parent-death signal); a process that leaves its
 //! group (`setsid`) escapes, as it escapes cancellation; if `/bin/sh` cannot
 //! start, nothing changes from before (no reaper, no error: the direct
 //! child still dies with its parent).
@@ -109,6 +114,15 @@ fn start() {
     if pipe.write_all(&pending).is_ok() {
         *state = State::Ready(pipe);
     }
+}
+
+/// Whether the reaper is running and listening: a group listed from now on
+/// is killed if this process dies, however it dies. While it is, host
+/// processes are spawned without `PR_SET_PDEATHSIG` (see
+/// `process::spawn::die_with_parent`), which needs a `fork` of this whole
+/// process instead of `posix_spawn`.
+pub fn watching() -> bool {
+    matches!(&*state(), State::Ready(_))
 }
 
 /// List `pgid` with the reaper (it is killed if this process dies first).

@@ -297,7 +297,15 @@ impl Invocation {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        die_with_parent(&mut command);
+        // Once the reaper watches, it kills this child's group if we die
+        // (however we die), and the spawn can be a `posix_spawn` (vfork: no
+        // copy of this process's page tables, no copy-on-write faults in
+        // its threads afterwards, which cost a long-running server more
+        // than the child itself). Before that, `PR_SET_PDEATHSIG` does it,
+        // which needs a `fork`.
+        if !crate::executor::reaper_watching() {
+            die_with_parent(&mut command);
+        }
         let mut child = command
             .spawn()
             .map_err(|e| self.spawn_error(e, &program, cwd))?;
@@ -428,6 +436,8 @@ pub(super) fn stop_after_cancel(pgid: i32, cancel: &Cancel) {
 
 /// Make the child get SIGKILL when this process dies, even by SIGKILL (when
 /// no cancellation can run): `PR_SET_PDEATHSIG` in the child before `exec`.
+/// Used until the reaper (`executor/reaper.rs`) is up; from then on the
+/// reaper kills the child's group instead.
 /// If this process died between `fork` and `prctl`, the child sees another
 /// parent and exits at once. (Linux ties the signal to the forking thread:
 /// every spawn here waits for its child on the thread that spawned it.)
