@@ -2,6 +2,8 @@
 //! CI do, and assert on stdout, stderr, exit codes and the state directory.
 
 mod common;
+#[path = "../psql.rs"]
+mod psql;
 
 mod attacks;
 mod broker;

@@ -65,18 +65,7 @@ fn sigkill_of_lobster_kills_the_grandchildren_of_a_shell_step() {
         let (grandchild, shell) = wait_for_pids(&pidfile);
         assert!(alive(grandchild) && alive(shell), "{args:?}");
         wait_for_reaper(lobster.id());
-        lobster.kill().unwrap(); // SIGKILL: no handler of ours runs
-        lobster.wait().unwrap();
-        let gone = (0..120).any(|_| {
-            std::thread::sleep(Duration::from_millis(25));
-            !alive(grandchild) && !alive(shell)
-        });
-        assert!(
-            gone,
-            "{args:?}: after SIGKILL of lobster the shell is alive: {}, its background sleep: {}",
-            alive(shell),
-            alive(grandchild)
-        );
+        kill_and_expect_gone(&mut lobster, grandchild, shell, &format!("{args:?}"));
     }
 }
 
@@ -101,7 +90,18 @@ fn sigkill_of_lobster_kills_a_shell_started_after_the_reaper_is_up() {
     wait_for_reaper(lobster.id());
     let (grandchild, shell) = wait_for_pids(&pidfile);
     assert!(alive(grandchild) && alive(shell));
-    lobster.kill().unwrap(); // SIGKILL: no handler of ours runs
+    kill_and_expect_gone(&mut lobster, grandchild, shell, "a late step");
+}
+
+/// SIGKILL `lobster` (no handler of ours runs) and expect its step's shell
+/// and the shell's background child gone within 3 s.
+fn kill_and_expect_gone(
+    lobster: &mut std::process::Child,
+    grandchild: u32,
+    shell: u32,
+    what: &str,
+) {
+    lobster.kill().unwrap();
     lobster.wait().unwrap();
     let gone = (0..120).any(|_| {
         std::thread::sleep(Duration::from_millis(25));
@@ -109,7 +109,7 @@ fn sigkill_of_lobster_kills_a_shell_started_after_the_reaper_is_up() {
     });
     assert!(
         gone,
-        "after SIGKILL of lobster the late shell is alive: {}, its background sleep: {}",
+        "{what}: after SIGKILL of lobster the shell is alive: {}, its background sleep: {}",
         alive(shell),
         alive(grandchild)
     );

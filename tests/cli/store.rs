@@ -5,6 +5,7 @@
 //! loudly elsewhere). The race runs against both stores.
 
 use crate::common::{finish, read, token_of, Env};
+use crate::psql::psql;
 use serde_json::json;
 
 /// The PostgreSQL URL for tests, or `None` (after a loud skip message).
@@ -383,17 +384,6 @@ fn a_killed_pure_resume_runs_again_files() {
 fn a_killed_pure_resume_runs_again_postgres() {
     let Some(url) = pg_url() else { return };
     a_killed_pure_resume_runs_again(Some(&url));
-}
-
-/// Run `sql` against the test database (psql).
-fn psql(url: &str, sql: &str) -> String {
-    let out = std::process::Command::new("psql")
-        .arg(url)
-        .args(["-v", "ON_ERROR_STOP=1", "-qAtc", sql])
-        .output()
-        .expect("psql (postgresql-client) runs");
-    assert!(out.status.success(), "psql {sql}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// Whether the one paused workflow state of `env` says its run may run again.

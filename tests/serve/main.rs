@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod nodes;
+#[path = "../psql.rs"]
+mod psql;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lobster");
 const ACME: &str = "acme-token";

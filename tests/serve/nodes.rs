@@ -7,6 +7,7 @@
 //! node ids of its own, so they share one database safely.
 
 use super::*;
+use crate::psql::psql;
 use std::sync::{Arc, Barrier};
 
 fn pg_url() -> Option<String> {
@@ -278,18 +279,7 @@ fn a_killed_node_s_run_reads_interrupted_on_the_other_once_its_lease_expires() {
     assert_eq!(b.get_run(S, &id).json()["status"], "running");
     victim.child.kill().unwrap();
     victim.child.wait().unwrap();
-    let killed = Instant::now();
-    let rec = loop {
-        let rec = b.get_run(S, &id).json();
-        if rec["status"] != "running" {
-            break rec;
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(10),
-            "still running 10 s after its node was killed: {rec}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let rec = settled_after_kill(b, &id);
     assert_eq!(rec["status"], "interrupted", "{rec}");
     assert!(rec["reason"].as_str().unwrap().contains("stopped"), "{rec}");
     // B serves everything else: a gate paused on the dead node is decided on B.
@@ -335,18 +325,7 @@ fn a_pure_resume_on_a_killed_node_opens_its_gate_again_on_the_other() {
     assert_eq!(b.get_run(S, &id).json()["status"], "running");
     a.child.kill().unwrap();
     a.child.wait().unwrap();
-    let killed = Instant::now();
-    let rec = loop {
-        let rec = b.get_run(S, &id).json();
-        if rec["status"] != "running" {
-            break rec;
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(10),
-            "still running 10 s after its node was killed: {rec}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let rec = settled_after_kill(&b, &id);
     // Not interrupted: the gate is open again, on every node.
     assert_eq!(rec["status"], "needs_approval", "{rec}");
     assert!(
@@ -377,6 +356,23 @@ fn a_pure_resume_on_a_killed_node_opens_its_gate_again_on_the_other() {
     let rec = b.get_run(S, &id).json();
     assert_eq!(rec["status"], "ok", "{rec}");
     assert!(rec.get("gate").is_none(), "{rec}");
+}
+
+/// Run `id`'s record as `node` reads it once it is no longer `running`
+/// (its node was just killed); fails after 10 s.
+fn settled_after_kill(node: &Server, id: &str) -> Value {
+    let killed = Instant::now();
+    loop {
+        let rec = node.get_run(S, id).json();
+        if rec["status"] != "running" {
+            return rec;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "still running 10 s after its node was killed: {rec}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// `tests/pg.sh what` for a cluster in `dir`; its stdout.
@@ -580,17 +576,6 @@ fn a_tenant_called_default_cannot_read_the_server_s_rows() {
         "{v}"
     );
     assert!(!v.to_string().contains("\"output\""), "{v}");
-}
-
-/// Run `sql` against the test database (psql).
-fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .arg(url)
-        .args(["-v", "ON_ERROR_STOP=1", "-qAtc", sql])
-        .output()
-        .expect("psql (postgresql-client) runs");
-    assert!(out.status.success(), "psql {sql}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// Remove every inline document containing `marker` from every node's disk
