@@ -229,10 +229,13 @@ fn load_keeps_one_connection_per_client_alive() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(report["requests"], 90, "{report}");
     assert_eq!(report["errors"], 0, "{report}");
-    assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        3,
-        "one connection per client"
+    // 90 requests over at most one connection per client: kept alive. (A
+    // client that found no request left never connects: on a loaded
+    // machine one client may do all 90.)
+    let connections = accepted.load(Ordering::SeqCst);
+    assert!(
+        (1..=3).contains(&connections),
+        "{connections} connections for 3 clients"
     );
     // A duration instead of a count.
     let (out, report) = load(&["--url", &url, "--body-json", "{}", "-c", "2", "-d", "1"]);
