@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod nodes;
+#[path = "../own_pg.rs"]
+mod own_pg;
 #[path = "../psql.rs"]
 mod psql;
 

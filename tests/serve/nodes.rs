@@ -7,6 +7,7 @@
 //! node ids of its own, so they share one database safely.
 
 use super::*;
+use crate::own_pg::{pg_sh, OwnCluster};
 use crate::psql::psql;
 use std::sync::{Arc, Barrier};
 
@@ -375,55 +376,19 @@ fn settled_after_kill(node: &Server, id: &str) -> Value {
     }
 }
 
-/// `tests/pg.sh what` for a cluster in `dir`; its stdout.
-fn pg_sh(dir: &Path, what: &str) -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .arg(what)
-        .env("LOBSTER_PG_DIR", dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "pg.sh {what}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-/// A throwaway PostgreSQL cluster of one test's own (tests/pg.sh), which
-/// becomes the nodes' database; stopped when dropped.
-struct OwnDb {
-    _parent: tempfile::TempDir,
-    dir: PathBuf,
-}
-
-impl OwnDb {
-    fn start(c: &mut Cluster) -> OwnDb {
-        let parent = tempfile::tempdir().unwrap();
-        // The server runs as the postgres user: let it reach its directory.
-        std::fs::set_permissions(
-            parent.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let dir = parent.path().join("pg");
-        c.url = pg_sh(&dir, "start");
-        OwnDb {
-            _parent: parent,
-            dir,
-        }
-    }
-}
-
-impl Drop for OwnDb {
-    fn drop(&mut self) {
-        let _ = pg_sh(&self.dir, "stop");
-    }
+/// A cluster of this test's own ([`OwnCluster`]) that becomes the nodes'
+/// database; stopped when dropped.
+fn own_db(c: &mut Cluster) -> OwnCluster {
+    let own = OwnCluster::start();
+    c.url = own.url.clone();
+    own
 }
 
 #[test]
 fn a_database_restart_under_load_fails_requests_cleanly_then_recovers_losing_no_run() {
     // A cluster of its own, so stopping it disturbs no other test.
     let Some(mut c) = Cluster::new() else { return };
-    let own = OwnDb::start(&mut c);
+    let own = own_db(&mut c);
     let pg_dir = own.dir.clone();
     let mut a = c.node("a", "", &[]);
     let b = c.node("b", "", &[]);
@@ -544,7 +509,7 @@ fn a_run_submitted_to_a_busy_node_is_run_by_a_free_one() {
 fn a_tenant_called_default_cannot_read_the_server_s_rows() {
     // A database of its own: the rows of the default tenant are this test's.
     let Some(mut c) = Cluster::new() else { return };
-    let _own = OwnDb::start(&mut c);
+    let _own = own_db(&mut c);
     let config = c.dir.path().join("default.toml");
     std::fs::write(
         &config,

@@ -867,63 +867,17 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
         .unwrap();
 }
 
-/// `tests/pg.sh` with `LOBSTER_PG_DIR=dir`; its stdout.
-fn pg_sh(dir: &std::path::Path, what: &str) -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .arg(what)
-        .env("LOBSTER_PG_DIR", dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "pg.sh {what}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-/// A throwaway cluster of a test's own (tests/pg.sh, as CI starts the
-/// shared one), stopped when dropped; `None` where no PostgreSQL is set up.
-struct OwnCluster {
-    _parent: tempfile::TempDir,
-    dir: std::path::PathBuf,
-    url: String,
-}
-
-impl OwnCluster {
-    fn start() -> Option<OwnCluster> {
-        pg_url()?;
-        let parent = tempfile::tempdir().unwrap();
-        // The server runs as the postgres user: let it reach its directory.
-        std::fs::set_permissions(
-            parent.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        let dir = parent.path().join("pg");
-        let url = pg_sh(&dir, "start");
-        Some(OwnCluster {
-            _parent: parent,
-            dir,
-            url,
-        })
-    }
-}
-
-impl Drop for OwnCluster {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("bash")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh"))
-            .arg("stop")
-            .env("LOBSTER_PG_DIR", &self.dir)
-            .output();
-    }
-}
+#[path = "../../../tests/own_pg.rs"]
+mod own_pg;
+use own_pg::{pg_sh, OwnCluster};
 
 #[test]
 fn a_database_restart_under_load_fails_calls_cleanly_then_recovers_losing_nothing() {
     // A cluster of its own, so stopping it disturbs no other test.
-    let Some(cluster) = OwnCluster::start() else {
+    if pg_url().is_none() {
         return;
-    };
+    }
+    let cluster = OwnCluster::start();
     let (dir, url) = (cluster.dir.clone(), cluster.url.clone());
     let local = tempfile::tempdir().unwrap();
     let s = StateStore::postgres(&url, local.path());
@@ -982,9 +936,10 @@ fn a_database_restart_under_load_fails_calls_cleanly_then_recovers_losing_nothin
 #[test]
 fn a_database_restart_while_a_resume_ends_does_not_interrupt_the_run() {
     // A cluster of its own, stopped while a claim is checked and released.
-    let Some(cluster) = OwnCluster::start() else {
+    if pg_url().is_none() {
         return;
-    };
+    }
+    let cluster = OwnCluster::start();
     let (dir, url) = (cluster.dir.clone(), cluster.url.clone());
     let local = tempfile::tempdir().unwrap();
     let s = StateStore::postgres(&url, local.path())

@@ -1,0 +1,60 @@
+//! A throwaway PostgreSQL cluster of one test's own, for tests that stop or
+//! restart their database (so no other test is disturbed). Shared by the
+//! store's unit tests and the serve test crate (included with `#[path]`).
+
+use std::path::{Path, PathBuf};
+
+/// `tests/pg.sh what` with `LOBSTER_PG_DIR=dir`; its stdout, trimmed.
+/// Fails the test when the script fails.
+pub fn pg_sh(dir: &Path, what: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .arg(what)
+        .env("LOBSTER_PG_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pg.sh {what}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A cluster started by tests/pg.sh (as CI starts the shared one) in a
+/// directory of its own; stopped when dropped.
+pub struct OwnCluster {
+    _parent: tempfile::TempDir,
+    /// Its data directory (for `pg_sh(dir, "kill" | "start")`).
+    pub dir: PathBuf,
+    /// Its URL (a unix socket).
+    pub url: String,
+}
+
+impl OwnCluster {
+    /// Start one.
+    pub fn start() -> OwnCluster {
+        let parent = tempfile::tempdir().unwrap();
+        // The server runs as the postgres user: let it reach its directory.
+        std::fs::set_permissions(
+            parent.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let dir = parent.path().join("pg");
+        let url = pg_sh(&dir, "start");
+        OwnCluster {
+            _parent: parent,
+            dir,
+            url,
+        }
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        // Not pg_sh: a failed stop must not panic inside a drop.
+        let _ = std::process::Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/pg.sh"))
+            .arg("stop")
+            .env("LOBSTER_PG_DIR", &self.dir)
+            .output();
+    }
+}
