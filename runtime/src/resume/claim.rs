@@ -311,10 +311,7 @@ fn dead_rerun_record(store: &StateStore, state_key: &str) -> Option<(Value, Valu
     let record = store
         .get(&super::interrupted::record_key(state_key))
         .ok()??;
-    let state = record
-        .get("state")
-        .filter(|s| super::interrupted::rerun_safe(s))?
-        .clone();
+    let state = super::interrupted::rerun_state(&record)?.clone();
     let pid = record.get("pid").and_then(Value::as_u64).unwrap_or(0);
     if pid == u64::from(std::process::id()) || super::interrupted::pid_alive(pid) {
         return None;

@@ -66,10 +66,15 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
         "pid": std::process::id(),
     });
     if rerun_safe(state) {
-        record["rerun"] = json!(true);
         record["state"] = state.clone();
     }
     record
+}
+
+/// The state a record carries when its run may run again (see
+/// [`record_for`]).
+pub fn rerun_state(record: &Value) -> Option<&Value> {
+    record.get("state").filter(|s| rerun_safe(s))
 }
 
 /// Whether a stored resume state says every step after its gate is pure.
@@ -92,20 +97,18 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
         let when = row.claimed_at.unwrap_or_else(|| "?".into());
         let by = row.claimed_by.unwrap_or_else(|| "?".into());
         return match row.status.as_str() {
-            "resuming" if row.rerun => Some(
-                Error::runtime(format!(
-                    "this run is being resumed right now (after {halt} at {at}, by {by} since {when})"
-                ))
-                .with_hint(format!(
-                    "wait for that resume to finish; every step after the gate is pure, so if that resume died the run can be resumed again once its lease ends ({})",
-                    row.lease_until.unwrap_or_else(|| "?".into())
-                )),
-            ),
             "resuming" => Some(
                 Error::runtime(format!(
                     "this run is being resumed right now (after {halt} at {at}, by {by} since {when})"
                 ))
-                .with_hint("wait for that resume to finish; a token runs at most once"),
+                .with_hint(if row.rerun {
+                    format!(
+                        "wait for that resume to finish; every step after the gate is pure, so if that resume died the run can be resumed again once its lease ends ({})",
+                        row.lease_until.unwrap_or_else(|| "?".into())
+                    )
+                } else {
+                    "wait for that resume to finish; a token runs at most once".to_string()
+                }),
             ),
             "interrupted" => Some(
                 Error::runtime(format!(
@@ -129,7 +132,7 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
     };
     let pid = record.get("pid").and_then(Value::as_u64).unwrap_or(0);
     let (halt, at, when) = (text("halt"), text("at"), text("claimedAt"));
-    let rerun = record.get("rerun") == Some(&Value::Bool(true));
+    let rerun = rerun_state(&record).is_some();
     // A rerun record of this very process is a resume still going on here
     // (a claim is never taken over from its own process).
     let own = pid == u64::from(std::process::id());
