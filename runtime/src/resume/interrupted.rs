@@ -65,7 +65,7 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
         "claimedAt": super::approval_id::now_iso(),
         "pid": std::process::id(),
     });
-    if rerun_safe(state) {
+    if crate::state::is_rerun_safe(state) {
         record["state"] = state.clone();
     }
     record
@@ -74,12 +74,9 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
 /// The state a record carries when its run may run again (see
 /// [`record_for`]).
 pub fn rerun_state(record: &Value) -> Option<&Value> {
-    record.get("state").filter(|s| rerun_safe(s))
-}
-
-/// Whether a stored resume state says every step after its gate is pure.
-pub fn rerun_safe(state: &Value) -> bool {
-    state.get(crate::state::RERUN_SAFE) == Some(&Value::Bool(true))
+    record
+        .get("state")
+        .filter(|s| crate::state::is_rerun_safe(s))
 }
 
 /// The error `lobster resume` gives for a token whose state is gone, when a

@@ -19,6 +19,11 @@ pub const DEFAULT_TENANT: &str = "default";
 /// `rerun`, the files store's interrupted record carrying the state.
 pub const RERUN_SAFE: &str = "rerunSafe";
 
+/// Whether a paused run's `state` says [`RERUN_SAFE`].
+pub fn is_rerun_safe(state: &Item) -> bool {
+    state.get(RERUN_SAFE) == Some(&Item::Bool(true))
+}
+
 /// How long a PostgreSQL claim holds without a heartbeat (heartbeats come
 /// every third of it while the resumed run executes).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -355,8 +360,7 @@ impl StateStore {
     pub fn set(&self, key: &str, value: &Item) -> Result<()> {
         let mut text = to_js_json_pretty(value);
         text.push('\n');
-        let rerun = value.get(RERUN_SAFE) == Some(&Item::Bool(true));
-        self.put(key, text, rerun)
+        self.put(key, text, is_rerun_safe(value))
     }
 
     /// Write `key` atomically as compact JSON, refusing (and writing nothing)

@@ -485,11 +485,10 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
             }
             Action::Wasm { uses, .. } => {
                 let full = super::steps::compose::resolve_path(&wf.source.path, uses);
-                let reqs =
-                    crate::sandbox::load_file(&full, &crate::sandbox::ArtifactCache::disabled())
-                        .ok()
-                        .and_then(|c| c.meta().map(|m| m.requires.clone()))
-                        .unwrap_or_default();
+                let reqs = crate::sandbox::load_file(&full, &step_cache(ctx))
+                    .ok()
+                    .and_then(|c| c.meta().map(|m| m.requires.clone()))
+                    .unwrap_or_default();
                 for r in reqs {
                     out.push(format!("{label}: {}", r.describe().0));
                 }
@@ -502,6 +501,13 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
         }
     }
     out
+}
+
+/// The compiled-component cache a `uses:` step loads through
+/// (`steps/wasm.rs`): a component the plan did not load yet is compiled
+/// once, not again when it runs.
+fn step_cache(ctx: &Context) -> crate::sandbox::ArtifactCache {
+    crate::sandbox::ArtifactCache::in_state_dir(ctx.state.dir())
 }
 
 /// Whether every top-level step after step `index` is pure (see
@@ -524,7 +530,7 @@ fn action_is_pure(wf: &Workflow, action: &Action, ctx: &Context) -> bool {
         Action::Wasm { uses, .. } => {
             let full = super::steps::compose::resolve_path(&wf.source.path, uses);
             recovery::wasm_steps_pure(&ctx.grants)
-                && crate::sandbox::load_file(&full, &crate::sandbox::ArtifactCache::disabled())
+                && crate::sandbox::load_file(&full, &step_cache(ctx))
                     .is_ok_and(|c| recovery::imports_are_pure(c.imports()))
         }
         Action::Parallel(p) => p
