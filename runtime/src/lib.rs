@@ -15,7 +15,7 @@
 //! - [`workflow`]: workflow files (steps, gates, durable resume).
 //! - [`broker`]: brokered gateway tool and model calls (judged, recorded, replayed).
 
-pub mod api;
+pub mod app;
 pub mod broker;
 pub mod cli;
 pub mod commands;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// Edges (`from -> to`, rooms) that still break a rule, to be removed.
 const ALLOWED: &[&str] = &[
-    "api -> cli",
+    "app -> cli",
     "broker -> executor",
     "broker -> policy",
     "broker -> sandbox",
@@ -46,7 +46,7 @@ const ALLOWED: &[&str] = &[
 /// Rooms by layer, outermost first.
 const LAYERS: &[(&str, &[&str])] = &[
     ("doors", &["cli", "mcp", "serve"]),
-    ("request", &["app", "api"]),
+    ("request", &["app"]),
     ("engine", &["workflow", "resume", "executor"]),
     (
         "capabilities",
@@ -211,8 +211,8 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The module path of a file under `src/` (`api/exec.rs` → `[api, exec]`,
-/// `api/mod.rs` → `[api]`); `None` for the crate root and the binaries.
+/// The module path of a file under `src/` (`app/exec.rs` → `[app, exec]`,
+/// `app/mod.rs` → `[app]`); `None` for the crate root and the binaries.
 fn module_of(rel: &Path) -> Option<Vec<String>> {
     let parts: Vec<String> = rel
         .iter()

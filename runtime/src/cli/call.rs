@@ -5,12 +5,12 @@
 //! {"action":"run","pipeline":"…","cwd":"sub","timeoutMs":30000,"maxStdoutBytes":512000,"argsJson":"{}"}
 //! {"action":"resume","token":"…","approve":true}
 //! ```
-//! Parsing and running live in [`crate::api`] (shared with `lobster mcp`);
+//! Parsing and running live in [`crate::app`] (shared with `lobster mcp`);
 //! this file reads the request, arms the signal handlers and prints.
 
 use super::help;
 use super::output::{pretty_line, write_once, Printer};
-use crate::api::{self, Call, Settings};
+use crate::app::{self, Call, Settings};
 use crate::error::Error;
 use crate::executor::{Cancel, Mode};
 use std::io::Read;
@@ -35,7 +35,7 @@ pub(super) fn call(argv: &[String]) -> i32 {
                 .map_err(Error::from)
         }
     };
-    let call = match raw.and_then(|text| api::parse_call(&text)) {
+    let call = match raw.and_then(|text| app::parse_call(&text)) {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
     };
@@ -44,8 +44,8 @@ pub(super) fn call(argv: &[String]) -> i32 {
     let _ = crate::process::install_signal_handlers(&cancel);
     let settings = Settings::default();
     let reply = match call {
-        Call::Run(request) => api::run(&settings, &request, &cancel),
-        Call::Resume(request) => api::resume(&settings, &request, &cancel),
+        Call::Run(request) => app::run(&settings, &request, &cancel),
+        Call::Resume(request) => app::resume(&settings, &request, &cancel),
     };
     write_once(&pretty_line(&reply.envelope), "");
     reply.exit_code

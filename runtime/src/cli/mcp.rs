@@ -8,7 +8,7 @@
 use super::argv::{split_flag, take_value};
 use super::output::write_once;
 use super::run_args::SandboxArgs;
-use crate::api::{Catalog, Settings};
+use crate::app::{Catalog, Settings};
 use crate::error::{Error, Result};
 use crate::executor::Mode;
 use crate::mcp::{ApprovalMode, LobsterMcp};
@@ -115,8 +115,8 @@ fn settings(args: &McpArgs) -> Result<Settings> {
         policy: args.policy.clone(),
         ..Default::default()
     };
-    let mut ctx = crate::api::context::build_context(Mode::Tool, &limits, None)?;
-    crate::api::context::apply_sandbox_args(&mut ctx, &args.sandbox)?;
+    let mut ctx = crate::app::context::build_context(Mode::Tool, &limits, None)?;
+    crate::app::context::apply_sandbox_args(&mut ctx, &args.sandbox)?;
     Ok(Settings {
         policy: args.policy.clone(),
         sandbox: args.sandbox.clone(),

@@ -181,15 +181,15 @@ fn graph(argv: &[String]) -> i32 {
     }
 }
 
-/// The context of one CLI run (see [`crate::api::context::build_context`]).
+/// The context of one CLI run (see [`crate::app::context::build_context`]).
 pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
     progress::install(mode);
-    crate::api::context::build_context(mode, limits, cwd)
+    crate::app::context::build_context(mode, limits, cwd)
 }
 
-/// Apply the sandbox flags (see [`crate::api::context::apply_sandbox_args`]).
+/// Apply the sandbox flags (see [`crate::app::context::apply_sandbox_args`]).
 pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs) -> Result<()> {
-    crate::api::context::apply_sandbox_args(ctx, args)
+    crate::app::context::apply_sandbox_args(ctx, args)
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not
@@ -259,7 +259,7 @@ fn run(argv: &[String]) -> i32 {
 
 /// Parse, validate and run pipeline text to a printable result.
 pub(crate) fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
-    crate::api::exec::run_text(text, ctx)
+    crate::app::exec::run_text(text, ctx)
 }
 
 /// The reference's dry-run plan (to stderr): `[DRY RUN] Pipeline (n stages):`

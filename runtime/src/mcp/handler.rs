@@ -1,4 +1,4 @@
-//! The MCP handler: tool calls → [`crate::api`] calls on the blocking pool.
+//! The MCP handler: tool calls → [`crate::app`] calls on the blocking pool.
 
 // MCP logging (`logging/setLevel`, `notifications/message`) is deprecated by
 // SEP-2577 but still what clients subscribe with; step logs use it.
@@ -7,8 +7,8 @@
 use super::runner::{in_place, Runner};
 use super::tools::{self, RESUME, RUN, WORKFLOWS};
 use super::ApprovalMode;
-use crate::api::request::{cwd_field, limit_fields, resume_fields};
-use crate::api::{approval, Reply, ResumeCall, RunRequest, RunTarget, Settings};
+use crate::app::request::{cwd_field, limit_fields, resume_fields};
+use crate::app::{approval, Reply, ResumeCall, RunRequest, RunTarget, Settings};
 use crate::error::{Error, Result};
 use crate::executor::{Cancel, CancelReason};
 use crate::resume::Decision;
@@ -47,7 +47,7 @@ struct Inner {
     runner: Option<Arc<dyn Runner>>,
 }
 
-use crate::api::Call as Job;
+use crate::app::Call as Job;
 
 /// What human-approval mode makes of an `approve: true`.
 enum Gate {
@@ -230,7 +230,7 @@ impl LobsterMcp {
         let store = self.inner.settings.store();
         let pending = approval::pending(&store, &call.request.target)?;
         if pending.halt_type != "approval_request" {
-            // Input gates take a response; the api layer refuses approve there.
+            // Input gates take a response; the app layer refuses approve there.
             return Ok(Gate::Proceed(call));
         }
         if let Some(sealed) = &request.request_state {

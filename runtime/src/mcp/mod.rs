@@ -1,7 +1,7 @@
 //! `lobster mcp`: Lobster as a Model Context Protocol server.
 //!
 //! [`LobsterMcp`] is an rmcp [`ServerHandler`](rmcp::ServerHandler) over the
-//! [`crate::api`] layer, independent of the transport: `lobster mcp` serves
+//! [`crate::app`] layer, independent of the transport: `lobster mcp` serves
 //! it on stdio ([`serve_stdio`]); an HTTP front door can mount the same
 //! handler with rmcp's streamable-HTTP service: build one `LobsterMcp` at
 //! start-up and give each session `server.for_session()` (the same
@@ -14,7 +14,7 @@
 //!   becomes a tool result (failures are results with `isError: true`, never
 //!   protocol errors).
 //! - [`handler`]: argument checking, dispatch to the [`Runner`] (by default
-//!   `spawn_blocking` calls of the api layer, [`runner`]), cancellation (`notifications/cancelled` → the run's
+//!   `spawn_blocking` calls of the app layer, [`runner`]), cancellation (`notifications/cancelled` → the run's
 //!   [`Cancel`](crate::executor::Cancel) as SIGINT), and approvals by the
 //!   human (`--approvals human`, see [`ApprovalMode`]).
 //!

@@ -1,10 +1,10 @@
 //! Where the MCP server's runs run. By default a tool call runs in place,
-//! on the blocking pool through [`crate::api`]; a front door that keeps
+//! on the blocking pool through [`crate::app`]; a front door that keeps
 //! runs of its own (`lobster serve`: a registry, run slots, approval links
 //! for humans, metrics) gives the server a [`Runner`] so MCP calls become
 //! its runs like any other.
 
-use crate::api::{self, Call, Reply, Settings};
+use crate::app::{self, Call, Reply, Settings};
 use crate::error::Error;
 use crate::executor::Cancel;
 use crate::resume::ResumeTarget;
@@ -31,7 +31,7 @@ pub trait Runner: Send + Sync {
     }
 }
 
-/// The default: run in place through the api layer with `settings`.
+/// The default: run in place through the app layer with `settings`.
 pub(crate) async fn in_place(
     settings: std::sync::Arc<Settings>,
     call: Call,
@@ -39,8 +39,8 @@ pub(crate) async fn in_place(
     log: Option<LogSink>,
 ) -> Reply {
     tokio::task::spawn_blocking(move || match call {
-        Call::Run(request) => api::run_logged(&settings, &request, &cancel, log),
-        Call::Resume(call) => api::resume_logged(&settings, &call, &cancel, log),
+        Call::Run(request) => app::run_logged(&settings, &request, &cancel, log),
+        Call::Resume(call) => app::resume_logged(&settings, &call, &cancel, log),
     })
     .await
     .unwrap_or_else(|e| Reply::error(&Error::runtime(format!("the run failed: {e}"))))

@@ -3,7 +3,7 @@
 //! noise) and the envelope's output schema; and how an envelope becomes a
 //! tool result (structured content + a text copy that says what to do next).
 
-use crate::api::{Catalog, Reply, WorkflowEntry};
+use crate::app::{Catalog, Reply, WorkflowEntry};
 use crate::value::{to_js_json, Item};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::json;

@@ -21,7 +21,7 @@ use super::runs::{self, Attach, Job, Launch};
 use super::state::AppState;
 use super::tenant::Tenant;
 use super::{authed, ApiError};
-use crate::api::{Call, Reply};
+use crate::app::{Call, Reply};
 use crate::error::Error;
 use crate::executor::Cancel;
 use crate::mcp::runner::ReplyFuture;

@@ -1,4 +1,4 @@
-//! `lobster serve`: a multi-tenant HTTP gateway over the [`crate::api`]
+//! `lobster serve`: a multi-tenant HTTP gateway over the [`crate::app`]
 //! front-door layer (axum on a multi-thread tokio runtime; runs and resumes
 //! on the blocking pool).
 //!

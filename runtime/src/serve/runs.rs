@@ -19,7 +19,7 @@
 //! lease, so a `running` record whose node stopped beating for a lease
 //! reads `interrupted` on every node.
 //!
-//! The work itself is [`crate::api::run`] / [`crate::api::resume`] on the
+//! The work itself is [`crate::app::run`] / [`crate::app::resume`] on the
 //! blocking pool, with the tenant's settings (policy, catalog, steps,
 //! store): the same authority, limits, claims and digests as the CLI.
 
@@ -27,8 +27,8 @@ use super::offload::offload;
 use super::state::{AppState, Live};
 use super::tenant::{RunSlot, Tenant};
 use super::{authed, body_json, ApiError, Log};
-use crate::api::request::{limit_fields, resume_fields};
-use crate::api::{self, ResumeCall, RunRequest, RunTarget};
+use crate::app::request::{limit_fields, resume_fields};
+use crate::app::{self, ResumeCall, RunRequest, RunTarget};
 use crate::executor::{Cancel, CancelReason};
 use crate::resume::approval_id::now_iso;
 use crate::state::runlog::time_prefixed_id;
@@ -354,7 +354,7 @@ pub enum Job {
 }
 
 /// Status of a settled run from its reply.
-fn status_of(reply: &api::Reply, by_shutdown: bool) -> &'static str {
+fn status_of(reply: &app::Reply, by_shutdown: bool) -> &'static str {
     if by_shutdown && !reply.ok() {
         return "cancelled";
     }
@@ -477,8 +477,8 @@ pub fn start_attached(
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let reply = match &job {
-            Job::Run(r) => api::run_logged(&tenant.settings, r, &cancel, log_sink),
-            Job::Resume(c) => api::resume_logged(&tenant.settings, c, &cancel, log_sink),
+            Job::Run(r) => app::run_logged(&tenant.settings, r, &cancel, log_sink),
+            Job::Resume(c) => app::resume_logged(&tenant.settings, c, &cancel, log_sink),
         };
         let mut reply = reply;
         if let Job::Run(RunRequest {
@@ -764,7 +764,7 @@ pub(crate) fn run_request(
     };
     let target = match (text("pipeline")?, text("workflow")?, text("workflowText")?) {
         (Some(p), None, None) => {
-            if crate::api::exec::lone_workflow_path(&p).is_some() {
+            if crate::app::exec::lone_workflow_path(&p).is_some() {
                 return Err(ApiError::bad_request(
                     "pipeline names a workflow file; lobster serve runs catalog workflows (workflow) or inline ones (workflowText), not files of the server",
                 ));

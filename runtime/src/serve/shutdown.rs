@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// How long cancelled runs may take to write their records before the
-/// process exits anyway (the api layer answers within its own 1 s grace).
+/// process exits anyway (the app layer answers within its own 1 s grace).
 const AFTER_CANCEL: Duration = Duration::from_secs(3);
 
 /// Resolves on SIGTERM or SIGINT (the first of either).

@@ -2,7 +2,7 @@
 //! catalog, steps, store), and their request and concurrency budgets.
 
 use super::config::TenantConfig;
-use crate::api::{Catalog, Settings};
+use crate::app::{Catalog, Settings};
 use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
 use crate::policy::Policy;

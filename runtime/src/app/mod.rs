@@ -27,11 +27,11 @@
 //!   `spawn_blocking`.
 //!
 //! ```no_run
-//! use lobster::api::{self, RunRequest, RunTarget, Settings};
+//! use lobster::app::{self, RunRequest, RunTarget, Settings};
 //! use lobster::executor::Cancel;
 //! let settings = Settings::default();
 //! let request = RunRequest::pipeline("exec --json --shell 'echo [1,2]' | approve --prompt ok?");
-//! let reply = api::run(&settings, &request, &Cancel::default());
+//! let reply = app::run(&settings, &request, &Cancel::default());
 //! assert_eq!(reply.status(), Some("needs_approval"));
 //! ```
 

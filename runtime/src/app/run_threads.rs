@@ -13,7 +13,7 @@
 //! thread-local state, a run's `Context` is moved into the job and dropped
 //! with it, and wasmtime's per-thread state (trap handling, the signal
 //! stack) is made for many stores on one thread — tokio's blocking pool,
-//! which calls `api::run`, already reuses its threads the same way.
+//! which calls `app::run`, already reuses its threads the same way.
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
