@@ -11,6 +11,7 @@ mod broker_hostile;
 mod broker_tls;
 mod call;
 mod cancellation;
+mod credentials;
 mod data;
 mod envelope;
 mod errors;

@@ -2,31 +2,81 @@
 //! state store from the environment, limits (defaults, clamps, policy
 //! maxima), working directory, operator policy, sandbox grants.
 
+use crate::broker::endpoints::{Endpoints, Sources};
+use crate::broker::Broker;
 use crate::cli::limits::{self, LimitArgs};
 use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
 use crate::executor::{Context, Mode};
 use crate::sandbox::{Grants, StepPath};
 use crate::state::StateStore;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Variables a `lobster serve` tenant's runs see from the server's
+/// environment whatever their policy says (none of them a credential).
+pub const TENANT_BASE_ENV: &[&str] = &[
+    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME",
+];
+
+/// The environment of a `lobster serve` tenant's runs (host processes,
+/// `$NAME` expansion in trusted `env:` values, grants): [`TENANT_BASE_ENV`]
+/// and the names the tenant's policy lists in `env` (explicitly; a trusted
+/// policy without a list adds nothing), never a variable that holds a
+/// credential ([`crate::policy::credential::secret_env_names`]) — the
+/// server's environment holds other tenants' tokens and the operator's keys.
+pub fn tenant_env(
+    policy: &crate::policy::Policy,
+    server: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let secrets = crate::policy::credential::secret_env_names(policy);
+    let listed = |name: &str| {
+        policy
+            .env
+            .iter()
+            .flatten()
+            .any(|p| match p.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => p == name,
+            })
+    };
+    server
+        .iter()
+        .filter(|(k, _)| TENANT_BASE_ENV.contains(&k.as_str()) || listed(k))
+        .filter(|(k, _)| !secrets.contains(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
 
 /// The context of one run: state store from the environment, limits,
 /// working directory (relative to the process's, and inside it), the
 /// operator policy, and whether a human can answer prompts (only in human
 /// mode on a terminal).
 pub fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
-    build_context_in(mode, limits, cwd, StateStore::from_env(), None)
+    build_context_in(
+        mode,
+        limits,
+        cwd,
+        StateStore::from_env(),
+        None,
+        Sources::Process,
+    )
 }
 
 /// [`build_context`] over `state`, and under `fixed` when given (a policy
 /// the front door loaded and checked itself; `limits.policy` and
-/// `LOBSTER_POLICY` are then not read).
+/// `LOBSTER_POLICY` are then not read). `sources` says where the run's
+/// endpoints and credentials come from ([`Endpoints::resolve`]); for a
+/// `lobster serve` tenant ([`Sources::Tenant`]) the run's environment is
+/// also cut down to [`tenant_env`].
 pub fn build_context_in(
     mode: Mode,
     limits: &LimitArgs,
     cwd: Option<&str>,
     state: StateStore,
     fixed: Option<&crate::policy::Policy>,
+    sources: Sources,
 ) -> Result<Context> {
     // A store that cannot be reached refuses the run before its first step.
     state.ping()?;
@@ -64,6 +114,12 @@ pub fn build_context_in(
     );
     if !policy.fuel {
         crate::sandbox::engine::disable_fuel();
+    }
+    // The operator's endpoints and credentials, once, from the environment
+    // as the process has it now (before any step adds to it).
+    ctx.broker = Arc::new(Broker::new(Endpoints::resolve(&policy, &ctx.env, sources)));
+    if sources == Sources::Tenant {
+        ctx.env = Arc::new(tenant_env(&policy, &ctx.env));
     }
     ctx.set_policy(policy);
     // SAFETY: isatty only inspects file descriptor 0.

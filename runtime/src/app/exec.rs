@@ -128,6 +128,7 @@ pub fn resume_logged(
         None,
         settings.store(),
         settings.fixed_policy.as_ref(),
+        settings.sources(),
     ) {
         Ok(c) => c,
         Err(e) => return Reply::error(&e),
@@ -162,6 +163,7 @@ fn prepare_run(
         request.cwd.as_deref(),
         settings.store(),
         settings.fixed_policy.as_ref(),
+        settings.sources(),
     )?;
     apply_sandbox_args(&mut ctx, &settings.sandbox)?;
     ctx.cancel = cancel.clone();

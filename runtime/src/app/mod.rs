@@ -76,9 +76,23 @@ pub struct Settings {
     /// share the server's working directory, where another tenant's
     /// catalog may live; they run catalog workflows and `workflowText`.
     pub no_server_files: bool,
+    /// The runs are a `lobster serve` tenant's: their endpoints and
+    /// credentials come only from `fixed_policy` (and the variables it
+    /// names), never from the reference's variables in the server's
+    /// environment, and they see only [`context::tenant_env`] of it.
+    pub tenant: bool,
 }
 
 impl Settings {
+    /// Where the runs' endpoints and credentials come from.
+    pub fn sources(&self) -> crate::broker::endpoints::Sources {
+        if self.tenant {
+            crate::broker::endpoints::Sources::Tenant
+        } else {
+            crate::broker::endpoints::Sources::Process
+        }
+    }
+
     /// The store runs use: [`Settings::state`], else `LOBSTER_STATE_DIR`.
     pub fn store(&self) -> crate::state::StateStore {
         self.state

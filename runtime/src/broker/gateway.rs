@@ -2,11 +2,11 @@
 //! token may go there, the request body, and the response mapping with the
 //! reference's error strings (prefixed with the calling command's name).
 
+use super::endpoints::{Configured, Endpoints};
 use super::http::{HttpError, Post, Url};
 use crate::executor::Cancel;
 use crate::value::to_js_json;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where a gateway is and what to send it.
@@ -68,46 +68,59 @@ impl GatewayError {
     }
 }
 
-/// Resolve the endpoint as the reference does: URL from `url_flag`, then
-/// `OPENCLAW_URL`, then `CLAWD_URL`; token from `token_flag`, then
-/// `OPENCLAW_TOKEN`, then `CLAWD_TOKEN`. A token from the environment goes
-/// only to a loopback host. `ca_file` is the operator's extra CA bundle for
-/// `https:` URLs (the policy's `[gateway] ca_file`).
+/// Where a call goes and which secret it carries, as the reference resolves
+/// it but over the run's [`Endpoints`] (fixed when the run started, never a
+/// step's environment): the URL is `url_flag`, else the configured gateway
+/// (`[gateway] url`, else `OPENCLAW_URL`/`CLAWD_URL` at start); the token is
+/// `token_flag`, else the configured one — and that only when the URL's
+/// origin is the one it was configured for ([`Configured::secret_for`]).
+/// A token from the reference's variables goes only to a loopback host.
 pub fn resolve(
     url_flag: Option<&str>,
     token_flag: Option<&str>,
-    env: &BTreeMap<String, String>,
+    endpoints: &Endpoints,
+) -> Result<Endpoint, GatewayError> {
+    resolve_at(
+        endpoints.gateway.as_ref(),
+        url_flag,
+        token_flag,
+        endpoints.ca_file.as_deref(),
+    )
+}
+
+/// [`resolve`] against `configured` (the gateway, or a provider's endpoint
+/// that is a gateway: `[model.openclaw]`).
+pub fn resolve_at(
+    configured: Option<&Configured>,
+    url_flag: Option<&str>,
+    token_flag: Option<&str>,
     ca_file: Option<&Path>,
 ) -> Result<Endpoint, GatewayError> {
-    let base = url_flag
-        .map(str::to_string)
-        .or_else(|| env.get("OPENCLAW_URL").cloned())
-        .or_else(|| env.get("CLAWD_URL").cloned())
-        .unwrap_or_default();
-    let base = base.trim();
-    if base.is_empty() {
-        return Err(GatewayError::NoUrl);
-    }
-    let url = match Url::parse(base) {
-        Ok(u) => u.with_path("/tools/invoke"),
-        Err(_) => return Err(GatewayError::NotHttp),
+    let base = match (
+        url_flag.map(str::trim).filter(|u| !u.is_empty()),
+        configured,
+    ) {
+        (Some(u), _) => Url::parse(u).map_err(|_| GatewayError::NotHttp)?,
+        (None, Some(c)) => c.url.clone().map_err(|_| GatewayError::NotHttp)?,
+        (None, None) => return Err(GatewayError::NoUrl),
     };
-    let explicit = token_flag.is_some();
+    let url = base.with_path("/tools/invoke");
     let token = match token_flag {
-        Some(t) => t.to_string(),
-        None => env
-            .get("OPENCLAW_TOKEN")
-            .or_else(|| env.get("CLAWD_TOKEN"))
-            .cloned()
-            .unwrap_or_default(),
+        Some(t) => Some(t.trim().to_string()).filter(|t| !t.is_empty()),
+        None => match configured {
+            Some(c) => {
+                let t = c.secret_for(&url);
+                if t.is_some() && c.from_env && !url.is_loopback() {
+                    return Err(GatewayError::TokenToRemote);
+                }
+                t.map(str::to_string)
+            }
+            None => None,
+        },
     };
-    let token = token.trim().to_string();
-    if !token.is_empty() && !explicit && !url.is_loopback() {
-        return Err(GatewayError::TokenToRemote);
-    }
     Ok(Endpoint {
         url,
-        token: (!token.is_empty()).then_some(token),
+        token,
         ca_file: ca_file.map(Path::to_path_buf),
     })
 }
@@ -223,88 +236,106 @@ fn spread(v: Value) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::endpoints::Sources;
     use super::*;
+    use std::collections::BTreeMap;
 
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
+    fn endpoints(pairs: &[(&str, &str)], policy: &str) -> Endpoints {
+        let env: BTreeMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+            .collect();
+        let policy = crate::policy::Policy::parse(policy, Path::new("/p/p.toml")).unwrap();
+        Endpoints::resolve(&policy, &env, Sources::Process)
     }
 
     #[test]
     fn url_and_token_sources_in_order() {
         assert!(matches!(
-            resolve(None, None, &env(&[]), None),
+            resolve(None, None, &endpoints(&[], "")),
             Err(GatewayError::NoUrl)
         ));
         let e = resolve(
             None,
             None,
-            &env(&[("CLAWD_URL", "http://localhost:1"), ("CLAWD_TOKEN", "c")]),
-            None,
+            &endpoints(
+                &[("CLAWD_URL", "http://localhost:1"), ("CLAWD_TOKEN", "c")],
+                "",
+            ),
         )
         .unwrap();
         assert_eq!(e.url.path, "/tools/invoke");
         assert_eq!(e.token.as_deref(), Some("c"));
-        let e = resolve(
-            Some("http://127.0.0.1:2/base"),
-            None,
-            &env(&[
-                ("OPENCLAW_URL", "http://x"),
+        let env = endpoints(
+            &[
+                ("OPENCLAW_URL", "http://127.0.0.1:2"),
                 ("OPENCLAW_TOKEN", " t "),
                 ("CLAWD_TOKEN", "c"),
-            ]),
-            None,
-        )
-        .unwrap();
+            ],
+            "",
+        );
+        let e = resolve(Some("http://127.0.0.1:2/base"), None, &env).unwrap();
         assert_eq!((e.url.port, e.token.as_deref()), (2, Some("t")));
+        // Another origin named by --url gets no configured token.
+        for other in [
+            "http://127.0.0.1:3",
+            "http://localhost:2",
+            "https://127.0.0.1:2",
+        ] {
+            let e = resolve(Some(other), None, &env).unwrap();
+            assert_eq!(e.token, None, "{other}");
+        }
         // An environment token never goes to a remote host; an explicit one may.
-        let remote = env(&[
-            ("OPENCLAW_URL", "http://gateway.example:80"),
-            ("OPENCLAW_TOKEN", "t"),
-        ]);
-        let err = resolve(None, None, &remote, None).unwrap_err();
+        let remote = endpoints(
+            &[
+                ("OPENCLAW_URL", "http://gateway.example:80"),
+                ("OPENCLAW_TOKEN", "t"),
+            ],
+            "",
+        );
+        let err = resolve(None, None, &remote).unwrap_err();
         assert_eq!(
             err.message("openclaw.invoke"),
             "openclaw.invoke refuses to send OPENCLAW_TOKEN/CLAWD_TOKEN to non-local --url; pass --token explicitly for remote endpoints"
         );
         assert_eq!(
-            resolve(None, Some("x"), &remote, None)
-                .unwrap()
-                .token
-                .as_deref(),
+            resolve(None, Some("x"), &remote).unwrap().token.as_deref(),
             Some("x")
         );
         assert_eq!(
-            resolve(Some("ftp://h"), None, &env(&[]), None)
+            resolve(Some("ftp://h"), None, &endpoints(&[], ""))
                 .unwrap_err()
                 .message("clawd.invoke"),
             "clawd.invoke requires an http(s) --url"
         );
-        let e = resolve(
-            Some("https://h"),
-            None,
-            &env(&[]),
-            Some(Path::new("ca.pem")),
-        )
-        .unwrap();
-        assert!(e.url.tls && e.url.port == 443);
-        assert_eq!(e.ca_file.as_deref(), Some(Path::new("ca.pem")));
-        // The environment-token rule holds for https too.
-        let remote_tls = env(&[
-            ("OPENCLAW_URL", "https://gateway.example"),
-            ("OPENCLAW_TOKEN", "t"),
-        ]);
-        assert!(matches!(
-            resolve(None, None, &remote_tls, None),
-            Err(GatewayError::TokenToRemote)
-        ));
-        // An empty explicit token sends none.
+        // A token with no configured URL is bound to nothing.
+        let loose = endpoints(&[("OPENCLAW_TOKEN", "t")], "");
         assert_eq!(
-            resolve(Some("http://h"), Some(""), &remote, None)
+            resolve(Some("http://127.0.0.1:5"), None, &loose)
                 .unwrap()
                 .token,
+            None
+        );
+        // The policy's gateway: its own variable, its own CA, any host.
+        let p = endpoints(
+            &[
+                ("GW", "g"),
+                ("OPENCLAW_URL", "http://127.0.0.1:9"),
+                ("OPENCLAW_TOKEN", "t"),
+            ],
+            "[gateway]\nurl = \"https://gw.example\"\ntoken_env = \"GW\"\nca_file = \"ca.pem\"\n",
+        );
+        let e = resolve(None, None, &p).unwrap();
+        assert!(e.url.tls && e.url.port == 443);
+        assert_eq!(e.token.as_deref(), Some("g"));
+        assert_eq!(e.ca_file.as_deref(), Some(Path::new("/p/ca.pem")));
+        assert_eq!(
+            resolve(Some("http://127.0.0.1:9"), None, &p).unwrap().token,
+            None
+        );
+        // An empty explicit token sends none.
+        assert_eq!(
+            resolve(Some("http://h"), Some(""), &remote).unwrap().token,
             None
         );
     }

@@ -116,6 +116,18 @@ impl Url {
         }
     }
 
+    /// The URL's origin (scheme, host, port): what a credential is bound to;
+    /// displayed as `scheme://host:port` (for messages and request digests).
+    pub fn origin(&self) -> crate::policy::credential::Origin {
+        use crate::policy::credential::{Origin, Scheme};
+        let scheme = if self.tls {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        };
+        Origin::new(scheme, &self.host, self.port)
+    }
+
     /// Whether the host is loopback by name: `localhost`, `127.0.0.1`, `::1`
     /// (the reference's rule for sending a token from the environment).
     pub fn is_loopback(&self) -> bool {
@@ -141,17 +153,6 @@ impl Url {
         } else {
             80
         }
-    }
-
-    /// `scheme://host:port` (for messages and request digests; never a token).
-    pub fn origin(&self) -> String {
-        let scheme = if self.tls { "https" } else { "http" };
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
-        format!("{scheme}://{host}:{}", self.port)
     }
 }
 
@@ -309,7 +310,7 @@ fn handshake(
     cancel: &Cancel,
     ca_file: Option<&Path>,
 ) -> Result<ClientConnection, HttpError> {
-    let origin = url.origin();
+    let origin = url.origin().to_string();
     let config = tls::client_config(ca_file).map_err(|e| HttpError::Tls(e.to_string()))?;
     let name = tls::server_name(&url.host).ok_or_else(|| {
         HttpError::Tls(format!(
@@ -591,7 +592,7 @@ mod tests {
         let u = Url::parse("https://API.example.com/v1").unwrap();
         assert!(u.tls && u.port == 443 && !u.is_loopback());
         assert_eq!(
-            (u.host_header(), u.origin()),
+            (u.host_header(), u.origin().to_string()),
             (
                 "api.example.com".into(),
                 "https://api.example.com:443".into()

@@ -14,6 +14,7 @@
 //! [`ask_json`] asks, checks the answer against the schema and asks again
 //! with `retryContext.validationErrors` up to the retry budget.
 
+use super::endpoints::{Endpoints, Sources};
 use super::gateway::{self, Endpoint, GatewayError};
 use super::http::{HttpError, Post, Url};
 use crate::executor::Cancel;
@@ -76,82 +77,63 @@ impl Provider {
     }
 }
 
-/// Build a provider from its name and the environment (`prefix` names the
-/// calling command in errors). `token` is `--token`; `ca_file` is the
-/// operator's extra CA bundle for `https:` (the policy's `[gateway] ca_file`).
+/// The provider `name` as the run's [`Endpoints`] configure it (`prefix`
+/// names the calling command in errors). `token` is `--token`, sent to the
+/// configured URL; without it the configured key goes along, and only to the
+/// origin it was configured for.
 pub fn provider(
     name: &str,
     prefix: &str,
     token: Option<&str>,
-    env: &std::collections::BTreeMap<String, String>,
-    ca_file: Option<&Path>,
+    endpoints: &Endpoints,
 ) -> Result<Provider, String> {
-    let get = |k: &str| {
-        env.get(k)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    let url = |raw: &str, adapter: bool| -> Result<Url, String> {
-        let mut u = Url::parse(raw).map_err(|e| format!("{prefix} {e}: {raw}"))?;
-        if adapter && u.path == "/" {
-            u.path = "/invoke".into();
-        }
-        Ok(u)
-    };
-    match name {
-        "openclaw" => {
-            if get("OPENCLAW_URL").or_else(|| get("CLAWD_URL")).is_none() {
-                return Err(format!(
-                    "{prefix} requires OPENCLAW_URL (or CLAWD_URL) for provider=openclaw"
-                ));
-            }
-            gateway::resolve(None, token, env, ca_file)
-                .map(Provider::Openclaw)
-                .map_err(|e| e.message(prefix))
-        }
-        "pi" | "http" => {
-            let (var, token_var, name) = if name == "pi" {
-                (
-                    "LOBSTER_PI_LLM_ADAPTER_URL",
-                    "LOBSTER_PI_LLM_ADAPTER_TOKEN",
-                    "pi",
-                )
-            } else {
-                (
-                    "LOBSTER_LLM_ADAPTER_URL",
-                    "LOBSTER_LLM_ADAPTER_TOKEN",
-                    "http",
-                )
-            };
-            let raw =
-                get(var).ok_or_else(|| format!("{prefix} requires {var} for provider={name}"))?;
-            Ok(Provider::Adapter {
-                name,
-                url: url(&raw, true)?,
-                token: token.map(str::to_string).or_else(|| get(token_var)),
-                ca_file: ca_file.map(Path::to_path_buf),
-            })
-        }
-        "openai" => {
-            let raw = get("LOBSTER_LLM_BASE_URL").ok_or_else(|| {
-                format!("{prefix} requires LOBSTER_LLM_BASE_URL for provider=openai")
-            })?;
-            let mut u = url(&raw, false)?;
-            let base = u.path.trim_end_matches('/').to_string();
-            u.path = format!("{base}/chat/completions");
-            let stream = get("LOBSTER_LLM_STREAM")
-                .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "yes"));
-            Ok(Provider::Openai {
-                url: u,
-                key: token
-                    .map(str::to_string)
-                    .or_else(|| get("LOBSTER_LLM_API_KEY")),
-                stream,
-                ca_file: ca_file.map(Path::to_path_buf),
-            })
-        }
-        other => Err(format!("Unsupported llm provider: {other}")),
+    if !crate::policy::file::PROVIDERS.contains(&name) {
+        return Err(format!("Unsupported llm provider: {name}"));
     }
+    let Some(m) = endpoints.models.get(name) else {
+        return Err(match (endpoints.sources, name) {
+            (Sources::Tenant, _) => format!(
+                "{prefix} provider={name} is not configured: the operator sets [model.{name}] url (and key_env) in this tenant's policy"
+            ),
+            (_, "openclaw") => {
+                format!("{prefix} requires OPENCLAW_URL (or CLAWD_URL) for provider=openclaw")
+            }
+            (_, "pi") => format!("{prefix} requires LOBSTER_PI_LLM_ADAPTER_URL for provider=pi"),
+            (_, "http") => format!("{prefix} requires LOBSTER_LLM_ADAPTER_URL for provider=http"),
+            _ => format!("{prefix} requires LOBSTER_LLM_BASE_URL for provider=openai"),
+        });
+    };
+    let ca_file = endpoints.ca_file.clone();
+    if name == "openclaw" {
+        return gateway::resolve_at(Some(&m.endpoint), None, token, ca_file.as_deref())
+            .map(Provider::Openclaw)
+            .map_err(|e| e.message(prefix));
+    }
+    let url = m.endpoint.url.clone().map_err(|raw| {
+        let why = Url::parse(&raw)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        format!("{prefix} {why}: {raw}")
+    })?;
+    let secret = match token {
+        Some(t) => Some(t.trim().to_string()).filter(|t| !t.is_empty()),
+        None => m.endpoint.secret_for(&url).map(str::to_string),
+    };
+    Ok(match name {
+        "openai" => Provider::Openai {
+            url,
+            key: secret,
+            stream: m.stream,
+            ca_file,
+        },
+        other => Provider::Adapter {
+            name: if other == "pi" { "pi" } else { "http" },
+            url,
+            token: secret,
+            ca_file,
+        },
+    })
 }
 
 /// One question for a model.
@@ -612,40 +594,40 @@ mod tests {
     use std::collections::BTreeMap;
 
     #[test]
-    fn providers_come_from_the_environment_with_the_reference_errors() {
-        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs
+    fn providers_come_from_the_endpoints_with_the_reference_errors() {
+        let at = |pairs: &[(&str, &str)]| -> Endpoints {
+            let env: BTreeMap<String, String> = pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
+                .collect();
+            Endpoints::resolve(&crate::policy::Policy::default(), &env, Sources::Process)
         };
-        let e = provider("openclaw", "llm_task.invoke", None, &env(&[]), None).unwrap_err();
+        let e = provider("openclaw", "llm_task.invoke", None, &at(&[])).unwrap_err();
         assert_eq!(
             e,
             "llm_task.invoke requires OPENCLAW_URL (or CLAWD_URL) for provider=openclaw"
         );
         assert_eq!(
-            provider("pi", "llm.invoke", None, &env(&[]), None).unwrap_err(),
+            provider("pi", "llm.invoke", None, &at(&[])).unwrap_err(),
             "llm.invoke requires LOBSTER_PI_LLM_ADAPTER_URL for provider=pi"
         );
         assert_eq!(
-            provider("http", "llm.invoke", None, &env(&[]), None).unwrap_err(),
+            provider("http", "llm.invoke", None, &at(&[])).unwrap_err(),
             "llm.invoke requires LOBSTER_LLM_ADAPTER_URL for provider=http"
         );
         assert_eq!(
-            provider("openai", "llm.invoke", None, &env(&[]), None).unwrap_err(),
+            provider("openai", "llm.invoke", None, &at(&[])).unwrap_err(),
             "llm.invoke requires LOBSTER_LLM_BASE_URL for provider=openai"
         );
         assert_eq!(
-            provider("x", "llm.invoke", None, &env(&[]), None).unwrap_err(),
+            provider("x", "llm.invoke", None, &at(&[])).unwrap_err(),
             "Unsupported llm provider: x"
         );
         let p = provider(
             "http",
             "llm.invoke",
             None,
-            &env(&[("LOBSTER_LLM_ADAPTER_URL", "http://127.0.0.1:5")]),
-            None,
+            &at(&[("LOBSTER_LLM_ADAPTER_URL", "http://127.0.0.1:5")]),
         )
         .unwrap();
         assert_eq!(p.target(), "127.0.0.1:5/invoke");
@@ -653,8 +635,7 @@ mod tests {
             "openai",
             "llm.invoke",
             None,
-            &env(&[("LOBSTER_LLM_BASE_URL", "http://127.0.0.1:5/v1/")]),
-            None,
+            &at(&[("LOBSTER_LLM_BASE_URL", "http://127.0.0.1:5/v1/")]),
         )
         .unwrap();
         assert_eq!(p.target(), "127.0.0.1:5/v1/chat/completions");
@@ -662,22 +643,45 @@ mod tests {
             "openai",
             "llm.invoke",
             None,
-            &env(&[("LOBSTER_LLM_BASE_URL", "https://api.example.com/v1")]),
-            None,
+            &at(&[
+                ("LOBSTER_LLM_BASE_URL", "https://api.example.com/v1"),
+                ("LOBSTER_LLM_API_KEY", "k"),
+            ]),
         )
         .unwrap();
         assert_eq!(
             p.target(),
             "https://api.example.com:443/v1/chat/completions"
         );
+        assert!(matches!(p, Provider::Openai { key: Some(ref k), .. } if k == "k"));
+        assert_eq!(
+            provider(
+                "openai",
+                "llm.invoke",
+                None,
+                &at(&[("LOBSTER_LLM_BASE_URL", "ftp://x")])
+            )
+            .unwrap_err(),
+            "llm.invoke unsupported URL scheme: ftp://x"
+        );
         // The gateway's loopback rule holds for model calls too.
-        let remote = env(&[
+        let remote = at(&[
             ("OPENCLAW_URL", "http://gw.example"),
             ("OPENCLAW_TOKEN", "t"),
         ]);
-        assert!(provider("openclaw", "llm.invoke", None, &remote, None)
+        assert!(provider("openclaw", "llm.invoke", None, &remote)
             .unwrap_err()
             .contains("refuses to send OPENCLAW_TOKEN"));
+        // A tenant's runs take nothing from the environment.
+        let env: BTreeMap<String, String> = [(
+            "LOBSTER_LLM_ADAPTER_URL".to_string(),
+            "http://127.0.0.1:5".to_string(),
+        )]
+        .into();
+        let tenant = Endpoints::resolve(&crate::policy::Policy::default(), &env, Sources::Tenant);
+        assert!(provider("http", "llm.invoke", None, &tenant)
+            .unwrap_err()
+            .contains("[model.http] url"));
     }
 
     #[test]

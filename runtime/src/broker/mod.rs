@@ -16,6 +16,7 @@
 //! - [`llm`]: model providers (OpenClaw `llm-task`, generic adapters, OpenAI-compatible).
 //! - [`tls`]: rustls client configuration (built-in roots plus the operator's CA file).
 
+pub mod endpoints;
 pub mod gateway;
 pub mod http;
 pub mod llm;
@@ -48,10 +49,12 @@ impl Ledger {
     }
 }
 
-/// The run's broker: its ledger behind a lock (parallel workflow branches
+/// The run's broker: the endpoints the operator configured (fixed when the
+/// run starts) and its ledger behind a lock (parallel workflow branches
 /// share it).
 #[derive(Debug, Default)]
 pub struct Broker {
+    endpoints: endpoints::Endpoints,
     ledger: Mutex<Ledger>,
 }
 
@@ -65,11 +68,25 @@ pub enum Kind {
 }
 
 impl Broker {
+    /// A broker over `endpoints`, with nothing recorded yet.
+    pub fn new(endpoints: endpoints::Endpoints) -> Broker {
+        Broker {
+            endpoints,
+            ledger: Mutex::default(),
+        }
+    }
+
     /// A broker that starts from a recorded ledger (resume).
     pub fn with_ledger(ledger: Ledger) -> Broker {
         Broker {
+            endpoints: endpoints::Endpoints::default(),
             ledger: Mutex::new(ledger),
         }
+    }
+
+    /// Where brokered calls may go and which secret each may carry.
+    pub fn endpoints(&self) -> &endpoints::Endpoints {
+        &self.endpoints
     }
 
     /// A copy of the ledger, for the resume state.
@@ -171,14 +188,15 @@ pub fn http_limit_from_env(env: &BTreeMap<String, String>) -> Result<Option<usiz
     }
 }
 
-/// The body cap of one brokered response: the HTTP limit and the run's
-/// output cap (`--max-stdout-bytes`), whichever is lower (a response counts
-/// against the output cap like a child's stdout).
+/// The body cap of one brokered response: the operator's HTTP limit
+/// (`LOBSTER_MAX_HTTP_RESPONSE_BYTES` at start) and the run's output cap
+/// (`--max-stdout-bytes`), whichever is lower (a response counts against the
+/// output cap like a child's stdout).
 pub fn body_cap(
-    env: &BTreeMap<String, String>,
+    endpoints: &endpoints::Endpoints,
     output_cap: Option<usize>,
 ) -> Result<Option<usize>> {
-    let http = http_limit_from_env(env)?;
+    let http = endpoints.http_limit()?;
     Ok(match (http, output_cap) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -241,7 +259,18 @@ mod tests {
                 "{bad}"
             );
         }
-        assert_eq!(body_cap(&env("10"), Some(5)).unwrap(), Some(5));
-        assert_eq!(body_cap(&BTreeMap::new(), Some(5)).unwrap(), Some(5));
+        let at = |v: &str| {
+            endpoints::Endpoints::resolve(&Policy::default(), &env(v), endpoints::Sources::Process)
+        };
+        assert_eq!(body_cap(&at("10"), Some(5)).unwrap(), Some(5));
+        assert_eq!(body_cap(&at("3"), Some(5)).unwrap(), Some(3));
+        assert_eq!(body_cap(&at(""), Some(5)).unwrap(), Some(5));
+        // A tenant's runs take no limit from the server's environment.
+        let tenant = endpoints::Endpoints::resolve(
+            &Policy::default(),
+            &env("3"),
+            endpoints::Sources::Tenant,
+        );
+        assert_eq!(body_cap(&tenant, None).unwrap(), None);
     }
 }

@@ -9,6 +9,7 @@
 //! validation retry loop (`--max-validation-retries`, default 1).
 
 use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
+use crate::broker::endpoints::Endpoints;
 use crate::broker::llm::{self, AskError, Provider, Question, Reply};
 use crate::broker::{body_cap, Kind};
 use crate::dsl::{Args, FlagValue};
@@ -159,7 +160,12 @@ impl LlmInvoke {
         Error::runtime(format!("{} {msg}", self.name))
     }
 
-    fn plan(&self, args: &Args, env: &BTreeMap<String, String>) -> Result<Plan> {
+    fn plan(
+        &self,
+        args: &Args,
+        env: &BTreeMap<String, String>,
+        endpoints: &Endpoints,
+    ) -> Result<Plan> {
         let explicit = args
             .str("provider")
             .map(str::to_string)
@@ -176,14 +182,8 @@ impl LlmInvoke {
             explicit
         } else if let Some(d) = self.default_provider {
             d.to_string()
-        } else if env_first(env, &["LOBSTER_PI_LLM_ADAPTER_URL"]).is_some() {
-            "pi".into()
-        } else if env_first(env, &["OPENCLAW_URL", "CLAWD_URL"]).is_some() {
-            "openclaw".into()
-        } else if env_first(env, &["LOBSTER_LLM_ADAPTER_URL"]).is_some() {
-            "http".into()
-        } else if env_first(env, &["LOBSTER_LLM_BASE_URL"]).is_some() {
-            "openai".into()
+        } else if let Some(p) = endpoints.detect_provider() {
+            p
         } else {
             return Err(Error::runtime(
                 "llm.invoke could not resolve a provider. Set --provider or LOBSTER_LLM_PROVIDER",
@@ -200,7 +200,13 @@ impl LlmInvoke {
             .str("model")
             .map(|m| m.trim().to_string())
             .filter(|m| !m.is_empty())
-            .or_else(|| env_first(env, &["LOBSTER_LLM_MODEL", "LLM_TASK_MODEL"]));
+            .or_else(|| env_first(env, &["LOBSTER_LLM_MODEL", "LLM_TASK_MODEL"]))
+            .or_else(|| {
+                endpoints
+                    .models
+                    .get(provider.as_str())
+                    .and_then(|m| m.model.clone())
+            });
         let schema_version = args
             .str("schema-version")
             .map(|s| s.trim().to_string())
@@ -288,14 +294,8 @@ impl LlmInvoke {
         let token = args.str("token");
         judge_endpoint_flags(ctx.policy(), self.name, false, token.is_some())
             .map_err(|r| Error::runtime(r.to_string()).with_hint("nothing was sent"))?;
-        llm::provider(
-            &plan.provider,
-            self.name,
-            token,
-            &ctx.env,
-            ctx.policy().ca_file().as_deref(),
-        )
-        .map_err(Error::runtime)
+        llm::provider(&plan.provider, self.name, token, ctx.broker.endpoints())
+            .map_err(Error::runtime)
     }
 }
 
@@ -332,10 +332,57 @@ fn hash(text: &str) -> String {
     blake3::hash(text.as_bytes()).to_hex().to_string()
 }
 
-fn cache_dir(ctx: &Context) -> PathBuf {
-    match ctx.env.get("LOBSTER_CACHE_DIR").filter(|d| !d.is_empty()) {
-        Some(d) => ctx.cwd.join(d),
-        None => ctx.cwd.join(".lobster-cache"),
+/// Where one answer is cached: a file in the operator's cache directory
+/// (the CLI; the reference's shareable key), or a key in the tenant's own
+/// store (`lobster serve`), whose name also binds the tenant, the
+/// endpoint's origin and path, and the model, so no tenant or endpoint
+/// answers for another.
+enum AnswerCache {
+    File(PathBuf),
+    Store(String),
+}
+
+/// The store keys of cached answers (reserved: no pipeline can write them).
+pub const CACHE_KEY_PREFIX: &str = "llm_cache_";
+
+impl AnswerCache {
+    fn of(name: &str, ctx: &Context, provider: &Provider, model: &str, cache_key: &str) -> Self {
+        // The run's working directory, never a step's `cwd:`.
+        match ctx.broker.endpoints().cache_dir(ctx.authority.workdir()) {
+            Some(dir) => AnswerCache::File(dir.join(name).join(format!("{cache_key}.json"))),
+            None => AnswerCache::Store(format!(
+                "{CACHE_KEY_PREFIX}{}",
+                hash(&stable(&json!({
+                    "tenant": ctx.state.tenant(),
+                    "target": provider.target(),
+                    "model": model,
+                    "cacheKey": cache_key,
+                })))
+            )),
+        }
+    }
+
+    fn read(&self, ctx: &Context) -> Result<Option<Value>> {
+        Ok(match self {
+            AnswerCache::File(f) => std::fs::read_to_string(f)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok()),
+            AnswerCache::Store(key) => ctx.state.get(key).ok().flatten(),
+        })
+    }
+
+    fn write(&self, ctx: &Context, value: &Value) -> Result<()> {
+        match self {
+            AnswerCache::File(f) => {
+                if let Some(dir) = f.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                let text = format!("{}\n", crate::value::to_js_json_pretty(value));
+                crate::state::write_atomic(f, text.as_bytes())?;
+                Ok(())
+            }
+            AnswerCache::Store(key) => ctx.state.set(key, value),
+        }
     }
 }
 
@@ -365,7 +412,7 @@ impl Command for LlmInvoke {
     }
 
     fn preflight(&self, args: &Args, ctx: &Context) -> Result<()> {
-        let plan = self.plan(args, &ctx.env)?;
+        let plan = self.plan(args, &ctx.env, ctx.broker.endpoints())?;
         self.provider(&plan, args, ctx)?;
         ctx.broker
             .judge_llm(ctx.policy(), &ctx.grants, Caller::Builtin(self.name))
@@ -373,11 +420,11 @@ impl Command for LlmInvoke {
 
     fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output> {
         ctx.cancel.check()?;
-        let plan = self.plan(args, &ctx.env)?;
+        let plan = self.plan(args, &ctx.env, ctx.broker.endpoints())?;
         let provider = self.provider(&plan, args, ctx)?;
         ctx.broker
             .judge_llm(ctx.policy(), &ctx.grants, Caller::Builtin(self.name))?;
-        let cap = body_cap(&ctx.env, ctx.limits.max_output_bytes)?;
+        let cap = body_cap(ctx.broker.endpoints(), ctx.limits.max_output_bytes)?;
         let mut inputs = collect(input)?;
         ctx.cancel.check()?;
         inputs.extend(plan.artifacts.iter().cloned());
@@ -419,16 +466,16 @@ impl Command for LlmInvoke {
                 }
             }
         }
-        let cache_file = cache_dir(ctx)
-            .join(self.name)
-            .join(format!("{cache_key}.json"));
+        let model_id = plan
+            .model
+            .clone()
+            .unwrap_or_else(|| format!("{}-default", plan.provider));
+        let cache = AnswerCache::of(self.name, ctx, &provider, &model_id, &cache_key);
         if !plan.disable_cache && !plan.refresh {
-            if let Ok(text) = std::fs::read_to_string(&cache_file) {
-                if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                    if v.get("cacheKey") == Some(&json!(cache_key)) {
-                        if let Some(Value::Array(items)) = v.get("items") {
-                            return Ok(Output::Items(stream_of(replayed(items.clone(), "cache"))));
-                        }
+            if let Some(v) = cache.read(ctx)? {
+                if v.get("cacheKey") == Some(&json!(cache_key)) {
+                    if let Some(Value::Array(items)) = v.get("items") {
+                        return Ok(Output::Items(stream_of(replayed(items.clone(), "cache"))));
                     }
                 }
             }
@@ -481,15 +528,11 @@ impl Command for LlmInvoke {
             )?;
         }
         if !plan.disable_cache {
-            if let Some(dir) = cache_file.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let text = format!(
-                "{}\n",
-                crate::value::to_js_json_pretty(&json!({"items": items, "cacheKey": cache_key,
-                    "storedAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)}))
-            );
-            crate::state::write_atomic(&cache_file, text.as_bytes())?;
+            cache.write(
+                ctx,
+                &json!({"items": items, "cacheKey": cache_key,
+                    "storedAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)}),
+            )?;
         }
         Ok(Output::Items(stream_of(items)))
     }
@@ -606,8 +649,13 @@ mod tests {
             "LOBSTER_LLM_ADAPTER_URL".to_string(),
             "http://127.0.0.1:1".to_string(),
         )]);
+        let eps = Endpoints::resolve(
+            &crate::policy::Policy::default(),
+            &env,
+            crate::broker::endpoints::Sources::Process,
+        );
         let msg = |a: &[(&str, &str)]| {
-            LLM.plan(&args(a), &env)
+            LLM.plan(&args(a), &env, &eps)
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_default()
@@ -631,7 +679,7 @@ mod tests {
         );
         let none = BTreeMap::new();
         assert_eq!(
-            LLM.plan(&args(&[("prompt", "p")]), &none)
+            LLM.plan(&args(&[("prompt", "p")]), &none, &Endpoints::default())
                 .err()
                 .unwrap()
                 .to_string(),
@@ -639,19 +687,23 @@ mod tests {
         );
         assert_eq!(
             LLM_TASK
-                .plan(&args(&[("prompt", "p")]), &none)
+                .plan(&args(&[("prompt", "p")]), &none, &Endpoints::default())
                 .unwrap()
                 .provider,
             "openclaw"
         );
         let p = LLM
-            .plan(&args(&[("prompt", "p"), ("output-schema", "{}")]), &env)
+            .plan(
+                &args(&[("prompt", "p"), ("output-schema", "{}")]),
+                &env,
+                &eps,
+            )
             .unwrap();
         assert_eq!(
             (p.provider.as_str(), p.retries, p.schema_version.as_str()),
             ("http", 1, "v1")
         );
-        let p = LLM.plan(&args(&[("prompt", "p")]), &env).unwrap();
+        let p = LLM.plan(&args(&[("prompt", "p")]), &env, &eps).unwrap();
         assert_eq!(p.retries, 0, "no schema, no retries");
     }
 

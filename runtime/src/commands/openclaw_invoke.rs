@@ -47,7 +47,8 @@ macro_rules! help {
             "  - Optional attribution via --session-key <sessionKey>.\n\n",
             "Notes:\n",
             "  - This is a thin transport bridge. Lobster should not own OAuth/secrets.\n",
-            "  - A token from the environment is sent only to localhost/127.0.0.1/::1.\n",
+            "  - A token from the environment is sent only to localhost/127.0.0.1/::1,\n",
+            "    and only to the origin of OPENCLAW_URL (an --url elsewhere gets no token).\n",
             "  - Calls go through the run's broker: the policy's tools list and [gateway] apply,\n",
             "    an answer recorded earlier in the run (or before a resume) is replayed,\n",
             "    and --timeout-ms / --max-stdout-bytes / LOBSTER_MAX_HTTP_RESPONSE_BYTES bound each call.\n",
@@ -180,7 +181,8 @@ impl OpenclawInvoke {
     }
 
     /// The endpoint: `--url`/`--token` (refused under untrusted), else the
-    /// policy's `[gateway]`, else the environment.
+    /// run's configured gateway (policy `[gateway]`, else `OPENCLAW_URL` at
+    /// start). The configured token goes only to the configured origin.
     fn endpoint(&self, args: &Args, ctx: &Context) -> Result<gateway::Endpoint> {
         let url_flag = text(args.flag("url"));
         let token_flag = text(args.flag("token"));
@@ -191,22 +193,10 @@ impl OpenclawInvoke {
             token_flag.is_some(),
         )
         .map_err(|r| Error::runtime(r.to_string()).with_hint("nothing was sent"))?;
-        let gw = &ctx.policy().gateway;
-        let (url, token) = match (url_flag, &gw.url) {
-            (None, Some(url)) => {
-                let token = gw
-                    .token_env
-                    .as_ref()
-                    .map(|var| ctx.env.get(var).cloned().unwrap_or_default());
-                (Some(url.clone()), token.or(token_flag))
-            }
-            (url, _) => (url, token_flag),
-        };
         gateway::resolve(
-            url.as_deref(),
-            token.as_deref(),
-            &ctx.env,
-            ctx.policy().ca_file().as_deref(),
+            url_flag.as_deref(),
+            token_flag.as_deref(),
+            ctx.broker.endpoints(),
         )
         .map_err(|e| self.err(e))
     }
@@ -259,7 +249,7 @@ impl Command for OpenclawInvoke {
             Caller::Builtin(self.name),
             &plan.tool,
         )?;
-        let cap = body_cap(&ctx.env, ctx.limits.max_output_bytes)?;
+        let cap = body_cap(ctx.broker.endpoints(), ctx.limits.max_output_bytes)?;
         let invoke_once = |args_value: Value| -> Result<Vec<Item>> {
             ctx.cancel.check()?;
             let call = ToolCall {

@@ -181,6 +181,16 @@ impl Authority {
                 }
                 _ => Ok(()),
             },
+            Request::EnvName { name }
+                if untrusted
+                    && super::credential::secret_env_names(&self.policy)
+                        .iter()
+                        .any(|s| s == name) =>
+            {
+                Err(Refusal::new(
+                    "holds a credential (a gateway token or model key), which the untrusted policy never hands to a step",
+                ))
+            }
             Request::EnvName { name } if !self.policy.allows_env(name) => {
                 Err(Refusal::new(format!(
                     "is not among the allowed variables [{}]",
@@ -397,6 +407,19 @@ mod tests {
         assert!(a.judge(&Request::HostEnv { name: "HOME" }).is_err());
         assert!(a.judge(&Request::EnvName { name: "LANG" }).is_ok());
         assert!(a.judge(&Request::EnvName { name: "TOKEN" }).is_err());
+        // A variable holding a credential is never handed to an untrusted
+        // step, even where the policy's list would allow the name.
+        let wide = Policy::parse(
+            "trust = \"untrusted\"\nenv = [\"*\"]\n[gateway]\nurl = \"http://127.0.0.1:1\"\ntoken_env = \"GW_SECRET\"\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        let w = Authority::new(wide, tmp.path().to_path_buf());
+        assert!(w.judge(&Request::EnvName { name: "LANG" }).is_ok());
+        for secret in ["GW_SECRET", "OPENCLAW_TOKEN", "LOBSTER_LLM_API_KEY"] {
+            let e = w.judge(&Request::EnvName { name: secret }).unwrap_err();
+            assert!(e.reason.contains("holds a credential"), "{secret}: {e}");
+        }
         let dir = |d: &'static str| Request::Dir {
             dir: Path::new(d),
             access: Access::Read,

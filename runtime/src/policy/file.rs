@@ -9,6 +9,16 @@
 //! memory_bytes = 67108864
 //! timeout_ms = 10000
 //! output_bytes = 100000
+//! [gateway]                    # where brokered tool calls go
+//! url = "http://127.0.0.1:18789"
+//! token_env = "GATEWAY_TOKEN"  # the variable holding its token (sent only to url's origin)
+//! [model]
+//! provider = "openai"          # the default provider of llm.invoke and steps
+//! [model.openai]               # also [model.openclaw], [model.http], [model.pi]
+//! url = "https://api.openai.com/v1"
+//! key_env = "OPENAI_API_KEY"   # sent only to url's origin
+//! model = "gpt-4o-mini"
+//! stream = false
 //! ```
 //!
 //! A trusted policy may also say `fuel = false` (top level): wasm steps are
@@ -91,6 +101,69 @@ pub struct GatewayPolicy {
     pub ca_file: Option<String>,
 }
 
+/// One model provider's endpoint in `[model.<provider>]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderPolicy {
+    /// Base URL (`https://api.openai.com/v1`; the gateway's for `openclaw`,
+    /// where it defaults to `[gateway] url`).
+    pub url: Option<String>,
+    /// Name of the environment variable that holds the key (read when
+    /// `lobster` starts; sent only to `url`'s origin).
+    pub key_env: Option<String>,
+    /// The model asked for when a call names none.
+    pub model: Option<String>,
+    /// Ask for streamed answers (`openai`).
+    pub stream: Option<bool>,
+}
+
+/// `[model]`: where brokered model calls go, per provider, set by the
+/// operator. A provider named here takes nothing from the environment's
+/// `LOBSTER_LLM_*` variables.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPolicy {
+    /// The provider used when a call names none (`openclaw`, `http`, `pi`
+    /// or `openai`).
+    pub provider: Option<String>,
+    /// The gateway's `llm-task` tool.
+    pub openclaw: Option<ProviderPolicy>,
+    /// A generic LLM adapter.
+    pub http: Option<ProviderPolicy>,
+    /// The Pi adapter.
+    pub pi: Option<ProviderPolicy>,
+    /// An OpenAI-compatible endpoint.
+    pub openai: Option<ProviderPolicy>,
+}
+
+/// The providers the broker knows, in the order `[model]` lists them.
+pub const PROVIDERS: [&str; 4] = ["openclaw", "http", "pi", "openai"];
+
+impl ModelPolicy {
+    /// The table of provider `name`, if configured.
+    pub fn provider(&self, name: &str) -> Option<&ProviderPolicy> {
+        match name {
+            "openclaw" => self.openclaw.as_ref(),
+            "http" => self.http.as_ref(),
+            "pi" => self.pi.as_ref(),
+            "openai" => self.openai.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Every `key_env` named.
+    pub fn key_envs(&self) -> impl Iterator<Item = &str> {
+        PROVIDERS
+            .iter()
+            .filter_map(|p| self.provider(p)?.key_env.as_deref())
+    }
+
+    /// Whether any provider is configured.
+    pub fn is_empty(&self) -> bool {
+        self.provider.is_none() && PROVIDERS.iter().all(|p| self.provider(p).is_none())
+    }
+}
+
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
 /// unrestricted.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -115,6 +188,9 @@ pub struct Policy {
     /// The operator's gateway (its URL and the variable holding its token).
     #[serde(default)]
     pub gateway: GatewayPolicy,
+    /// The operator's model endpoints (`[model]`, one table per provider).
+    #[serde(default)]
+    pub model: ModelPolicy,
     /// `fuel = false`: meter wasm steps by the epoch deadline only (no fuel
     /// accounting; an interpreter runs ~1.5x faster). Only a trusted policy
     /// may say so: without fuel a step's CPU is bounded by wall-clock time.
@@ -139,6 +215,7 @@ impl Default for Policy {
             tools: None,
             llm: None,
             gateway: GatewayPolicy::default(),
+            model: ModelPolicy::default(),
             fuel: true,
             source: None,
         }
@@ -190,6 +267,9 @@ impl Policy {
                 path.display()
             )));
         }
+        check_endpoints(&policy).map_err(|msg| {
+            Error::parse(format!("invalid policy file {}: {msg}", path.display()))
+        })?;
         policy.source = Some(path.to_path_buf());
         Ok(policy)
     }
@@ -252,6 +332,43 @@ impl Policy {
     }
 }
 
+/// `[gateway]` and `[model]`: URLs are http(s) URLs, a variable holding a
+/// secret comes with the URL it is for, providers are known ones.
+fn check_endpoints(policy: &Policy) -> std::result::Result<(), String> {
+    use super::credential::Origin;
+    let url_ok = |key: &str, url: &Option<String>| match url {
+        Some(u) => Origin::parse(u)
+            .map(|_| ())
+            .map_err(|e| format!("{key}: {e}")),
+        None => Ok(()),
+    };
+    let gw = &policy.gateway;
+    url_ok("gateway.url", &gw.url)?;
+    if gw.token_env.is_some() && gw.url.is_none() {
+        return Err("gateway.token_env needs gateway.url (a token is sent only to the URL it is configured with)".into());
+    }
+    let m = &policy.model;
+    if let Some(p) = &m.provider {
+        if !PROVIDERS.contains(&p.as_str()) {
+            return Err(format!(
+                "model.provider {p:?} is not one of {}",
+                PROVIDERS.join(", ")
+            ));
+        }
+    }
+    for name in PROVIDERS {
+        let Some(p) = m.provider(name) else { continue };
+        url_ok(&format!("model.{name}.url"), &p.url)?;
+        let has_url = p.url.is_some() || (name == "openclaw" && gw.url.is_some());
+        if p.key_env.is_some() && !has_url {
+            return Err(format!(
+                "model.{name}.key_env needs model.{name}.url (a key is sent only to the URL it is configured with)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +422,40 @@ mod tests {
         };
         assert_eq!(untrusted.allowed_roots(), Some(&[][..]));
         assert!(!untrusted.allows_env("X"));
+    }
+
+    #[test]
+    fn model_and_gateway_tables_are_checked() {
+        let p = Policy::parse(
+            "[gateway]\nurl = \"http://127.0.0.1:1\"\ntoken_env = \"GW\"\n[model]\nprovider = \"openai\"\n[model.openai]\nurl = \"https://api.example/v1\"\nkey_env = \"OAI\"\nmodel = \"m\"\nstream = true\n[model.openclaw]\nkey_env = \"OC\"\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(p.model.provider("openai").unwrap().stream, Some(true));
+        assert_eq!(p.model.key_envs().collect::<Vec<_>>(), ["OC", "OAI"]);
+        for (text, want) in [
+            (
+                "[gateway]\ntoken_env = \"X\"\n",
+                "gateway.token_env needs gateway.url",
+            ),
+            ("[gateway]\nurl = \"ftp://h\"\n", "gateway.url"),
+            ("[model]\nprovider = \"bard\"\n", "model.provider \"bard\""),
+            (
+                "[model.http]\nkey_env = \"K\"\n",
+                "model.http.key_env needs model.http.url",
+            ),
+            (
+                "[model.openclaw]\nkey_env = \"K\"\n",
+                "model.openclaw.key_env needs",
+            ),
+            ("[model.pi]\nurl = \"http://u:p@h\"\n", "model.pi.url"),
+            ("[model.openai]\nendpoint = \"x\"\n", "endpoint"),
+        ] {
+            let e = Policy::parse(text, Path::new("p.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

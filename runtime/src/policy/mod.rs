@@ -14,12 +14,14 @@
 //! - [`plan_digest`]: the digest an approval is bound to.
 //! - [`recovery`]: which paused runs may run again after their resumer died.
 //! - [`broker`]: brokered tool and model calls: allowlists, grants, per-run budgets.
+//! - [`credential`]: origins, secrets, and the rule that binds one to the other.
 
 #![deny(missing_docs)]
 
 pub mod authority;
 pub mod broker;
 pub mod bundle;
+pub mod credential;
 pub mod enforce;
 pub mod file;
 pub mod finding;
@@ -30,6 +32,6 @@ pub mod recovery;
 
 pub use authority::{Authority, Refusal, Request};
 pub use enforce::clamp_defaults;
-pub use file::{Maxima, Policy, Trust};
+pub use file::{Maxima, ModelPolicy, Policy, ProviderPolicy, Trust};
 pub use finding::Finding;
 pub use lock::LockFile;

@@ -18,7 +18,6 @@ use crate::policy::broker::{judge_llm, judge_tool, BrokerGrants, Caller};
 use crate::policy::Policy;
 use crate::schema::Schema;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,7 +54,6 @@ pub struct RunBroker {
     described_llm: bool,
     grants: BrokerGrants,
     policy: Policy,
-    env: Arc<BTreeMap<String, String>>,
     cancel: Cancel,
     broker: Arc<Broker>,
     run_output_cap: Option<usize>,
@@ -78,7 +76,6 @@ impl RunBroker {
             described_llm,
             grants: BrokerGrants::of(granted),
             policy: ctx.policy().clone(),
-            env: ctx.env.clone(),
             cancel: ctx.cancel.clone(),
             broker: ctx.broker.clone(),
             run_output_cap: ctx.limits.max_output_bytes,
@@ -94,56 +91,31 @@ impl RunBroker {
     }
 
     fn cap(&self, bounds: CallBounds) -> Result<usize, String> {
-        let cap = body_cap(&self.env, self.run_output_cap).map_err(|e| e.to_string())?;
+        let cap =
+            body_cap(self.broker.endpoints(), self.run_output_cap).map_err(|e| e.to_string())?;
         Ok(cap.map_or(bounds.output_bytes, |c| c.min(bounds.output_bytes)))
     }
 
-    /// The gateway: the policy's `[gateway]` (token from the variable it
-    /// names), else `OPENCLAW_URL`/`OPENCLAW_TOKEN`. A step never picks it.
+    /// The gateway the operator configured for the run (a step never
+    /// picks it, and nothing in the step's environment moves it).
     fn endpoint(&self) -> Result<gateway::Endpoint, String> {
-        let gw = &self.policy.gateway;
-        let token = match (&gw.url, &gw.token_env) {
-            (Some(_), Some(var)) => Some(self.env.get(var).cloned().unwrap_or_default()),
-            _ => None,
-        };
-        gateway::resolve(
-            gw.url.as_deref(),
-            token.as_deref(),
-            &self.env,
-            self.policy.ca_file().as_deref(),
-        )
-        .map_err(|e| e.message("broker.invoke-tool"))
+        gateway::resolve(None, None, self.broker.endpoints())
+            .map_err(|e| e.message("broker.invoke-tool"))
     }
 
-    /// The provider, chosen from the environment like `llm.invoke` does
-    /// without flags.
+    /// The provider the operator configured for the run (`[model]
+    /// provider`, else the first configured).
     fn provider(&self) -> Result<Provider, String> {
-        let get = |k: &str| {
-            self.env
-                .get(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
+        let endpoints = self.broker.endpoints();
+        let Some(name) = endpoints.detect_provider() else {
+            return Err("broker.llm-json could not resolve a provider: the operator configures one ([model] in the policy, or LOBSTER_LLM_PROVIDER / OPENCLAW_URL / LOBSTER_LLM_BASE_URL when lobster starts)".into());
         };
-        let name = if let Some(p) = get("LOBSTER_LLM_PROVIDER") {
-            p
-        } else if get("LOBSTER_PI_LLM_ADAPTER_URL").is_some() {
-            "pi".into()
-        } else if get("OPENCLAW_URL").or_else(|| get("CLAWD_URL")).is_some() {
-            "openclaw".into()
-        } else if get("LOBSTER_LLM_ADAPTER_URL").is_some() {
-            "http".into()
-        } else if get("LOBSTER_LLM_BASE_URL").is_some() {
-            "openai".into()
-        } else {
-            return Err("broker.llm-json could not resolve a provider: the operator sets LOBSTER_LLM_PROVIDER (or OPENCLAW_URL, LOBSTER_LLM_BASE_URL, …)".into());
-        };
-        llm::provider(
-            &name,
-            "broker.llm-json",
-            None,
-            &self.env,
-            self.policy.ca_file().as_deref(),
-        )
+        llm::provider(&name, "broker.llm-json", None, endpoints)
+    }
+
+    /// The operator's default model for the provider `name`.
+    fn default_model(&self, name: &str) -> Option<String> {
+        self.broker.endpoints().models.get(name)?.model.clone()
     }
 
     /// A cancellation that fires with the run's or at the step's deadline.
@@ -255,15 +227,11 @@ impl StepBroker for RunBroker {
         let cap = self.cap(bounds)?;
         too_large("the llm-json request", request_json.len(), cap)?;
         let mut req = parse_request(request_json)?;
+        let provider = self.provider()?;
         if req.question.model.is_none() {
             // The operator's default model, as for llm.invoke.
-            req.question.model = ["LOBSTER_LLM_MODEL", "LLM_TASK_MODEL"]
-                .iter()
-                .find_map(|k| self.env.get(*k))
-                .map(|m| m.trim().to_string())
-                .filter(|m| !m.is_empty());
+            req.question.model = self.default_model(provider.name());
         }
-        let provider = self.provider()?;
         if matches!(provider, Provider::Openai { .. }) && req.question.model.is_none() {
             return Err("broker.llm-json needs a model for provider=openai (request model, or LOBSTER_LLM_MODEL)".into());
         }

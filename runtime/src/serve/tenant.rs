@@ -110,6 +110,7 @@ impl Tenant {
             state: Some(store.clone()),
             fixed_policy: Some(policy),
             no_server_files: true,
+            tenant: true,
             observer: Some({
                 let (metrics, tenant) = (metrics.clone(), cfg.name.clone());
                 crate::sandbox::StepObserver::new(move |report| {
