@@ -24,6 +24,7 @@ mod permissions;
 mod polyglot;
 mod readme;
 mod reaper;
+mod reserved;
 mod resume;
 mod store;
 mod streaming;

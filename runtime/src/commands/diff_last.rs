@@ -8,6 +8,7 @@ use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::state::user_state_key;
+use crate::state::Writer;
 use crate::value::to_js_json;
 use serde_json::{Map, Value};
 
@@ -59,6 +60,7 @@ fn sorted_keys(v: &Value) -> Value {
 fn read_snapshot(ctx: &Context, key: &str) -> Result<Value> {
     Ok(ctx
         .state
+        .user(Writer::Pipeline)
         .get_text(key)?
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null))
@@ -117,7 +119,7 @@ impl Command for DiffLast {
         let changed = to_js_json(&sorted_keys(&before)) != to_js_json(&sorted_keys(&after));
         // A cancelled run stores nothing.
         ctx.cancel.check()?;
-        ctx.state.set(&key, &after)?;
+        ctx.state.user(Writer::Pipeline).set(&key, &after)?;
         let mut out = Map::new();
         out.insert("kind".into(), Value::String("diff.last".into()));
         out.insert("key".into(), echoed);

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::policy::broker::{judge_endpoint_flags, Caller};
 use crate::schema::Schema;
+use crate::state::Writer;
 use crate::value::{to_js_json, Item};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -264,6 +265,17 @@ impl LlmInvoke {
             (Some(_), Some(n)) if n.is_finite() => n.clamp(0.0, 100.0) as u32,
             (Some(_), _) => 1,
         };
+        let state_key = args
+            .str("state-key")
+            .map(str::to_string)
+            .or_else(|| env.get("LOBSTER_RUN_STATE_KEY").cloned())
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty());
+        if let Some(k) = &state_key {
+            // Early, before anything is asked (the store's key layer checks
+            // again at the read and the write).
+            crate::state::user_state_key(k)?;
+        }
         Ok(Plan {
             provider,
             prompt,
@@ -281,12 +293,7 @@ impl LlmInvoke {
                     env,
                     &["LOBSTER_LLM_FORCE_REFRESH", "LLM_TASK_FORCE_REFRESH"],
                 )),
-            state_key: args
-                .str("state-key")
-                .map(str::to_string)
-                .or_else(|| env.get("LOBSTER_RUN_STATE_KEY").cloned())
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty()),
+            state_key,
         })
     }
 
@@ -455,7 +462,7 @@ impl Command for LlmInvoke {
                 .collect()
         };
         if let (Some(key), false) = (&plan.state_key, plan.refresh) {
-            if let Some(stored) = ctx.state.get(key)? {
+            if let Some(stored) = ctx.state.user(Writer::Pipeline).get(key)? {
                 let matches = stored.get("type") == Some(&json!(self.name))
                     && stored.get("cacheKey") == Some(&json!(cache_key));
                 if let (true, Some(Value::Array(items))) = (matches, stored.get("items")) {
@@ -521,7 +528,7 @@ impl Command for LlmInvoke {
         );
         let items = vec![item];
         if let Some(key) = &plan.state_key {
-            ctx.state.set(
+            ctx.state.user(Writer::Pipeline).set(
                 key,
                 &json!({"type": self.name, "version": 1, "cacheKey": cache_key, "items": items,
                         "storedAt": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)}),

@@ -5,6 +5,7 @@ use crate::dsl::Args;
 use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::state::user_state_key;
+use crate::state::Writer;
 use serde_json::Value;
 
 /// `state.get <key>`.
@@ -65,7 +66,11 @@ impl Command for StateGet {
         let key = state_key(args, MISSING)?;
         collect(input)?;
         ctx.cancel.check()?;
-        let value = ctx.state.get(key)?.unwrap_or(Value::Null);
+        let value = ctx
+            .state
+            .user(Writer::Pipeline)
+            .get(key)?
+            .unwrap_or(Value::Null);
         Ok(Output::Items(stream_of(vec![value])))
     }
 }

@@ -5,6 +5,7 @@ use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature}
 use crate::dsl::Args;
 use crate::error::Result;
 use crate::executor::Context;
+use crate::state::Writer;
 use serde_json::Value;
 
 /// `state.set <key>`.
@@ -69,7 +70,7 @@ impl Command for StateSet {
         let key = state_key(args, MISSING)?;
         let value = single_or_array(collect(input)?);
         ctx.cancel.check()?;
-        ctx.state.set(key, &value)?;
+        ctx.state.user(Writer::Pipeline).set(key, &value)?;
         Ok(Output::Items(stream_of(vec![value])))
     }
 }

@@ -7,7 +7,7 @@ use super::bindings::LogLevel;
 use super::limits::MemoryLimiter;
 use super::log::{Level, LogLine, LogSink};
 use super::output::{CappedPipe, OutputOverflow};
-use crate::state::StateStore;
+use crate::state::{StateStore, Writer};
 use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -123,6 +123,7 @@ impl host::Host for HostState {
             return Ok(None);
         };
         Ok(store
+            .user(Writer::Step)
             .get(&key)
             .ok()
             .flatten()
@@ -150,7 +151,10 @@ impl host::Host for HostState {
             )));
         }
         // Stored compact and bounded in bytes on disk, not only as sent.
-        match store.set_compact(&key, &parsed, MAX_STATE_VALUE_BYTES.min(budget)) {
+        match store
+            .user(Writer::Step)
+            .set_compact(&key, &parsed, MAX_STATE_VALUE_BYTES.min(budget))
+        {
             Ok(written) => {
                 self.state_written += written;
                 Ok(Ok(()))

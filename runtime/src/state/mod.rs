@@ -19,8 +19,8 @@ pub(crate) mod sweep;
 pub use atomic::{random_hex, sync_dir, write_atomic};
 pub use queue::{Job, JobStatus};
 pub use store::{
-    is_rerun_safe, key_to_file_name, tenant_id, user_state_key, StateStore, DEFAULT_LEASE,
-    DEFAULT_TENANT, RERUN_SAFE,
+    checked_key, is_rerun_safe, key_to_file_name, tenant_id, user_state_key, StateStore, UserState,
+    Writer, DEFAULT_LEASE, DEFAULT_TENANT, RERUN_SAFE,
 };
 pub use sweep::{sweep_now_and_then, sweep_orphans, ORPHAN_AGE};
 
