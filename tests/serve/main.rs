@@ -1143,3 +1143,93 @@ fn a_replaced_step_file_is_seen_by_the_next_run() {
     std::fs::write(&file, std::fs::read(guests.join("noop.wasm")).unwrap()).unwrap();
     assert_eq!(output(&s), json!([]));
 }
+
+/// Read what the server sends until it closes the connection (or `limit`
+/// passes): the bytes, and whether it closed.
+fn read_until_closed(s: &mut TcpStream, limit: Duration) -> (String, bool) {
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let until = Instant::now() + limit;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < until {
+        match s.read(&mut buf) {
+            Ok(0) => return (String::from_utf8_lossy(&got).into_owned(), true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return (String::from_utf8_lossy(&got).into_owned(), true)
+            }
+            Err(_) => {}
+        }
+    }
+    (String::from_utf8_lossy(&got).into_owned(), false)
+}
+
+/// Real sockets that never finish their headers (silent, half a request
+/// line, a byte every 150 ms) are closed after `header_timeout_ms`; a
+/// client address past `max_connections_per_ip` gets 503 while it holds its
+/// connections, and is served again once one closes; the approval page
+/// forbids framing.
+#[test]
+fn slow_headers_are_cut_off_and_connections_per_address_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(
+        dir.path(),
+        "header_timeout_ms = 600\nmax_connections_per_ip = 3",
+        "",
+    ));
+    let t = Instant::now();
+    let mut silent = TcpStream::connect(&s.addr).unwrap();
+    let mut half = TcpStream::connect(&s.addr).unwrap();
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    // The cap counts them: a fourth connection (two above plus the trickle
+    // below) is refused while they are open.
+    let mut trickle = TcpStream::connect(&s.addr).unwrap();
+    let mut over = TcpStream::connect(&s.addr).unwrap();
+    over.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let (text, closed) = read_until_closed(&mut over, Duration::from_secs(5));
+    assert!(closed, "{text}");
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("too_many_connections"), "{text}");
+    let trickler = std::thread::spawn(move || {
+        let line =
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+        let start = Instant::now();
+        for b in line.iter() {
+            if trickle.write_all(&[*b]).is_err() {
+                return start.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        start.elapsed()
+    });
+    for (name, sock) in [("silent", &mut silent), ("half", &mut half)] {
+        let (text, closed) = read_until_closed(sock, Duration::from_secs(8));
+        assert!(closed, "{name}: still open after 8 s: {text:?}");
+        assert!(!text.contains("200 OK"), "{name}: {text}");
+    }
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
+    let trickled = trickler.join().unwrap();
+    assert!(
+        trickled < Duration::from_secs(8),
+        "a byte every 150 ms kept the connection for {trickled:?}"
+    );
+    // The slots are free again: served.
+    let r = s.raw("GET", "/healthz", &[], b"");
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    // A complete request is not cut off by the header timeout.
+    let r = s.run(SELF, json!({"pipeline": "exec --shell 'sleep 1'"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The page may not be framed.
+    let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let page = s.raw("GET", &s.link_for(ACME, &id), &[], b"");
+    let csp = page.header("content-security-policy").unwrap_or_default();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+}

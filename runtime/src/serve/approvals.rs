@@ -60,15 +60,21 @@ pub fn link_for(app: &AppState, tenant: &super::tenant::Tenant, rec: &Value) -> 
     format!("{}/a/{link}", app.public_url)
 }
 
-fn html(status: StatusCode, body: String) -> Response {
+/// The approval pages' Content-Security-Policy: nothing loads, no script
+/// runs, forms post only to this server, and no other site may frame the
+/// page (a framed Approve button could be clicked by a decoy).
+pub const PAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// A page with the security headers every approval page carries.
+pub fn html(status: StatusCode, body: String) -> Response {
     (
         status,
         [
             (header::CACHE_CONTROL, "no-store"),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-            ),
+            (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         Html(body),
     )

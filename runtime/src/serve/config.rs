@@ -22,6 +22,8 @@ struct RawConfig {
     max_body_bytes: Option<u64>,
     request_timeout_ms: Option<u64>,
     shutdown_grace_ms: Option<u64>,
+    header_timeout_ms: Option<u64>,
+    max_connections_per_ip: Option<usize>,
     #[serde(default)]
     tenant: Vec<RawTenant>,
 }
@@ -61,6 +63,11 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     pub request_timeout: Duration,
     pub shutdown_grace: Duration,
+    /// How long a client has to send a request's headers (`header_timeout_ms`).
+    pub header_timeout: Duration,
+    /// Most connections open at once from one client address
+    /// (`max_connections_per_ip`; `None`: no cap).
+    pub max_connections_per_ip: Option<usize>,
     pub tenants: Vec<TenantConfig>,
 }
 
@@ -235,6 +242,20 @@ impl ServeConfig {
                 60_000,
             )?),
             shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(10_000)),
+            header_timeout: Duration::from_millis(positive(
+                raw.header_timeout_ms,
+                "header_timeout_ms",
+                10_000,
+            )?),
+            max_connections_per_ip: match raw.max_connections_per_ip {
+                Some(0) => {
+                    return Err(bad(
+                        "max_connections_per_ip must be at least 1 (leave it out for no cap)"
+                            .into(),
+                    ))
+                }
+                n => n,
+            },
             tenants,
         })
     }
@@ -320,6 +341,20 @@ mod tests {
         assert_eq!(c.state, PathBuf::from("/etc/lobster/st"));
         assert_eq!(c.approval_link_ttl, Duration::from_secs(900));
         assert_eq!(c.max_body_bytes, 1 << 20);
+        assert_eq!(c.header_timeout, Duration::from_secs(10));
+        assert_eq!(c.max_connections_per_ip, None);
+        let limited = parse(&format!(
+            "header_timeout_ms = 250\nmax_connections_per_ip = 4\n{TENANT}"
+        ))
+        .unwrap();
+        assert_eq!(
+            (limited.header_timeout, limited.max_connections_per_ip),
+            (Duration::from_millis(250), Some(4))
+        );
+        for bad in ["header_timeout_ms = 0", "max_connections_per_ip = 0"] {
+            let e = parse(&format!("{bad}\n{TENANT}")).unwrap_err().to_string();
+            assert!(e.contains(bad.split(' ').next().unwrap()), "{e}");
+        }
         let t = &c.tenants[0];
         assert_eq!(t.policy.as_deref(), Some(Path::new("/etc/lobster/p.toml")));
         assert_eq!((t.max_concurrent_runs, t.requests_per_minute), (8, 600));

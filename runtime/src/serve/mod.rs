@@ -26,6 +26,7 @@ pub mod approvals;
 pub mod config;
 pub mod inline;
 pub mod link;
+pub mod listen;
 pub mod mcp_http;
 pub mod metrics;
 pub mod offload;
@@ -348,11 +349,14 @@ pub fn run(
         let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(shutdown::watch(app.clone(), stop_tx, drained_tx));
         ready(addr);
-        let served = axum::serve(listener, router(app.clone()))
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.await;
-            })
-            .await;
+        let limits = listen::ConnLimits {
+            header_timeout: app.config.header_timeout,
+            per_ip: app.config.max_connections_per_ip,
+        };
+        let served = listen::serve(listener, router(app.clone()), limits, async move {
+            let _ = stop_rx.await;
+        })
+        .await;
         if served.is_ok() {
             let _ = drained_rx.await;
         }
