@@ -8,7 +8,7 @@
 //! on 2 cores.
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
-use lobster::executor::{run_pipeline, Context, Mode, Outcome};
+use lobster::executor::{process_context, run_pipeline, Mode, Outcome};
 use lobster::state::StateStore;
 use lobster::value::{to_js_json, Item};
 use serde_json::json;
@@ -88,7 +88,7 @@ fn json(c: &mut Criterion) {
 
 fn executor(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let ctx = Context::from_process(Mode::Tool, StateStore::new(dir.path()));
+    let ctx = process_context(Mode::Tool, StateStore::new(dir.path())).build();
     let input = items(100_000);
     let mut g = c.benchmark_group("executor");
     g.measurement_time(Duration::from_secs(3));

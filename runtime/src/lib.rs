@@ -14,6 +14,8 @@
 //! - [`value`]: JSON items with JavaScript semantics.
 //! - [`workflow`]: workflow files (steps, gates, durable resume).
 //! - [`broker`]: brokered gateway tool and model calls (judged, recorded, replayed).
+//! - [`kernel`]: the types every room shares (the run's context, cancellation,
+//!   limits, the stage trait and registry, policy and authority).
 
 pub mod app;
 pub mod broker;
@@ -23,6 +25,7 @@ pub mod dsl;
 pub mod envelope;
 pub mod error;
 pub mod executor;
+pub mod kernel;
 pub mod mcp;
 pub mod policy;
 pub mod process;

@@ -5,7 +5,6 @@
 //! Build the guests first: `tests/build-guests.sh`. A missing `.wasm` skips
 //! its test with a loud message.
 
-use lobster::commands::Registry;
 use lobster::dsl::parse;
 use lobster::executor::{run_pipeline, Context, Mode, Outcome};
 use lobster::sandbox::{
@@ -322,9 +321,10 @@ fn world() -> World {
 }
 
 fn context(cwd: &Path, state: &Path, grants: Grants) -> Context {
-    let mut ctx = Context::from_process(Mode::Tool, StateStore::new(state));
-    ctx.set_run_dir(cwd.to_path_buf());
-    ctx.set_grants(grants);
+    let mut ctx = lobster::executor::process_context(Mode::Tool, StateStore::new(state))
+        .run_dir(cwd.to_path_buf())
+        .grants(grants)
+        .build();
     ctx.sandbox.log = sandbox::log::discard();
     let mut env = BTreeMap::new();
     env.insert("SECRET".to_string(), "hunter2".to_string());
@@ -417,7 +417,7 @@ fn bad_grants_are_refused_before_the_step_runs() {
         let grants = Grants::builder().allow_write(spec).build().unwrap();
         let mut ctx = context(&w.cwd, &w.root.join("state"), grants);
         ctx.registry = Arc::new(
-            Registry::builtin()
+            lobster::commands::builtin()
                 .with_steps(StepResolver::new(StepPath::new(vec![dir.clone()]), cache())),
         );
         let p = parse("probe write /o/pwned.txt x").unwrap();
@@ -522,7 +522,7 @@ fn describe_args_and_state_through_the_pipeline() {
     let w = world();
     let mut ctx = context(&w.cwd, &w.root.join("state"), Grants::none());
     ctx.registry = Arc::new(
-        Registry::builtin()
+        lobster::commands::builtin()
             .with_steps(StepResolver::new(StepPath::new(vec![dir.clone()]), cache())),
     );
     let (sink, lines) = sandbox::log::collect();
@@ -587,7 +587,7 @@ fn resolution_by_file_name_and_described_name_with_digests() {
     std::fs::copy(&noop, steps.join("my_noop.wasm")).unwrap();
     std::fs::write(steps.join("broken.wasm"), b"\0asm garbage").unwrap();
     let resolver = StepResolver::new(StepPath::new(vec![steps.clone()]), cache());
-    let registry = Registry::builtin().with_steps(resolver);
+    let registry = lobster::commands::builtin().with_steps(resolver);
     // `my.noop` matches my_noop.wasm by file name.
     let cmd = registry
         .resolve("my.noop")
@@ -633,9 +633,12 @@ fn resolution_by_file_name_and_described_name_with_digests() {
     let err = registry.resolve("broken").err().expect("broken component");
     assert!(err.to_string().contains("broken.wasm"), "{err}");
     let err = run_pipeline(&parse("head | nothing.here").unwrap(), 0, vec![], &{
-        let mut c = Context::from_process(Mode::Tool, StateStore::new(tmp.path().join("s")));
+        let mut c =
+            lobster::executor::process_context(Mode::Tool, StateStore::new(tmp.path().join("s")))
+                .build();
         c.registry = Arc::new(
-            Registry::builtin().with_steps(StepResolver::new(StepPath::new(vec![steps]), cache())),
+            lobster::commands::builtin()
+                .with_steps(StepResolver::new(StepPath::new(vec![steps]), cache())),
         );
         c
     })
@@ -735,7 +738,8 @@ fn mailbox(grants: Grants) -> Option<(tempfile::TempDir, Context)> {
     }
     let mut ctx = context(&cwd, &tmp.path().join("state"), grants);
     ctx.registry = Arc::new(
-        Registry::builtin().with_steps(StepResolver::new(StepPath::new(vec![dir]), cache())),
+        lobster::commands::builtin()
+            .with_steps(StepResolver::new(StepPath::new(vec![dir]), cache())),
     );
     Some((tmp, ctx))
 }
@@ -914,7 +918,8 @@ fn commands_and_cancellation_through_the_pipeline() {
     let w = world();
     let mut ctx = context(&w.cwd, &w.root.join("state"), Grants::none());
     ctx.registry = Arc::new(
-        Registry::builtin().with_steps(StepResolver::new(StepPath::new(vec![dir]), cache())),
+        lobster::commands::builtin()
+            .with_steps(StepResolver::new(StepPath::new(vec![dir]), cache())),
     );
     // A plain wasi:cli/command resolved by file name, between built-ins.
     let out = match run_pipeline(
@@ -934,7 +939,7 @@ fn commands_and_cancellation_through_the_pipeline() {
     assert_eq!(cmd.digest().map(str::len), Some(64));
     // The run's own deadline (armed by the CLI) stops a spinning step with
     // the run's timeout error, naming the step, where it was and the limit.
-    ctx.sandbox.limits.fuel = u64::MAX / 4;
+    ctx.limits.steps.fuel = u64::MAX / 4;
     ctx.cancel.arm_deadline(Duration::from_millis(300));
     let start = Instant::now();
     let err = run_pipeline(&parse("hostile loop").unwrap(), 0, vec![], &ctx).unwrap_err();
@@ -997,7 +1002,7 @@ fn memoised_component_files_follow_changes_and_pins() {
     settle();
     let run = |ctx_dir: &Path| {
         let mut ctx = context(ctx_dir, &cwd.join("state"), Grants::none());
-        ctx.use_step_path(StepPath::new(vec![steps.clone()]));
+        ctx.registry = lobster::executor::registry(StepPath::new(vec![steps.clone()]), &ctx.state);
         run_pipeline(&parse("memo").unwrap(), 0, vec![json!({"n": 1})], &ctx)
     };
     assert!(run(&cwd).is_ok());

@@ -3,7 +3,7 @@
 //! it. (Its own test binary, so no other test has started the engine.)
 
 use lobster::dsl::parse;
-use lobster::executor::{run_pipeline, Context, Mode};
+use lobster::executor::{process_context, run_pipeline, Mode};
 use lobster::sandbox::engine_started;
 use lobster::state::StateStore;
 use serde_json::json;
@@ -11,7 +11,7 @@ use serde_json::json;
 #[test]
 fn builtin_pipelines_never_start_the_engine() {
     let tmp = tempfile::tempdir().unwrap();
-    let ctx = Context::from_process(Mode::Tool, StateStore::new(tmp.path()));
+    let ctx = process_context(Mode::Tool, StateStore::new(tmp.path())).build();
     run_pipeline(&parse("head --n 1").unwrap(), 0, vec![json!(1)], &ctx).unwrap();
     let err = run_pipeline(&parse("head | no.such.step").unwrap(), 0, vec![], &ctx).unwrap_err();
     assert_eq!(err.to_string(), "Unknown command: no.such.step");

@@ -200,7 +200,7 @@ fn load_entry(file: &Path) -> Result<WorkflowEntry> {
 
 /// What an action may do, without compiling or running anything.
 fn action_caps(label: &str, action: &Action, out: &mut Vec<String>) {
-    let registry = crate::commands::Registry::builtin();
+    let registry = crate::commands::builtin();
     match action {
         Action::None => {}
         Action::Shell(_) => out.push(format!("{label}: runs a host shell command")),

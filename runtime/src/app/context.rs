@@ -3,12 +3,11 @@
 //! maxima), working directory, operator policy, sandbox grants.
 
 use crate::broker::endpoints::{Endpoints, Sources};
-use crate::broker::Broker;
 use crate::cli::limits::{self, LimitArgs};
 use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
-use crate::executor::{Context, Mode};
-use crate::sandbox::{Grants, StepPath};
+use crate::kernel::{Broker, Context, ContextBuilder, Grants, Mode};
+use crate::sandbox::StepPath;
 use crate::state::StateStore;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,13 +23,13 @@ pub const TENANT_BASE_ENV: &[&str] = &[
 /// `$NAME` expansion in trusted `env:` values, grants): [`TENANT_BASE_ENV`]
 /// and the names the tenant's policy lists in `env` (explicitly; a trusted
 /// policy without a list adds nothing), never a variable that holds a
-/// credential ([`crate::policy::credential::secret_env_names`]) — the
+/// credential ([`crate::kernel::credential::secret_env_names`]) — the
 /// server's environment holds other tenants' tokens and the operator's keys.
 pub fn tenant_env(
-    policy: &crate::policy::Policy,
+    policy: &crate::kernel::Policy,
     server: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
-    let secrets = crate::policy::credential::secret_env_names(policy);
+    let secrets = crate::kernel::credential::secret_env_names(policy);
     let listed = |name: &str| {
         policy
             .env
@@ -51,43 +50,52 @@ pub fn tenant_env(
 
 /// The context of one run: state store from the environment, limits,
 /// working directory (relative to the process's, and inside it), the
-/// operator policy, and whether a human can answer prompts (only in human
-/// mode on a terminal).
-pub fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
-    build_context_in(
-        mode,
-        limits,
-        cwd,
-        StateStore::from_env(),
-        None,
-        Sources::Process,
-    )
-}
-
-/// [`build_context`] over `state`, and under `fixed` when given (a policy
-/// the front door loaded and checked itself; `limits.policy` and
-/// `LOBSTER_POLICY` are then not read). `sources` says where the run's
-/// endpoints and credentials come from ([`Endpoints::resolve`]); for a
-/// `lobster serve` tenant ([`Sources::Tenant`]) the run's environment is
-/// also cut down to [`tenant_env`].
-pub fn build_context_in(
+/// operator policy, the sandbox flags when given, the endpoints from this
+/// process's environment, and whether a human can answer prompts (only in
+/// human mode on a terminal).
+pub fn build_context(
     mode: Mode,
     limits: &LimitArgs,
     cwd: Option<&str>,
-    state: StateStore,
-    fixed: Option<&crate::policy::Policy>,
-    sources: Sources,
+    sandbox: Option<&SandboxArgs>,
 ) -> Result<Context> {
+    Ok(context_builder(
+        mode,
+        limits,
+        cwd,
+        sandbox,
+        StateStore::from_env(),
+        None,
+        Sources::Process,
+    )?
+    .build())
+}
+
+/// What [`build_context`] builds, over `state`, and under `fixed` when
+/// given (a policy the front door loaded and checked itself;
+/// `limits.policy` and `LOBSTER_POLICY` are then not read); the caller may
+/// still set the cancellation handle and the steps' log and observer.
+/// `sources` says where the run's endpoints and credentials come from
+/// ([`Endpoints::resolve`]); for a `lobster serve` tenant
+/// ([`Sources::Tenant`]) the run's environment is also cut down to
+/// [`tenant_env`].
+pub fn context_builder(
+    mode: Mode,
+    limits: &LimitArgs,
+    cwd: Option<&str>,
+    sandbox: Option<&SandboxArgs>,
+    state: StateStore,
+    fixed: Option<&crate::kernel::Policy>,
+    sources: Sources,
+) -> Result<ContextBuilder> {
     // A store that cannot be reached refuses the run before its first step.
     state.ping()?;
-    let mut ctx = Context::from_process(mode, state);
-    ctx.limits = limits.resolve(mode)?;
-    if let Some(requested) = cwd {
-        let dir = limits::resolve_cwd(&ctx.cwd, requested)?;
-        ctx.set_run_dir(dir);
-        let path = StepPath::from_env(&ctx.cwd, &[]);
-        ctx.use_step_path(path);
-    }
+    let process_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let run_dir = match cwd {
+        Some(requested) => limits::resolve_cwd(&process_dir, requested)?,
+        None => process_dir,
+    };
+    let mut run_limits = limits.resolve(mode)?;
     let policy = match fixed {
         Some(p) => p.clone(),
         None => {
@@ -98,7 +106,7 @@ pub fn build_context_in(
                     "--policy cannot replace the operator's policy (LOBSTER_POLICY is set)",
                 ));
             }
-            crate::policy::Policy::from_flag_or_env(
+            crate::kernel::Policy::from_flag_or_env(
                 limits.policy.as_deref(),
                 &std::env::current_dir().unwrap_or_default(),
             )?
@@ -106,7 +114,7 @@ pub fn build_context_in(
     };
     crate::policy::clamp_defaults(
         &policy,
-        &mut ctx,
+        &mut run_limits,
         crate::policy::enforce::Requested {
             timeout: limits.timeout_ms.is_some(),
             output: limits.max_stdout_bytes.is_some(),
@@ -115,22 +123,39 @@ pub fn build_context_in(
     if !policy.fuel {
         crate::sandbox::engine::disable_fuel();
     }
+    let (grants, extra) = match sandbox {
+        Some(args) => (
+            sandbox_grants(args)?,
+            args.steps.iter().map(PathBuf::from).collect(),
+        ),
+        None => (Grants::default(), Vec::new()),
+    };
+    let registry = crate::executor::registry(StepPath::from_env(&run_dir, &extra), &state);
     // The operator's endpoints and credentials, once, from the environment
     // as the process has it now (before any step adds to it).
-    ctx.broker = Arc::new(Broker::new(Endpoints::resolve(&policy, &ctx.env, sources)));
-    if sources == Sources::Tenant {
-        ctx.env = Arc::new(tenant_env(&policy, &ctx.env));
-    }
-    ctx.set_policy(policy);
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let broker = Broker::with_config(Endpoints::resolve(&policy, &env, sources));
+    let env = match sources {
+        Sources::Tenant => tenant_env(&policy, &env),
+        Sources::Process => env,
+    };
     // SAFETY: isatty only inspects file descriptor 0.
-    ctx.interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
-    Ok(ctx)
+    let interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
+    Ok(Context::builder(mode, state)
+        .run_dir(run_dir)
+        .env(env)
+        .limits(run_limits)
+        .policy(policy)
+        .grants(grants)
+        .registry(registry)
+        .broker(Arc::new(broker))
+        .interactive(interactive))
 }
 
-/// Apply `--steps`, `--allow-read`, `--allow-write`, `--allow-env`,
-/// `--allow-tool` and `--allow-llm`: the
-/// grants get a fresh clock and random seed, recorded with any pause.
-pub fn apply_sandbox_args(ctx: &mut Context, args: &SandboxArgs) -> Result<()> {
+/// The grants of `--allow-read`, `--allow-write`, `--allow-env`,
+/// `--allow-tool` and `--allow-llm`, with a fresh clock and random seed
+/// (recorded with any pause).
+pub fn sandbox_grants(args: &SandboxArgs) -> Result<Grants> {
     let mut builder = Grants::builder();
     for spec in &args.allow_read {
         builder = builder.allow_read(spec);
@@ -145,15 +170,8 @@ pub fn apply_sandbox_args(ctx: &mut Context, args: &SandboxArgs) -> Result<()> {
         builder = builder.allow_tool(name);
     }
     builder = builder.allow_llm(args.allow_llm);
-    let grants = builder
+    builder
         .fresh_run()
         .build()
-        .map_err(|e| Error::parse(e.to_string()))?;
-    ctx.set_grants(grants);
-    if !args.steps.is_empty() {
-        let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
-        let path = StepPath::from_env(&ctx.cwd, &extra);
-        ctx.use_step_path(path);
-    }
-    Ok(())
+        .map_err(|e| Error::parse(e.to_string()))
 }

@@ -2,15 +2,15 @@
 //! on a worker thread under the call's deadline and cancellation handle, and
 //! turn the outcome into a [`Reply`].
 
-use super::context::{apply_sandbox_args, build_context_in};
+use super::context::context_builder;
 use super::request::{ResumeCall, RunRequest, RunTarget};
 use super::Settings;
 use crate::cli::workflow_file::{has_workflow_extension, looks_like_workflow};
 use crate::envelope::{error_envelope, error_envelope_of};
 use crate::error::{Error, Result};
-use crate::executor::{run_pipeline, Cancel, CancelReason, Context, Mode};
+use crate::executor::run_pipeline;
+use crate::kernel::{Cancel, CancelReason, Context, LogSink, Mode};
 use crate::resume::{finish_run, Paused};
-use crate::sandbox::LogSink;
 use crate::value::{to_js_json_pretty, Item};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -122,18 +122,18 @@ pub fn resume_logged(
 ) -> Reply {
     let mut limits = call.limits.clone();
     limits.policy = settings.policy.clone();
-    let mut ctx = match build_context_in(
+    let mut ctx = match context_builder(
         Mode::Tool,
         &limits,
+        None,
         None,
         settings.store(),
         settings.fixed_policy.as_ref(),
         settings.sources(),
     ) {
-        Ok(c) => c,
+        Ok(c) => c.cancel(cancel.clone()).build(),
         Err(e) => return Reply::error(&e),
     };
-    ctx.cancel = cancel.clone();
     ctx.sandbox.observer = settings.observer.clone();
     if let Some(log) = log {
         ctx.sandbox.log = log;
@@ -157,16 +157,17 @@ fn prepare_run(
     }
     let mut limits = request.limits.clone();
     limits.policy = settings.policy.clone();
-    let mut ctx = build_context_in(
+    let mut ctx = context_builder(
         Mode::Tool,
         &limits,
         request.cwd.as_deref(),
+        Some(&settings.sandbox),
         settings.store(),
         settings.fixed_policy.as_ref(),
         settings.sources(),
-    )?;
-    apply_sandbox_args(&mut ctx, &settings.sandbox)?;
-    ctx.cancel = cancel.clone();
+    )?
+    .cancel(cancel.clone())
+    .build();
     ctx.sandbox.observer = settings.observer.clone();
     let workflow: Option<PathBuf> = match &request.target {
         RunTarget::Pipeline(text) => {

@@ -42,7 +42,7 @@ pub mod exec;
 pub mod request;
 pub mod run_threads;
 
-pub use crate::executor::Cancel;
+pub use crate::kernel::Cancel;
 pub use catalog::{Catalog, WorkflowEntry};
 pub use exec::{resume, resume_logged, run, run_logged, Reply};
 pub use request::{parse_call, Call, ResumeCall, RunRequest, RunTarget};
@@ -66,10 +66,10 @@ pub struct Settings {
     /// A policy already loaded by the front door, used instead of `policy`
     /// and `LOBSTER_POLICY` (`lobster serve`: the tenant's policy, checked
     /// at start-up). The run's authority judges everything under it.
-    pub fixed_policy: Option<crate::policy::Policy>,
+    pub fixed_policy: Option<crate::kernel::Policy>,
     /// Told what each WebAssembly step of every run cost (`lobster serve`'s
     /// metrics); `None`: nobody is watching.
-    pub observer: Option<crate::sandbox::StepObserver>,
+    pub observer: Option<crate::kernel::StepObserver>,
     /// Refuse requests that name files or directories of this process:
     /// a workflow file (`RunTarget::WorkflowFile`, or a pipeline that is a
     /// lone workflow path) and `cwd`. `lobster serve` sets it: its tenants

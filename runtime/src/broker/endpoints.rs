@@ -21,9 +21,11 @@
 //! the configured one, else no secret (`--token` sends the pipeline's own).
 
 use super::http::Url;
-use crate::policy::credential::{BoundSecret, Secret};
-use crate::policy::file::PROVIDERS;
-use crate::policy::Policy;
+use crate::kernel::{
+    credential::{BoundSecret, Secret},
+    policy::PROVIDERS,
+    Policy,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

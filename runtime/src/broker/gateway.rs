@@ -4,7 +4,7 @@
 
 use super::endpoints::{Configured, Endpoints};
 use super::http::{HttpError, Post, Url};
-use crate::executor::Cancel;
+use crate::kernel::Cancel;
 use crate::value::to_js_json;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};

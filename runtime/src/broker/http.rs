@@ -11,7 +11,7 @@
 //! size caps bound the handshake and every TLS read exactly as plain ones.
 
 use super::tls;
-use crate::executor::Cancel;
+use crate::kernel::Cancel;
 use rustls::ClientConnection;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -118,8 +118,8 @@ impl Url {
 
     /// The URL's origin (scheme, host, port): what a credential is bound to;
     /// displayed as `scheme://host:port` (for messages and request digests).
-    pub fn origin(&self) -> crate::policy::credential::Origin {
-        use crate::policy::credential::{Origin, Scheme};
+    pub fn origin(&self) -> crate::kernel::credential::Origin {
+        use crate::kernel::credential::{Origin, Scheme};
         let scheme = if self.tls {
             Scheme::Https
         } else {

@@ -17,7 +17,7 @@
 use super::endpoints::{Endpoints, Sources};
 use super::gateway::{self, Endpoint, GatewayError};
 use super::http::{HttpError, Post, Url};
-use crate::executor::Cancel;
+use crate::kernel::Cancel;
 use crate::schema::Schema;
 use crate::value::to_js_json;
 use serde_json::{json, Map, Value};
@@ -87,7 +87,7 @@ pub fn provider(
     token: Option<&str>,
     endpoints: &Endpoints,
 ) -> Result<Provider, String> {
-    if !crate::policy::file::PROVIDERS.contains(&name) {
+    if !crate::kernel::policy::PROVIDERS.contains(&name) {
         return Err(format!("Unsupported llm provider: {name}"));
     }
     let Some(m) = endpoints.models.get(name) else {

@@ -23,112 +23,79 @@ pub mod llm;
 pub mod tls;
 
 use crate::error::{Error, Result};
-use crate::policy::broker::{self as judge, BrokerGrants, Caller, Refusal, Spent};
-use crate::policy::Policy;
-use serde::{Deserialize, Serialize};
+use crate::kernel::Policy;
+use crate::policy::broker::{self as judge, BrokerGrants, Caller, Refusal};
+
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
-/// What a run has asked and been answered, plus what it has spent; saved in
-/// the resume state so a resumed run replays instead of asking again.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Ledger {
-    /// Request digest (blake3 hex) → the answer.
-    #[serde(default)]
-    pub answers: BTreeMap<String, Value>,
-    /// Calls and tokens spent so far.
-    #[serde(default)]
-    pub spent: Spent,
-}
+pub use crate::kernel::ledger::{request_digest, Broker, Kind, Ledger};
 
-impl Ledger {
-    /// Whether nothing was recorded or spent.
-    pub fn is_empty(&self) -> bool {
-        self.answers.is_empty() && self.spent == Spent::default()
-    }
-}
-
-/// The run's broker: the endpoints the operator configured (fixed when the
-/// run starts) and its ledger behind a lock (parallel workflow branches
-/// share it).
-#[derive(Debug, Default)]
-pub struct Broker {
-    endpoints: endpoints::Endpoints,
-    ledger: Mutex<Ledger>,
-}
-
-/// Whether a call is a tool call or a model call (for budgets and digests).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A gateway tool.
-    Tool,
-    /// A model.
-    Llm,
-}
-
-impl Broker {
-    /// A broker over `endpoints`, with nothing recorded yet.
-    pub fn new(endpoints: endpoints::Endpoints) -> Broker {
-        Broker {
-            endpoints,
-            ledger: Mutex::default(),
-        }
-    }
-
-    /// A broker that starts from a recorded ledger (resume).
-    pub fn with_ledger(ledger: Ledger) -> Broker {
-        Broker {
-            endpoints: endpoints::Endpoints::default(),
-            ledger: Mutex::new(ledger),
-        }
-    }
-
-    /// Where brokered calls may go and which secret each may carry.
-    pub fn endpoints(&self) -> &endpoints::Endpoints {
-        &self.endpoints
-    }
-
-    /// A copy of the ledger, for the resume state.
-    pub fn ledger(&self) -> Ledger {
-        self.ledger.lock().unwrap().clone()
-    }
-
-    /// Replace the ledger (a resumed run restores the recorded one).
-    pub fn restore(&self, ledger: Ledger) {
-        *self.ledger.lock().unwrap() = ledger;
-    }
-
-    /// The recorded answer for `digest`, if any.
-    pub fn replay(&self, digest: &str) -> Option<Value> {
-        self.ledger.lock().unwrap().answers.get(digest).cloned()
-    }
+/// The broker's calls on the run's [`Broker`]: each judged by
+/// [`crate::policy::broker`], answered from the ledger, or charged, asked and
+/// recorded.
+pub trait BrokerCalls {
+    /// Where brokered calls may go and which secret each may carry (the
+    /// endpoints the run was started with, [`Broker::with_config`]; none
+    /// configured when it was started without).
+    fn endpoints(&self) -> &endpoints::Endpoints;
 
     /// Judge a tool call by `caller` (nothing is sent on refusal).
-    pub fn judge_tool(
+    fn judge_tool(
         &self,
         policy: &Policy,
-        grants: &crate::sandbox::Grants,
+        grants: &crate::kernel::Grants,
+        caller: Caller<'_>,
+        tool: &str,
+    ) -> Result<()>;
+
+    /// Judge a model call by `caller`.
+    fn judge_llm(
+        &self,
+        policy: &Policy,
+        grants: &crate::kernel::Grants,
+        caller: Caller<'_>,
+    ) -> Result<()>;
+
+    /// Answer `request` from the ledger, or charge the budget, call `ask`,
+    /// and record what it returns. `ask` returns the answer and the model
+    /// tokens it used (0 for tools).
+    fn call(
+        &self,
+        policy: &Policy,
+        kind: Kind,
+        request: &Value,
+        ask: impl FnOnce() -> Result<(Value, u64)>,
+    ) -> Result<Value>;
+}
+
+impl BrokerCalls for Broker {
+    fn endpoints(&self) -> &endpoints::Endpoints {
+        static NONE: std::sync::OnceLock<endpoints::Endpoints> = std::sync::OnceLock::new();
+        self.config::<endpoints::Endpoints>()
+            .unwrap_or_else(|| NONE.get_or_init(endpoints::Endpoints::default))
+    }
+
+    fn judge_tool(
+        &self,
+        policy: &Policy,
+        grants: &crate::kernel::Grants,
         caller: Caller<'_>,
         tool: &str,
     ) -> Result<()> {
         judge::judge_tool(policy, &BrokerGrants::of(grants), caller, tool).map_err(refused)
     }
 
-    /// Judge a model call by `caller`.
-    pub fn judge_llm(
+    fn judge_llm(
         &self,
         policy: &Policy,
-        grants: &crate::sandbox::Grants,
+        grants: &crate::kernel::Grants,
         caller: Caller<'_>,
     ) -> Result<()> {
         judge::judge_llm(policy, &BrokerGrants::of(grants), caller).map_err(refused)
     }
 
-    /// Answer `request` from the ledger, or charge the budget, call `ask`,
-    /// and record what it returns. `ask` returns the answer and the model
-    /// tokens it used (0 for tools).
-    pub fn call(
+    fn call(
         &self,
         policy: &Policy,
         kind: Kind,
@@ -137,33 +104,22 @@ impl Broker {
     ) -> Result<Value> {
         let digest = request_digest(kind, request);
         {
-            let mut ledger = self.ledger.lock().unwrap();
+            let mut ledger = self.lock();
             if let Some(answer) = ledger.answers.get(&digest) {
                 return Ok(answer.clone());
             }
             match kind {
-                Kind::Tool => ledger.spent.charge_tool(policy),
-                Kind::Llm => ledger.spent.charge_llm(policy),
+                Kind::Tool => judge::charge_tool(&mut ledger.spent, policy),
+                Kind::Llm => judge::charge_llm(&mut ledger.spent, policy),
             }
             .map_err(refused)?;
         }
         let (answer, tokens) = ask()?;
-        let mut ledger = self.ledger.lock().unwrap();
+        let mut ledger = self.lock();
         ledger.spent.add_tokens(tokens);
         ledger.answers.insert(digest, answer.clone());
         Ok(answer)
     }
-}
-
-/// The digest a request is recorded under: blake3 of its kind and canonical JSON.
-pub fn request_digest(kind: Kind, request: &Value) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(match kind {
-        Kind::Tool => b"lobster-broker-tool\0",
-        Kind::Llm => b"lobster-broker-llm\0\0",
-    });
-    h.update(crate::value::to_js_json(request).as_bytes());
-    h.finalize().to_hex().to_string()
 }
 
 fn refused(r: Refusal) -> Error {

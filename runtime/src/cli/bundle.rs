@@ -3,7 +3,7 @@
 use super::output::{human_error, write_once};
 use super::trust_args;
 use crate::error::Error;
-use crate::policy::bundle;
+use crate::sandbox::bundle;
 use crate::sandbox::ArtifactCache;
 use crate::state::StateStore;
 use std::path::Path;

@@ -12,7 +12,7 @@ use super::help;
 use super::output::{pretty_line, write_once, Printer};
 use crate::app::{self, Call, Settings};
 use crate::error::Error;
-use crate::executor::{Cancel, Mode};
+use crate::kernel::{Cancel, Mode};
 use std::io::Read;
 
 pub(super) fn call(argv: &[String]) -> i32 {

@@ -5,9 +5,10 @@
 
 use super::output::{human_error, write_once};
 use super::trust_args;
-use crate::policy::bundle::{self, component_findings, MANIFEST};
+use crate::kernel::Policy;
 use crate::policy::lock::{LockFile, LOCK_FILE};
-use crate::policy::{Finding, Policy};
+use crate::policy::Finding;
+use crate::sandbox::bundle::{self, component_findings, MANIFEST};
 use crate::sandbox::{ArtifactCache, StepPath, StepResolver};
 use crate::state::StateStore;
 use serde_json::json;
@@ -111,7 +112,7 @@ impl Checker {
             Err(e) => e.to_string(),
             Ok((wf, _)) => {
                 let resolver = StepResolver::new(self.path.clone(), self.cache.clone());
-                let registry = crate::commands::Registry::builtin().with_steps(resolver);
+                let registry = crate::commands::builtin().with_steps(resolver);
                 let authority =
                     crate::policy::Authority::new(self.policy.clone(), self.cwd.clone());
                 let found = crate::workflow::policy::walk(&wf, &registry, &authority, &self.cache);

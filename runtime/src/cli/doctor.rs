@@ -11,8 +11,8 @@
 use super::output::Printer;
 use super::{build_context, run_text};
 use crate::envelope::{error_envelope_of, Envelope, Status};
-use crate::executor::{Context, Mode};
-use crate::sandbox::survey;
+use crate::kernel::{Context, Mode};
+use crate::sandbox::{survey, StepPath};
 use serde_json::{json, Map, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -84,14 +84,11 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
         policy: policy.clone(),
         ..Default::default()
     };
-    let ctx = build_context(Mode::Tool, &limits, None).and_then(|mut ctx| {
-        let sandbox = super::run_args::SandboxArgs {
-            steps: steps.clone(),
-            ..Default::default()
-        };
-        super::apply_sandbox_args(&mut ctx, &sandbox)?;
-        Ok(ctx)
-    });
+    let sandbox = super::run_args::SandboxArgs {
+        steps: steps.clone(),
+        ..Default::default()
+    };
+    let ctx = build_context(Mode::Tool, &limits, None, Some(&sandbox));
     // A policy that cannot be read is a problem to report, not a reason to
     // skip the other checks; runs are judged without any trust then (the
     // probe below stays pure).
@@ -100,19 +97,19 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
         Ok(ctx) => ctx,
         Err(e) if e.kind() == "parse_error" && e.to_string().contains("policy") => {
             policy_problem = Some(e.to_string());
-            let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::from_env());
-            ctx.set_policy(crate::policy::Policy {
+            let untrusted = crate::kernel::Policy {
                 trust: crate::policy::Trust::Untrusted,
                 ..Default::default()
-            });
-            let sandbox = super::run_args::SandboxArgs {
-                steps: steps.clone(),
-                ..Default::default()
             };
-            if let Err(e) = super::apply_sandbox_args(&mut ctx, &sandbox) {
-                return printer.envelope(&error_envelope_of("doctor_error", &e.to_string()));
-            }
-            ctx
+            let state = crate::state::StateStore::from_env();
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let extra: Vec<PathBuf> = steps.iter().map(PathBuf::from).collect();
+            let registry = crate::executor::registry(StepPath::from_env(&cwd, &extra), &state);
+            Context::builder(Mode::Tool, state)
+                .run_dir(cwd)
+                .registry(registry)
+                .policy(untrusted)
+                .build()
         }
         Err(e) => return printer.envelope(&error_envelope_of("doctor_error", &e.to_string())),
     };
@@ -285,7 +282,7 @@ fn check_engine() -> Check {
 /// Every directory of the step path and every component in it.
 fn check_step_path(ctx: &Context) -> Check {
     const NAME: &str = "step path";
-    let Some(resolver) = ctx.registry.steps() else {
+    let Some(resolver) = crate::sandbox::resolver_of(&ctx.registry) else {
         return Check::ok(NAME, "no step path".into());
     };
     let mut lines = Vec::new();
@@ -344,7 +341,7 @@ fn file_name(p: &Path) -> String {
 /// Where compiled artefacts live, how many and how big.
 fn check_cache(ctx: &Context) -> Check {
     const NAME: &str = "compiled cache";
-    let Some(dir) = ctx.registry.steps().and_then(|s| s.cache().dir()) else {
+    let Some(dir) = crate::sandbox::resolver_of(&ctx.registry).and_then(|s| s.cache().dir()) else {
         return Check::ok(NAME, "disabled: every run compiles its steps".into());
     };
     let dir: PathBuf = dir.to_path_buf();

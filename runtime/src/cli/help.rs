@@ -1,6 +1,6 @@
 //! Help texts of the CLI itself (command help lives with each command).
 
-use crate::commands::Registry;
+use crate::kernel::Registry;
 
 /// `lobster --help`.
 pub fn main_help(registry: &Registry) -> String {

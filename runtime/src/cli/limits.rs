@@ -1,7 +1,7 @@
 //! The OpenClaw tool contract's limits: timeout, output cap, working directory.
 
 use crate::error::{Error, Result};
-use crate::executor::{Limits, Mode};
+use crate::kernel::{Limits, Mode};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -53,6 +53,7 @@ impl LimitArgs {
         Ok(Limits {
             timeout: timeout_ms.map(Duration::from_millis),
             max_output_bytes: cap,
+            ..Limits::default()
         })
     }
 }

@@ -45,7 +45,7 @@ pub fn all_steps(path: &StepPath, cache: &ArtifactCache) -> Result<LockFile> {
 }
 
 fn lock_pipeline(text: &str, resolver: StepResolver) -> Result<LockFile> {
-    let registry = crate::commands::Registry::builtin().with_steps(resolver);
+    let registry = crate::commands::builtin().with_steps(resolver);
     let pipeline = crate::dsl::parse(text)?;
     let commands = crate::executor::check_pipeline(&pipeline, 0, &registry)?;
     let mut lock = LockFile::new();
@@ -58,9 +58,11 @@ fn lock_pipeline(text: &str, resolver: StepResolver) -> Result<LockFile> {
 }
 
 fn lock_workflow(file: &str, resolver: StepResolver) -> Result<LockFile> {
-    let mut ctx =
-        crate::executor::Context::from_process(crate::executor::Mode::Tool, StateStore::from_env());
-    ctx.registry = std::sync::Arc::new(crate::commands::Registry::builtin().with_steps(resolver));
+    let ctx = crate::kernel::Context::builder(crate::kernel::Mode::Tool, StateStore::from_env())
+        .registry(std::sync::Arc::new(
+            crate::commands::builtin().with_steps(resolver),
+        ))
+        .build();
     let (wf, _) = crate::workflow::load_plan(std::path::Path::new(file), Some(&ctx.registry))?;
     let mut lock = LockFile::new();
     lock.steps

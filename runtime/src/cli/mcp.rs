@@ -10,7 +10,7 @@ use super::output::write_once;
 use super::run_args::SandboxArgs;
 use crate::app::{Catalog, Settings};
 use crate::error::{Error, Result};
-use crate::executor::Mode;
+use crate::kernel::Mode;
 use crate::mcp::{ApprovalMode, LobsterMcp};
 use std::path::PathBuf;
 
@@ -115,8 +115,7 @@ fn settings(args: &McpArgs) -> Result<Settings> {
         policy: args.policy.clone(),
         ..Default::default()
     };
-    let mut ctx = crate::app::context::build_context(Mode::Tool, &limits, None)?;
-    crate::app::context::apply_sandbox_args(&mut ctx, &args.sandbox)?;
+    crate::app::context::build_context(Mode::Tool, &limits, None, Some(&args.sandbox))?;
     Ok(Settings {
         policy: args.policy.clone(),
         sandbox: args.sandbox.clone(),

@@ -27,9 +27,8 @@ pub mod store;
 pub mod trust_args;
 pub mod workflow_file;
 
-use crate::commands::Registry;
 use crate::error::{Error, Result};
-use crate::executor::{Context, Mode};
+use crate::kernel::{Context, Mode, Registry};
 use crate::resume::Paused;
 use crate::sandbox::StepPath;
 use crate::state::StateStore;
@@ -94,7 +93,7 @@ fn print_help(argv: &[String]) -> i32 {
         StepPath::from_env(&cwd, &extra),
         crate::sandbox::ArtifactCache::in_state_dir(StateStore::from_env().dir()),
     );
-    let registry = Registry::builtin();
+    let registry = crate::commands::builtin();
     let text = match topic {
         None => {
             let found = crate::sandbox::survey::list_steps(&steps);
@@ -182,14 +181,14 @@ fn graph(argv: &[String]) -> i32 {
 }
 
 /// The context of one CLI run (see [`crate::app::context::build_context`]).
-pub(crate) fn build_context(mode: Mode, limits: &LimitArgs, cwd: Option<&str>) -> Result<Context> {
+pub(crate) fn build_context(
+    mode: Mode,
+    limits: &LimitArgs,
+    cwd: Option<&str>,
+    sandbox: Option<&run_args::SandboxArgs>,
+) -> Result<Context> {
     progress::install(mode);
-    crate::app::context::build_context(mode, limits, cwd)
-}
-
-/// Apply the sandbox flags (see [`crate::app::context::apply_sandbox_args`]).
-pub(crate) fn apply_sandbox_args(ctx: &mut Context, args: &run_args::SandboxArgs) -> Result<()> {
-    crate::app::context::apply_sandbox_args(ctx, args)
+    crate::app::context::build_context(mode, limits, cwd, sandbox)
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not
@@ -233,10 +232,7 @@ fn run(argv: &[String]) -> i32 {
     if let Some(file) = workflow_file::workflow_target(&args) {
         return workflow_file::run_workflow(&file, &args, &mut printer);
     }
-    let ctx = build_context(mode, &args.limits, args.cwd.as_deref()).and_then(|mut ctx| {
-        apply_sandbox_args(&mut ctx, &args.sandbox)?;
-        Ok(ctx)
-    });
+    let ctx = build_context(mode, &args.limits, args.cwd.as_deref(), Some(&args.sandbox));
     let ctx = match ctx {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
@@ -307,7 +303,7 @@ fn resume(argv: &[String]) -> i32 {
         Ok(a) => a,
         Err(e) => return printer.error(&e),
     };
-    let mut ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref()) {
+    let mut ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref(), None) {
         Ok(c) => c,
         Err(e) => return printer.error(&e),
     };

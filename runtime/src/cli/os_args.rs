@@ -5,7 +5,7 @@
 
 use super::output::Printer;
 use crate::error::Error;
-use crate::executor::Mode;
+use crate::kernel::Mode;
 use std::ffi::OsString;
 
 /// Convert `args` (without the program name) to UTF-8, or print a parse

@@ -5,7 +5,7 @@
 use crate::dsl::diagnostic::caret;
 use crate::envelope::{error_envelope, error_envelope_of, Status};
 use crate::error::Error;
-use crate::executor::Mode;
+use crate::kernel::Mode;
 use crate::resume::pause::halted_item;
 use crate::resume::Paused;
 use crate::value::{to_js_json_pretty, Item};

@@ -5,7 +5,7 @@
 //! observer; this room prints them (nothing below `cli/` prints). Tool mode,
 //! and human mode without a terminal on stderr, stay silent.
 
-use crate::executor::Mode;
+use crate::kernel::Mode;
 use crate::sandbox::compile::{set_observer, CompileEvent};
 use std::io::Write;
 use std::time::Duration;

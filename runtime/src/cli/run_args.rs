@@ -8,7 +8,7 @@
 use super::argv::{split_flag, take_value};
 use super::limits::{parse_count, LimitArgs};
 use crate::error::{Error, Result};
-use crate::executor::Mode;
+use crate::kernel::Mode;
 
 /// Flags that say where WebAssembly steps come from and what they may touch.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -10,7 +10,8 @@
 
 use super::output::{human_error, write_once};
 use crate::error::{Error, Result};
-use crate::executor::{run_pipeline, Context, Mode, Outcome};
+use crate::executor::{run_pipeline, Outcome};
+use crate::kernel::{Context, Mode};
 use crate::sandbox::{load_file, ArtifactCache, ComponentKind, StepPath};
 use crate::state::StateStore;
 use crate::value::Item;
@@ -374,10 +375,12 @@ fn test(dir: &Path) -> Result<(String, bool)> {
         )));
     }
     let wasm_dir = wasm.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut ctx = Context::from_process(Mode::Tool, StateStore::from_env());
-    ctx.use_step_path(StepPath::new(vec![
-        std::fs::canonicalize(&wasm_dir).unwrap_or(wasm_dir)
-    ]));
+    let state = StateStore::from_env();
+    let path = StepPath::new(vec![std::fs::canonicalize(&wasm_dir).unwrap_or(wasm_dir)]);
+    let registry = crate::executor::registry(path, &state);
+    let ctx = crate::executor::process_context(Mode::Tool, state)
+        .registry(registry)
+        .build();
     let (mut passed, mut failed) = (0, 0);
     let mut out = String::new();
     for (i, ex) in examples.iter().enumerate() {

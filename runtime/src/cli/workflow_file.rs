@@ -23,7 +23,7 @@ use super::output::{pretty_line, write_once, Printer};
 use super::run_args::RunArgs;
 use super::{build_context, supervise};
 use crate::envelope::Status;
-use crate::executor::Mode;
+use crate::kernel::Mode;
 use crate::resume::Paused;
 use crate::value::Item;
 use serde_json::{json, Map};
@@ -45,10 +45,12 @@ pub fn run_workflow(file: &str, args: &RunArgs, printer: &mut Printer) -> i32 {
             "run --file takes no pipeline text (got extra arguments)",
         ));
     }
-    let ctx = build_context(args.mode, &args.limits, args.cwd.as_deref()).and_then(|mut ctx| {
-        super::apply_sandbox_args(&mut ctx, &args.sandbox)?;
-        Ok(ctx)
-    });
+    let ctx = build_context(
+        args.mode,
+        &args.limits,
+        args.cwd.as_deref(),
+        Some(&args.sandbox),
+    );
     let ctx = match ctx {
         Ok(c) => c,
         Err(e) => return printer.error(&e),

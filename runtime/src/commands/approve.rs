@@ -4,7 +4,7 @@
 use super::{collect, interactive, Command, FlagSpec, Halt, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
-use crate::executor::{Context, Mode};
+use crate::kernel::{Context, Mode};
 use crate::value::{string_to_number, to_js_json_pretty, Item};
 
 /// `approve [--prompt P] [--emit] [--preview-from-stdin] [--limit N]`.

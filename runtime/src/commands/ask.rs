@@ -5,7 +5,7 @@
 use super::{collect, interactive, Command, FlagSpec, Halt, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
-use crate::executor::{Context, Mode};
+use crate::kernel::{Context, Mode};
 use crate::schema::Schema;
 use crate::value::{to_js_json, Item};
 use serde_json::json;

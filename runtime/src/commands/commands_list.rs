@@ -4,7 +4,7 @@
 use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
-use crate::executor::Context;
+use crate::kernel::Context;
 use serde_json::{json, Map, Value};
 
 /// `commands.list`.
@@ -107,9 +107,8 @@ impl Command for CommandsList {
         let mut items: Vec<Value> = ctx.registry.iter().map(describe).collect();
         // Then the steps on the step path (a built-in name always wins).
         if let Some(steps) = ctx.registry.steps() {
-            for found in crate::sandbox::survey::list_steps(steps) {
-                let name = found.name();
-                if ctx.registry.get(&name).is_some() || found.loaded.is_err() {
+            for name in steps.names() {
+                if ctx.registry.get(&name).is_some() {
                     continue;
                 }
                 if let Ok(Some(step)) = steps.resolve(&name) {
@@ -124,7 +123,6 @@ impl Command for CommandsList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::Registry;
 
     #[test]
     fn examples() {
@@ -133,7 +131,7 @@ mod tests {
 
     #[test]
     fn lists_every_registered_command_in_order() {
-        let reg = Registry::builtin();
+        let reg = crate::commands::builtin();
         let items: Vec<Value> = reg.iter().map(describe).collect();
         let names: Vec<&str> = items.iter().filter_map(|v| v["name"].as_str()).collect();
         assert_eq!(names, reg.names());

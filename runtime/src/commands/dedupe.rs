@@ -5,7 +5,7 @@ use super::js::{dot_path, flag_string};
 use super::{Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::to_js_json;
 use std::collections::HashSet;
 

@@ -6,7 +6,7 @@ use super::state_set::single_or_array;
 use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::state::user_state_key;
 use crate::state::Writer;
 use crate::value::to_js_json;
@@ -133,7 +133,7 @@ impl Command for DiffLast {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::Mode;
+    use crate::kernel::Mode;
     use crate::state::StateStore;
     use serde_json::json;
 
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn compares_key_sorted_json_and_stores() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = Context::from_process(Mode::Tool, StateStore::new(dir.path()));
+        let ctx = crate::commands::test_context(Mode::Tool, StateStore::new(dir.path()));
         let first = diff(&ctx, "K", vec![json!({"a": 1, "b": {"y": 1, "x": 2}})]);
         assert_eq!(first["changed"], json!(true));
         let second = diff(&ctx, "k", vec![json!({"b": {"x": 2, "y": 1}, "a": 1})]);
@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn corrupt_snapshot_reads_as_null() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = Context::from_process(Mode::Tool, StateStore::new(dir.path()));
+        let ctx = crate::commands::test_context(Mode::Tool, StateStore::new(dir.path()));
         std::fs::write(dir.path().join("k.json"), "{not json").unwrap();
         let out = diff(&ctx, "k", vec![json!(1)]);
         assert_eq!(out["before"], json!(null));

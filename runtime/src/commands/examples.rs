@@ -3,7 +3,8 @@
 //! `check_examples(&TheCommand)`.
 
 use super::Command;
-use crate::executor::{run_pipeline, Context, Mode, Outcome};
+use crate::executor::{run_pipeline, Outcome};
+use crate::kernel::Mode;
 use crate::state::StateStore;
 use crate::value::{to_js_json, Item};
 
@@ -18,7 +19,7 @@ pub fn check_examples(cmd: &dyn Command) {
     );
     for ex in examples {
         let dir = tempfile::tempdir().expect("temp dir");
-        let ctx = Context::from_process(Mode::Human, StateStore::new(dir.path()));
+        let ctx = crate::commands::test_context(Mode::Human, StateStore::new(dir.path()));
         let input: Vec<Item> =
             serde_json::from_str(ex.input).expect("example input is a JSON array");
         let want: Item = serde_json::from_str(ex.output).expect("example output is JSON");

@@ -7,7 +7,7 @@
 use super::{Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::process::{Decoder, Ended, Invocation, Next, OutputStream};
 use crate::value::{to_js_json, Item};
 
@@ -346,7 +346,8 @@ fn check_end(ended: Ended, display: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::{run_pipeline, Context, Mode, Outcome};
+    use crate::executor::{run_pipeline, Outcome};
+    use crate::kernel::{Context, Mode};
     use crate::state::StateStore;
     use serde_json::json;
     use std::sync::Arc;
@@ -357,7 +358,7 @@ mod tests {
     }
 
     fn ctx(dir: &std::path::Path) -> Context {
-        let mut ctx = Context::from_process(Mode::Tool, StateStore::new(dir.join("state")));
+        let mut ctx = crate::commands::test_context(Mode::Tool, StateStore::new(dir.join("state")));
         ctx.cwd = dir.to_path_buf();
         ctx
     }

@@ -5,7 +5,7 @@ use super::js::{dot_path, js_trim};
 use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{to_js_json, Item};
 use serde_json::{Map, Value};
 use std::collections::HashMap;

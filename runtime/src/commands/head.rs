@@ -3,7 +3,7 @@
 use super::{Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::string_to_number;
 
 /// `head --n N` (default 10).

@@ -1,7 +1,7 @@
 //! Asking the human at the terminal (human mode with a TTY only).
 
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use std::io::{BufRead, Write};
 use std::sync::mpsc;
 use std::time::Duration;

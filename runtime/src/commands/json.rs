@@ -3,7 +3,7 @@
 use super::{collect, Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::to_js_json_pretty;
 use serde_json::Value;
 

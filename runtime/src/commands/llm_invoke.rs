@@ -11,10 +11,10 @@
 use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::broker::endpoints::Endpoints;
 use crate::broker::llm::{self, AskError, Provider, Question, Reply};
-use crate::broker::{body_cap, Kind};
+use crate::broker::{body_cap, BrokerCalls, Kind};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::policy::broker::{judge_endpoint_flags, Caller};
 use crate::schema::Schema;
 use crate::state::Writer;
@@ -355,7 +355,7 @@ pub const CACHE_KEY_PREFIX: &str = "llm_cache_";
 impl AnswerCache {
     fn of(name: &str, ctx: &Context, provider: &Provider, model: &str, cache_key: &str) -> Self {
         // The run's working directory, never a step's `cwd:`.
-        match ctx.broker.endpoints().cache_dir(ctx.authority.workdir()) {
+        match ctx.broker.endpoints().cache_dir(ctx.authority().workdir()) {
             Some(dir) => AnswerCache::File(dir.join(name).join(format!("{cache_key}.json"))),
             None => AnswerCache::Store(format!(
                 "{CACHE_KEY_PREFIX}{}",

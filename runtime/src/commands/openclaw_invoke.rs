@@ -9,10 +9,10 @@
 
 use super::{collect, stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::broker::gateway::{self, GatewayError, ToolCall};
-use crate::broker::{body_cap, Kind};
+use crate::broker::{body_cap, BrokerCalls, Kind};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::policy::broker::{judge_endpoint_flags, Caller};
 use crate::value::Item;
 use serde_json::{json, Value};

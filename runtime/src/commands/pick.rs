@@ -4,7 +4,7 @@ use super::js::{js_prop, js_trim};
 use super::{Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use serde_json::{Map, Value};
 
 /// `pick f1,f2,…`.

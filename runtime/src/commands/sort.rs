@@ -4,7 +4,7 @@ use super::js::{dot_path, flag_string, flag_truthy};
 use super::{stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{js_to_string, Item};
 use serde_json::Value;
 use std::cmp::Ordering;
@@ -501,9 +501,11 @@ mod tests {
 
     #[test]
     fn sort_then_head_runs_as_top_k_through_the_executor() {
-        use crate::executor::{run_pipeline, Context, Mode, Outcome};
+        use crate::executor::{run_pipeline, Outcome};
+        use crate::kernel::Mode;
         let dir = tempfile::tempdir().unwrap();
-        let ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(dir.path()));
+        let ctx =
+            crate::commands::test_context(Mode::Tool, crate::state::StateStore::new(dir.path()));
         let mut rng = Rng(99);
         let items = random_items(&mut rng, 500, true);
         let run = |text: &str| match run_pipeline(

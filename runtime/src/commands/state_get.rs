@@ -3,7 +3,7 @@
 use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::state::user_state_key;
 use crate::state::Writer;
 use serde_json::Value;

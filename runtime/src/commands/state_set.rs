@@ -4,7 +4,7 @@ use super::state_get::state_key;
 use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::state::Writer;
 use serde_json::Value;
 
@@ -78,7 +78,7 @@ impl Command for StateSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::Mode;
+    use crate::kernel::Mode;
     use crate::state::StateStore;
     use serde_json::json;
 
@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn writes_the_file_and_keys_are_case_insensitive() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = Context::from_process(Mode::Tool, StateStore::new(dir.path()));
+        let ctx = crate::commands::test_context(Mode::Tool, StateStore::new(dir.path()));
         let args = Args {
             positional: vec!["Demo KEY".into()],
             flags: vec![],

@@ -4,7 +4,7 @@ use super::js::{js_keys, js_prop, utf16_len};
 use super::{collect, Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{js_to_string, to_js_json};
 use serde_json::Value;
 

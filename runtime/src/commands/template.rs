@@ -5,7 +5,7 @@ use super::js::{dot_path, flag_string, js_trim};
 use super::{Command, Example, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::Item;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -295,8 +295,8 @@ mod tests {
     fn reads_template_files() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("t.txt"), "Hi {{who}}\n").unwrap();
-        let mut ctx = Context::from_process(
-            crate::executor::Mode::Tool,
+        let mut ctx = crate::commands::test_context(
+            crate::kernel::Mode::Tool,
             crate::state::StateStore::new(dir.path()),
         );
         ctx.cwd = dir.path().to_path_buf();

@@ -5,7 +5,7 @@ use super::js::{array_index, is_js_space, js_trim};
 use super::{Command, Example, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{js_less_than, js_loose_eq, js_to_number, string_to_number, Item};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -330,13 +330,13 @@ mod tests {
     #[test]
     fn streaming_commands_stay_lazy() {
         use crate::dsl::parse;
-        use crate::executor::Mode;
+        use crate::kernel::Mode;
         use crate::state::StateStore;
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Arc;
 
         let dir = tempfile::tempdir().unwrap();
-        let ctx = Context::from_process(Mode::Tool, StateStore::new(dir.path()));
+        let ctx = crate::commands::test_context(Mode::Tool, StateStore::new(dir.path()));
         for text in [
             "where x>=0",
             "pick x",

@@ -3,15 +3,55 @@
 //!
 //! The executor never prints; the CLI turns an [`Outcome`] into output.
 
-mod cancel;
-mod context;
 mod plan;
 pub mod policy_check;
-mod reaper;
 mod run;
 
-pub use cancel::{pause_deadlines, Cancel, CancelReason, DeadlinePause, GroupGuard};
-pub use context::{Context, Limits, Mode};
+pub use crate::kernel::{Cancel, CancelReason, Context, Limits, Mode};
 pub use plan::{check_pipeline, plan, suggest};
-pub use reaper::watching as reaper_watching;
 pub use run::{run_pipeline, Outcome};
+
+use crate::kernel::{ContextBuilder, Registry};
+use crate::sandbox::{ArtifactCache, StepPath, StepResolver};
+use crate::state::StateStore;
+use std::sync::Arc;
+
+/// The built-in commands and the WebAssembly steps on `path`, with compiled
+/// artefacts cached in `state`'s directory.
+pub fn registry(path: StepPath, state: &StateStore) -> Arc<Registry> {
+    let steps = StepResolver::new(path, ArtifactCache::in_state_dir(state.dir()));
+    Arc::new(crate::commands::builtin().with_steps(steps))
+}
+
+/// A context over the current process: its directory and environment,
+/// the built-in commands, and wasm steps on `LOBSTER_STEP_PATH` then
+/// `./steps` (artefacts cached under `<state dir>/cache/wasm`); nothing is
+/// granted, the policy is the default one.
+pub fn process_context(mode: Mode, state: StateStore) -> ContextBuilder {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    let registry = registry(StepPath::from_env(&cwd, &[]), &state);
+    crate::kernel::Context::builder(mode, state)
+        .run_dir(cwd)
+        .registry(registry)
+}
+
+/// `ctx` made to run where and as a paused run did: in its working
+/// directory (`cwd`, when it still exists), with its grants (clock and seed
+/// included) and its step path (`step_dirs`; empty: `ctx`'s). A new
+/// context: its authority is made from these.
+pub fn resumed_context(
+    ctx: &crate::kernel::Context,
+    cwd: Option<&str>,
+    grants: &crate::kernel::Grants,
+    step_dirs: &[String],
+) -> crate::kernel::Context {
+    let mut builder = ctx.rebuild().grants(grants.clone());
+    if let Some(dir) = cwd.map(std::path::PathBuf::from).filter(|p| p.is_dir()) {
+        builder = builder.run_dir(dir);
+    }
+    if !step_dirs.is_empty() {
+        let path = StepPath::new(step_dirs.iter().map(std::path::PathBuf::from).collect());
+        builder = builder.registry(registry(path, &ctx.state));
+    }
+    builder.build()
+}

@@ -4,9 +4,9 @@
 //! steps on the registry's step path here, so components are loaded and
 //! hashed (see [`crate::commands::Command::digest`]) before anything runs.
 
-use crate::commands::{Command, Registry};
 use crate::dsl::Pipeline;
 use crate::error::{Error, Result};
+use crate::kernel::{Command, Registry};
 
 /// Resolve every stage from `from` on; the first problem is returned with the
 /// span of the offending stage.

@@ -1,17 +1,16 @@
 //! The operator policy over a resolved pipeline, before any stage runs:
-//! each stage is asked of the run's [`crate::policy::Authority`] (a host
+//! each stage is asked of the run's [`crate::kernel::Authority`] (a host
 //! process for `exec`, a component's imports for wasm steps), then the
 //! run-wide grants and limits ([`crate::policy::enforce::run_excesses`]) and
 //! the pins of `lobster.lock` in the run's working directory. Every excess
 //! is collected, so one refusal names all of them.
 
-use crate::commands::Command;
 use crate::dsl::Pipeline;
 use crate::error::{Error, Result};
 use crate::executor::Context;
+use crate::kernel::{Command, Request};
 use crate::policy::enforce::{run_excesses, short};
 use crate::policy::lock::{LockFile, LOCK_FILE};
-use crate::policy::Request;
 use std::path::Path;
 
 /// Check stages `from..` (already resolved to `commands`) against the
@@ -37,7 +36,7 @@ pub fn check_plan(
             ),
         );
     }
-    check_pins(pipeline, from, commands, ctx.authority.workdir())
+    check_pins(pipeline, from, commands, ctx.authority().workdir())
 }
 
 /// Every way the run exceeds its authority's policy, in pipeline order
@@ -49,7 +48,7 @@ pub fn policy_excesses(
     ctx: &Context,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let authority = &ctx.authority;
+    let authority = ctx.authority();
     for (offset, cmd) in commands.iter().enumerate() {
         let index = from + offset;
         let sig = cmd.signature();
@@ -72,7 +71,7 @@ pub fn policy_excesses(
             }
         }
     }
-    out.extend(run_excesses(ctx));
+    out.extend(run_excesses(ctx.authority(), &ctx.grants, &ctx.limits));
     out
 }
 
@@ -111,5 +110,58 @@ pub fn check_pins(
     } else {
         Err(Error::runtime(problems.join("; "))
             .with_hint("nothing ran; review the new component, then run `lobster lock` to pin it"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn use_sites_ask_the_authority_again() {
+        use crate::kernel::{Context, Grants, Mode, Policy};
+        use crate::sandbox::StepEnv;
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("secrets")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("mail")).unwrap();
+        let store = crate::state::StateStore::new(tmp.path().join("state"));
+        let policy = Policy::parse(
+            "trust = \"untrusted\"\nroots = [\"mail\"]\nenv = [\"LANG\"]\n",
+            std::path::Path::new("p.toml"),
+        )
+        .unwrap();
+        let under = |grants: Grants| {
+            Context::builder(Mode::Tool, store.clone())
+                .run_dir(tmp.path().to_path_buf())
+                .policy(policy.clone())
+                .grants(grants)
+                .build()
+        };
+        let ctx = under(Grants::default());
+        // A host process that slipped past the plan is refused at spawn.
+        let e = crate::process::Invocation::shell("touch pwned")
+            .run(&ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("was about to start, which the untrusted policy forbids"),
+            "{e}"
+        );
+        assert!(!tmp.path().join("pwned").exists());
+        // Grants handed to a step are judged where they are handed over.
+        let ctx = under(Grants::builder().allow_read("secrets").build().unwrap());
+        let e = StepEnv::from_grants(&ctx.grants, &ctx).err().unwrap();
+        assert!(e.to_string().contains("outside the allowed roots"), "{e}");
+        let mail = Grants::builder().allow_read("mail").build().unwrap();
+        let ctx = under(mail.clone());
+        assert!(StepEnv::from_grants(&mail, &ctx).is_ok());
+        // Nothing beyond the run's grants, whoever builds the step's set.
+        let wider = Grants::builder().allow_write("mail").build().unwrap();
+        let e = StepEnv::from_grants(&wider, &ctx).err().unwrap();
+        assert!(
+            e.to_string().contains("more than the run was granted"),
+            "{e}"
+        );
+        let env = Grants::builder().allow_env("LANG").build().unwrap();
+        let e = StepEnv::from_grants(&env, &ctx).err().unwrap();
+        assert!(e.to_string().contains("variable LANG is more than"), "{e}");
     }
 }

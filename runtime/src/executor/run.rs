@@ -1,9 +1,9 @@
 //! Run stages in order; items stream lazily from one stage to the next.
 
 use super::{plan, Context, Mode};
-use crate::commands::{stream_of, Halt, ItemStream, Output};
 use crate::dsl::Pipeline;
 use crate::error::{Error, Result};
+use crate::kernel::{stream_of, Halt, ItemStream, Output};
 use crate::value::Item;
 
 /// How a pipeline run ended (errors are the `Err` side).

@@ -10,9 +10,8 @@ use super::ApprovalMode;
 use crate::app::request::{cwd_field, limit_fields, resume_fields};
 use crate::app::{approval, Reply, ResumeCall, RunRequest, RunTarget, Settings};
 use crate::error::{Error, Result};
-use crate::executor::{Cancel, CancelReason};
+use crate::kernel::{Cancel, CancelReason, Level, LogLine, LogSink};
 use crate::resume::Decision;
-use crate::sandbox::{Level, LogLine, LogSink};
 use crate::value::Item;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,

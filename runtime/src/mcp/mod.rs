@@ -15,7 +15,7 @@
 //!   protocol errors).
 //! - [`handler`]: argument checking, dispatch to the [`Runner`] (by default
 //!   `spawn_blocking` calls of the app layer, [`runner`]), cancellation (`notifications/cancelled` → the run's
-//!   [`Cancel`](crate::executor::Cancel) as SIGINT), and approvals by the
+//!   [`Cancel`](crate::kernel::Cancel) as SIGINT), and approvals by the
 //!   human (`--approvals human`, see [`ApprovalMode`]).
 //!
 //! Nothing here prints: stdout is the protocol; diagnostics go to stderr

@@ -6,9 +6,8 @@
 
 use crate::app::{self, Call, Reply, Settings};
 use crate::error::Error;
-use crate::executor::Cancel;
+use crate::kernel::{Cancel, LogSink};
 use crate::resume::ResumeTarget;
-use crate::sandbox::LogSink;
 use std::future::Future;
 use std::pin::Pin;
 

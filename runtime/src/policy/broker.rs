@@ -16,7 +16,7 @@
 //!   model with `llm`, `--allow-llm` and the policy;
 //! - `[max] tool_calls`, `llm_calls`, `llm_tokens` bound a whole run.
 
-use super::file::{Policy, Trust};
+use crate::kernel::{Policy, Trust};
 
 /// What a run grants its wasm steps (`--allow-tool NAME`, `--allow-llm`),
 /// already narrowed by any `permissions:` blocks.
@@ -30,7 +30,7 @@ pub struct BrokerGrants {
 
 impl BrokerGrants {
     /// The broker part of a run's sandbox grants.
-    pub fn of(grants: &crate::sandbox::Grants) -> BrokerGrants {
+    pub fn of(grants: &crate::kernel::Grants) -> BrokerGrants {
         BrokerGrants {
             tools: grants.tools.clone(),
             llm: grants.llm,
@@ -256,56 +256,40 @@ pub fn brokered_call_text(stage: &crate::dsl::Stage) -> Option<String> {
     }
 }
 
-/// Calls and tokens a run has spent, checked against `[max]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Spent {
-    /// Tool calls made (answered from the network, not replayed).
-    pub tool_calls: u64,
-    /// Model calls made.
-    pub llm_calls: u64,
-    /// Model tokens reported by the providers.
-    pub llm_tokens: u64,
+pub use crate::kernel::ledger::Spent;
+
+/// Take one tool call from `spent`'s budget, or refuse.
+pub fn charge_tool(spent: &mut Spent, policy: &Policy) -> Result<(), Refusal> {
+    if let Some(cap) = policy.max.tool_calls.filter(|c| spent.tool_calls >= *c) {
+        return Err(Refusal::Budget {
+            what: "tool call",
+            key: "tool_calls",
+            cap,
+        });
+    }
+    spent.tool_calls += 1;
+    Ok(())
 }
 
-impl Spent {
-    /// Take one tool call from the budget, or refuse.
-    pub fn charge_tool(&mut self, policy: &Policy) -> Result<(), Refusal> {
-        if let Some(cap) = policy.max.tool_calls.filter(|c| self.tool_calls >= *c) {
-            return Err(Refusal::Budget {
-                what: "tool call",
-                key: "tool_calls",
-                cap,
-            });
-        }
-        self.tool_calls += 1;
-        Ok(())
+/// Take one model call from `spent`'s budget, or refuse (also when the
+/// token budget is already spent).
+pub fn charge_llm(spent: &mut Spent, policy: &Policy) -> Result<(), Refusal> {
+    if let Some(cap) = policy.max.llm_calls.filter(|c| spent.llm_calls >= *c) {
+        return Err(Refusal::Budget {
+            what: "model call",
+            key: "llm_calls",
+            cap,
+        });
     }
-
-    /// Take one model call from the budget, or refuse (also when the token
-    /// budget is already spent).
-    pub fn charge_llm(&mut self, policy: &Policy) -> Result<(), Refusal> {
-        if let Some(cap) = policy.max.llm_calls.filter(|c| self.llm_calls >= *c) {
-            return Err(Refusal::Budget {
-                what: "model call",
-                key: "llm_calls",
-                cap,
-            });
-        }
-        if let Some(cap) = policy.max.llm_tokens.filter(|c| self.llm_tokens >= *c) {
-            return Err(Refusal::Budget {
-                what: "model token",
-                key: "llm_tokens",
-                cap,
-            });
-        }
-        self.llm_calls += 1;
-        Ok(())
+    if let Some(cap) = policy.max.llm_tokens.filter(|c| spent.llm_tokens >= *c) {
+        return Err(Refusal::Budget {
+            what: "model token",
+            key: "llm_tokens",
+            cap,
+        });
     }
-
-    /// Count `tokens` a provider reported for an answer.
-    pub fn add_tokens(&mut self, tokens: u64) {
-        self.llm_tokens = self.llm_tokens.saturating_add(tokens);
-    }
+    spent.llm_calls += 1;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -381,30 +365,30 @@ mod tests {
     fn budgets_count_and_refuse() {
         let p = policy("[max]\ntool_calls = 1\nllm_calls = 2\nllm_tokens = 10\n");
         let mut s = Spent::default();
-        s.charge_tool(&p).unwrap();
+        charge_tool(&mut s, &p).unwrap();
         assert_eq!(
-            s.charge_tool(&p).unwrap_err().to_string(),
+            charge_tool(&mut s, &p).unwrap_err().to_string(),
             "this run has used its tool call budget (1, the policy's [max] tool_calls)"
         );
-        s.charge_llm(&p).unwrap();
+        charge_llm(&mut s, &p).unwrap();
         s.add_tokens(10);
         assert!(matches!(
-            s.charge_llm(&p),
+            charge_llm(&mut s, &p),
             Err(Refusal::Budget {
                 key: "llm_tokens",
                 ..
             })
         ));
         let mut s = Spent::default();
-        s.charge_llm(&p).unwrap();
-        s.charge_llm(&p).unwrap();
+        charge_llm(&mut s, &p).unwrap();
+        charge_llm(&mut s, &p).unwrap();
         assert!(matches!(
-            s.charge_llm(&p),
+            charge_llm(&mut s, &p),
             Err(Refusal::Budget {
                 key: "llm_calls",
                 ..
             })
         ));
-        assert!(Spent::default().charge_tool(&Policy::default()).is_ok());
+        assert!(charge_tool(&mut Spent::default(), &Policy::default()).is_ok());
     }
 }

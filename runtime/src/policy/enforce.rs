@@ -5,10 +5,7 @@
 //! (`executor::policy_check`), the walk over workflow files in
 //! `workflow::policy`; both ask the same authority.
 
-use super::authority::Request;
-use super::file::Policy;
-use crate::executor::Context;
-use crate::sandbox::Access;
+use crate::kernel::{Access, Authority, Grants, Limits, Policy, Request};
 use std::time::Duration;
 
 /// Which limits the caller set explicitly (flags); the others are defaults
@@ -21,39 +18,40 @@ pub struct Requested {
     pub output: bool,
 }
 
-/// Lower every default limit of `ctx` that is above the policy's maximum.
-/// Explicitly requested limits are left alone: [`check_plan`] refuses them.
-pub fn clamp_defaults(policy: &Policy, ctx: &mut Context, requested: Requested) {
+/// Lower every default limit in `limits` that is above the policy's
+/// maximum. Explicitly requested limits are left alone: the plan check
+/// refuses them ([`run_excesses`]).
+pub fn clamp_defaults(policy: &Policy, limits: &mut Limits, requested: Requested) {
     let max = &policy.max;
     if let Some(m) = max.timeout_ms {
         let cap = Duration::from_millis(m);
-        if !requested.timeout && ctx.limits.timeout.is_none_or(|t| t > cap) {
-            ctx.limits.timeout = Some(cap);
+        if !requested.timeout && limits.timeout.is_none_or(|t| t > cap) {
+            limits.timeout = Some(cap);
         }
     }
     if let Some(m) = max.output_bytes {
         let cap = usize::try_from(m).unwrap_or(usize::MAX);
-        if !requested.output && ctx.limits.max_output_bytes.is_none_or(|b| b > cap) {
-            ctx.limits.max_output_bytes = Some(cap);
+        if !requested.output && limits.max_output_bytes.is_none_or(|b| b > cap) {
+            limits.max_output_bytes = Some(cap);
         }
-        if ctx.sandbox.limits.output_bytes.is_some_and(|b| b > cap) {
-            ctx.sandbox.limits.output_bytes = Some(cap);
+        if limits.steps.output_bytes.is_some_and(|b| b > cap) {
+            limits.steps.output_bytes = Some(cap);
         }
     }
     if let Some(m) = max.fuel {
-        ctx.sandbox.limits.fuel = ctx.sandbox.limits.fuel.min(m);
+        limits.steps.fuel = limits.steps.fuel.min(m);
     }
     if let Some(m) = max.memory_bytes {
         let cap = usize::try_from(m).unwrap_or(usize::MAX);
-        ctx.sandbox.limits.memory_bytes = ctx.sandbox.limits.memory_bytes.min(cap);
+        limits.steps.memory_bytes = limits.steps.memory_bytes.min(cap);
     }
 }
 
-/// Run-wide excesses: grants outside the allowed roots and env names, and
-/// limits above the maxima.
-pub fn run_excesses(ctx: &Context) -> Vec<String> {
+/// Run-wide excesses: `grants` outside the allowed roots and env names of
+/// `authority`'s policy, and `limits` above its maxima.
+pub fn run_excesses(authority: &Authority, grants: &Grants, limits: &Limits) -> Vec<String> {
     let mut out = Vec::new();
-    for d in &ctx.grants.dirs {
+    for d in &grants.dirs {
         let flag = match d.access {
             Access::Read => "--allow-read",
             Access::ReadWrite => "--allow-write",
@@ -62,22 +60,22 @@ pub fn run_excesses(ctx: &Context) -> Vec<String> {
             dir: &d.host,
             access: d.access,
         };
-        if let Err(r) = ctx.authority.judge(&asked) {
+        if let Err(r) = authority.judge(&asked) {
             out.push(format!("{flag} {} {r}", d.host.display()));
         }
     }
-    for name in &ctx.grants.env {
-        if let Err(r) = ctx.authority.judge(&Request::EnvName {
+    for name in &grants.env {
+        if let Err(r) = authority.judge(&Request::EnvName {
             name: name.as_str(),
         }) {
             out.push(format!("--allow-env {name} {r}"));
         }
     }
-    out.extend(limit_excesses(ctx.policy(), ctx));
+    out.extend(limit_excesses(authority.policy(), limits));
     out
 }
 
-fn limit_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
+fn limit_excesses(policy: &Policy, limits: &Limits) -> Vec<String> {
     let max = &policy.max;
     let mut out = Vec::new();
     let mut over = |what: String, value: u64, cap: Option<u64>| {
@@ -85,25 +83,25 @@ fn limit_excesses(policy: &Policy, ctx: &Context) -> Vec<String> {
             out.push(format!("{what} {value} is above the maximum {cap}"));
         }
     };
-    if let Some(t) = ctx.limits.timeout {
+    if let Some(t) = limits.timeout {
         over("--timeout-ms".into(), t.as_millis() as u64, max.timeout_ms);
     }
-    if let Some(b) = ctx.limits.max_output_bytes {
+    if let Some(b) = limits.max_output_bytes {
         over("--max-stdout-bytes".into(), b as u64, max.output_bytes);
     }
-    if let Some(b) = ctx.sandbox.limits.output_bytes {
+    if let Some(b) = limits.steps.output_bytes {
         over("step output bytes".into(), b as u64, max.output_bytes);
     }
-    over("step fuel".into(), ctx.sandbox.limits.fuel, max.fuel);
+    over("step fuel".into(), limits.steps.fuel, max.fuel);
     over(
         "step memory bytes".into(),
-        ctx.sandbox.limits.memory_bytes as u64,
+        limits.steps.memory_bytes as u64,
         max.memory_bytes,
     );
     out
 }
 
-pub use super::authority::{inside_root, lexically_inside};
+pub use crate::kernel::authority::{inside_root, lexically_inside};
 
 /// The first 12 hex digits of a digest.
 pub fn short(digest: &str) -> &str {
@@ -137,34 +135,34 @@ mod tests {
 
     #[test]
     fn defaults_are_lowered_requests_refused() {
-        use crate::executor::Mode;
-        let tmp = tempfile::tempdir().unwrap();
         let policy = Policy::parse(
             "[max]\nfuel = 7\nmemory_bytes = 1024\ntimeout_ms = 1000\noutput_bytes = 2000\n",
             Path::new("p.toml"),
         )
         .unwrap();
-        let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(tmp.path()));
-        ctx.limits.timeout = Some(Duration::from_millis(20_000));
-        ctx.limits.max_output_bytes = Some(512_000);
-        clamp_defaults(&policy, &mut ctx, Requested::default());
-        assert_eq!(ctx.limits.timeout, Some(Duration::from_millis(1000)));
-        assert_eq!(ctx.limits.max_output_bytes, Some(2000));
-        assert_eq!(ctx.sandbox.limits.fuel, 7);
-        assert_eq!(ctx.sandbox.limits.memory_bytes, 1024);
-        assert!(limit_excesses(&policy, &ctx).is_empty());
+        let mut limits = Limits {
+            timeout: Some(Duration::from_millis(20_000)),
+            max_output_bytes: Some(512_000),
+            ..Limits::default()
+        };
+        clamp_defaults(&policy, &mut limits, Requested::default());
+        assert_eq!(limits.timeout, Some(Duration::from_millis(1000)));
+        assert_eq!(limits.max_output_bytes, Some(2000));
+        assert_eq!(limits.steps.fuel, 7);
+        assert_eq!(limits.steps.memory_bytes, 1024);
+        assert!(limit_excesses(&policy, &limits).is_empty());
 
-        ctx.limits.timeout = Some(Duration::from_millis(5000));
+        limits.timeout = Some(Duration::from_millis(5000));
         clamp_defaults(
             &policy,
-            &mut ctx,
+            &mut limits,
             Requested {
                 timeout: true,
                 output: false,
             },
         );
         assert_eq!(
-            limit_excesses(&policy, &ctx),
+            limit_excesses(&policy, &limits),
             ["--timeout-ms 5000 is above the maximum 1000"]
         );
     }

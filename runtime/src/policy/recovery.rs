@@ -22,8 +22,7 @@
 //! call after the gate has no recorded answer, so it is not pure.
 
 use crate::dsl::Pipeline;
-use crate::executor::Context;
-use crate::sandbox::{Access, Grants};
+use crate::kernel::{Access, Context, Grants};
 
 /// The side effects a pure stage may declare.
 const PURE_EFFECTS: &[&str] = &["wasm_step", "reads_state"];
@@ -49,14 +48,7 @@ pub fn stage_is_pure(stage: &crate::dsl::Stage, ctx: &Context) -> bool {
     if cmd.digest().is_none() {
         return true;
     }
-    let Some(step) = ctx
-        .registry
-        .steps()
-        .and_then(|s| s.resolve(&stage.name).ok().flatten())
-    else {
-        return false;
-    };
-    wasm_steps_pure(&ctx.grants) && imports_are_pure(step.component().imports())
+    wasm_steps_pure(&ctx.grants) && imports_are_pure(cmd.imports())
 }
 
 /// Whether a component's imports give it no way to act outside its run:
@@ -78,11 +70,11 @@ pub fn pipeline_pure_from(pipeline: &Pipeline, from: usize, ctx: &Context) -> bo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::Mode;
-    use crate::sandbox::DirGrant;
+    use crate::kernel::DirGrant;
+    use crate::kernel::Mode;
 
     fn ctx(dir: &std::path::Path) -> Context {
-        Context::from_process(Mode::Tool, crate::state::StateStore::new(dir))
+        crate::executor::process_context(Mode::Tool, crate::state::StateStore::new(dir)).build()
     }
 
     #[test]

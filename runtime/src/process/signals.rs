@@ -7,7 +7,7 @@
 //! registered group at once.
 
 use crate::error::{Error, Result};
-use crate::executor::{Cancel, CancelReason};
+use crate::kernel::{Cancel, CancelReason};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 

@@ -4,7 +4,7 @@ use super::capture::{spawn_reader, spawn_writer, Captured, Stream};
 use super::shell::shell_command;
 use super::signals::kill_group;
 use crate::error::{Error, Result};
-use crate::executor::{Cancel, CancelReason, Context, GroupGuard};
+use crate::kernel::{Cancel, CancelReason, Context, GroupGuard};
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -281,7 +281,7 @@ impl Invocation {
         }
         // The authority is asked again at the moment of use: a plan-time
         // check that missed a host process cannot let it start.
-        if let Err(r) = ctx.authority.judge(&crate::policy::Request::HostProcess) {
+        if let Err(r) = ctx.authority().judge(&crate::policy::Request::HostProcess) {
             return Err(Error::runtime(format!(
                 "policy refuses this run: a host process ({program}) was about to start, which {r}"
             )));
@@ -303,7 +303,7 @@ impl Invocation {
         // its threads afterwards, which cost a long-running server more
         // than the child itself). Before that, `PR_SET_PDEATHSIG` does it,
         // which needs a `fork`.
-        if !crate::executor::reaper_watching() {
+        if !crate::kernel::reaper::watching() {
             die_with_parent(&mut command);
         }
         let mut child = command

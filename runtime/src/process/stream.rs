@@ -19,7 +19,7 @@ use super::decode::{decode_json_to, decode_lines, parse_element, Sink, Stop};
 use super::signals::kill_group;
 use super::spawn::{stop_after_cancel, CapSource, Finished, Invocation, Started};
 use crate::error::{Error, Result};
-use crate::executor::{Cancel, Context, GroupGuard};
+use crate::kernel::{Cancel, Context, GroupGuard};
 use crate::value::Item;
 use std::cell::{Cell, RefCell};
 use std::io::{BufReader, ErrorKind, Read};

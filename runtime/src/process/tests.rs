@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::error::Error;
-use crate::executor::{Cancel, CancelReason, Context, Mode};
+use crate::kernel::{Cancel, CancelReason, Context, Mode};
 use crate::state::StateStore;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn ctx_in(dir: &Path) -> Context {
-    let mut ctx = Context::from_process(Mode::Tool, StateStore::new(dir.join("state")));
+    let mut ctx = Context::builder(Mode::Tool, StateStore::new(dir.join("state"))).build();
     ctx.cwd = dir.to_path_buf();
     ctx
 }

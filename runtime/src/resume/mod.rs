@@ -11,6 +11,7 @@ pub mod approval_id;
 pub mod claim;
 pub mod interrupted;
 pub mod pause;
+pub mod plan_digest;
 pub mod request;
 pub mod resume_run;
 pub mod saved;

@@ -4,11 +4,11 @@
 use super::approval_id::{self, now_iso};
 use super::saved::{HaltType, PipelineResumeState, StepDigest, PIPELINE_KIND};
 use super::token::{self, TokenKind};
-use crate::commands::Halt;
 use crate::dsl::Pipeline;
 use crate::envelope::{ApprovalRequest, Envelope, InputRequest};
 use crate::error::Result;
-use crate::executor::{Context, Outcome};
+use crate::executor::Outcome;
+use crate::kernel::{Context, Halt};
 use crate::state::StateStore;
 use crate::value::Item;
 
@@ -86,7 +86,7 @@ fn save_halt(
         ),
     };
     let plan = match halt_type {
-        HaltType::Approval => Some(crate::policy::plan_digest::plan_summary(
+        HaltType::Approval => Some(crate::resume::plan_digest::plan_summary(
             pipeline,
             stage + 1,
             &items,

@@ -10,7 +10,8 @@ use super::token::{self, TokenKind};
 use crate::dsl::Pipeline;
 use crate::envelope::Envelope;
 use crate::error::{Error, Result};
-use crate::executor::{run_pipeline, Context};
+use crate::executor::run_pipeline;
+use crate::kernel::Context;
 
 /// Resume a paused run. Everything that can be rejected (token, id, decision,
 /// response schema, pipeline validity, changed components) is checked before
@@ -111,16 +112,12 @@ pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
 
 /// Run where and as the paused run did.
 fn restore_run_settings(ctx: &mut Context, state: &PipelineResumeState) {
-    if let Some(cwd) = state
-        .cwd
-        .as_ref()
-        .map(std::path::PathBuf::from)
-        .filter(|p| p.is_dir())
-    {
-        ctx.set_run_dir(cwd);
-    }
-    ctx.set_grants(state.grants.clone());
-    ctx.restore_step_dirs(&state.step_dirs);
+    *ctx = crate::executor::resumed_context(
+        ctx,
+        state.cwd.as_deref(),
+        &state.grants,
+        &state.step_dirs,
+    );
     ctx.broker.restore(state.broker.clone());
 }
 
@@ -166,7 +163,7 @@ fn verify_plan_unchanged(
     let Some(approved) = &state.plan_digest else {
         return Ok(());
     };
-    let now = crate::policy::plan_digest::plan_summary(
+    let now = crate::resume::plan_digest::plan_summary(
         pipeline,
         state.resume_at_index,
         &state.items,

@@ -1,7 +1,7 @@
 //! The resume state of a paused pipeline, as stored on disk.
 
 use crate::error::{Error, Result};
-use crate::sandbox::Grants;
+use crate::kernel::Grants;
 use crate::value::Item;
 use serde::{Deserialize, Serialize};
 

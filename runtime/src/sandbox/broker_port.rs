@@ -9,13 +9,11 @@
 //! The sandbox only sees the [`StepBroker`] trait; [`RunBroker`] is the
 //! implementation a run hands to its wasm steps.
 
-use super::grants::Grants;
 use crate::broker::gateway::{self, GatewayError, ToolCall};
 use crate::broker::llm::{self, AskError, Provider, Question, Reply};
-use crate::broker::{body_cap, Broker, Kind};
-use crate::executor::{Cancel, CancelReason, Context};
+use crate::broker::{body_cap, Broker, BrokerCalls, Kind};
+use crate::kernel::{Cancel, CancelReason, Context, Grants, Policy};
 use crate::policy::broker::{judge_llm, judge_tool, BrokerGrants, Caller};
-use crate::policy::Policy;
 use crate::schema::Schema;
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,8 +4,8 @@
 
 use super::error::{SandboxError, Stream};
 use super::host::HostState;
-use super::limits::EffectiveLimits;
 use super::store::{STOP_CANCELLED, STOP_DEADLINE};
+use crate::kernel::EffectiveLimits;
 use wasmtime::Trap;
 
 /// How much of the guest's stderr an error message quotes.

@@ -4,7 +4,7 @@
 //! A Python step is ~18 MB and Cranelift compiles it for ~16 s here (once:
 //! the artefact is cached). That is not the step's work, so every run
 //! deadline is paused while a compile runs
-//! ([`crate::executor::pause_deadlines`]) and the compile is bounded by
+//! ([`crate::kernel::pause_deadlines`]) and the compile is bounded by
 //! [`compile_limit`] instead. The compile runs on its own thread, which
 //! stores the artefact in the cache as soon as it is done, before anyone
 //! is told, so a finished compile is never thrown away, even when the
@@ -145,7 +145,7 @@ pub fn bounded<F>(
 where
     F: FnOnce() -> Result<(Vec<u8>, bool), SandboxError> + Send + 'static,
 {
-    let _pause = crate::executor::pause_deadlines();
+    let _pause = crate::kernel::pause_deadlines();
     let started = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let guard = InFlight::start();

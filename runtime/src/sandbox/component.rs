@@ -11,7 +11,7 @@ use super::engine::{engine, SandboxEngine};
 use super::env::StepEnv;
 use super::error::SandboxError;
 use super::host::HostState;
-use super::limits::EffectiveLimits;
+use crate::kernel::EffectiveLimits;
 use crate::value::Item;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -9,8 +9,8 @@ use super::engine::SandboxEngine;
 use super::env::StepEnv;
 use super::error::SandboxError;
 use super::host::HostState;
-use super::limits::EffectiveLimits;
 use super::store::{new_store, StepStore};
+use crate::kernel::EffectiveLimits;
 use crate::value::Item;
 use std::sync::atomic::Ordering;
 

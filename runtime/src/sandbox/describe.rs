@@ -1,7 +1,7 @@
 //! What a step component says about itself (`describe`), in host types.
 
 use super::bindings;
-use super::grants::{Access, Grants};
+use crate::kernel::{Access, Grants};
 use serde::Serialize;
 
 /// Type of a step flag's value.

@@ -18,7 +18,7 @@
 use super::bindings::Step;
 use super::error::SandboxError;
 use super::host::HostState;
-use super::limits::{MAX_INSTANCES, MAX_MEMORIES, MAX_MEMORY_BYTES, MAX_TABLES};
+use crate::kernel::limits::{MAX_INSTANCES, MAX_MEMORIES, MAX_MEMORY_BYTES, MAX_TABLES};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};

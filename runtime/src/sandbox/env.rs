@@ -1,9 +1,11 @@
 //! [`StepEnv`]: what a step may see, resolved from a run's [`Context`].
 
 use super::error::SandboxError;
-use super::grants::{Grants, ResolvedDir};
 use super::log::LogSink;
-use crate::executor::{Cancel, Context};
+use crate::kernel::{
+    grants::{Grants, ResolvedDir},
+    Cancel, Context,
+};
 use crate::state::StateStore;
 
 /// Everything a step execution needs from its run, with grants checked.
@@ -51,7 +53,7 @@ impl StepEnv {
     /// where it is handed to the step (as at plan time), and directories
     /// resolve against the run's working directory, never a step's `cwd`.
     pub fn from_grants(grants: &Grants, ctx: &Context) -> Result<Self, SandboxError> {
-        let authority = &ctx.authority;
+        let authority = ctx.authority();
         authority
             .judge(&crate::policy::Request::HandOver { grants })
             .map_err(|r| SandboxError::Grant(format!("cannot hand the step its grants: {r}")))?;

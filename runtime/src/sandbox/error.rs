@@ -197,6 +197,12 @@ pub fn bounded(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     ))
 }
 
+impl From<crate::kernel::GrantError> for SandboxError {
+    fn from(e: crate::kernel::GrantError) -> Self {
+        SandboxError::Grant(e.0)
+    }
+}
+
 impl SandboxError {
     /// Whether this is a limit breach (fuel, deadline, memory, output).
     pub fn is_limit(&self) -> bool {

@@ -58,7 +58,7 @@ pub(crate) struct HostState {
     /// When the step must stop (bounds guest sleeps).
     pub(crate) deadline: Option<std::time::Instant>,
     /// The run's cancellation (bounds guest sleeps).
-    pub(crate) cancel: Option<crate::executor::Cancel>,
+    pub(crate) cancel: Option<crate::kernel::Cancel>,
     /// The guest's monotonic clock.
     pub(crate) monotonic: super::sleep::StepMonotonic,
     /// Bytes written with `state-set` so far.

@@ -20,17 +20,7 @@ use super::engine::engine;
 use super::error::SandboxError;
 use std::path::Path;
 
-/// Interface prefixes a step may import.
-pub const ALLOWED_IMPORTS: &[&str] = &[
-    "lobster:step/",
-    "wasi:cli/",
-    "wasi:io/",
-    "wasi:clocks/",
-    "wasi:random/",
-    "wasi:filesystem/",
-    // Linked with every use refused by the host (see the module docs).
-    "wasi:sockets/",
-];
+pub use crate::kernel::authority::{import_problem, ALLOWED_IMPORTS};
 
 /// What a component is, seen from outside.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,18 +41,6 @@ impl Inspection {
             .filter_map(|name| import_problem(name))
             .collect()
     }
-}
-
-/// Why `name` may not be imported, or `None` when it may.
-pub fn import_problem(name: &str) -> Option<String> {
-    if ALLOWED_IMPORTS.iter().any(|p| name.starts_with(p)) {
-        return None;
-    }
-    Some(if name.starts_with("wasi:http/") {
-        format!("imports {name} (HTTP), which Lobster never grants")
-    } else {
-        format!("imports {name}, an interface the Lobster host does not provide")
-    })
 }
 
 /// Compile `bytes` (cached) and list their imports and world.

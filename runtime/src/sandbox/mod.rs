@@ -13,7 +13,7 @@
 //! - [`limits`], [`grants`], [`config`]: fuel, deadline, memory and output
 //!   caps; directories, env allow-list, clock and seed.
 //! - [`resolve`], [`wasm_step`]: stage name → component on the step path →
-//!   a [`crate::commands::Command`].
+//!   a [`crate::kernel::Command`].
 //! - [`error`]: one typed error per way a step can fail.
 //! - [`file_memo`]: a component file → its loaded component, per process,
 //!   checked against the file's stamp (no re-read and re-hash per stage).
@@ -30,24 +30,22 @@
 pub mod activity;
 mod bindings;
 pub mod broker_port;
+pub mod bundle;
 pub mod cache;
 mod classify;
 mod command_step;
 pub mod compile;
 pub mod component;
 mod component_step;
-pub mod config;
 pub mod describe;
 mod determinism;
 pub mod engine;
 pub mod env;
 pub mod error;
 pub mod file_memo;
-pub mod grants;
 mod host;
 pub mod inspect;
 pub mod limits;
-pub mod log;
 mod output;
 pub mod report;
 pub mod resolve;
@@ -56,21 +54,23 @@ mod store;
 pub mod survey;
 pub mod wasm_step;
 
+pub use crate::kernel::limits::{
+    EffectiveLimits, StepLimits, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
+    MAX_MEMORY_BYTES,
+};
+pub use crate::kernel::log;
+pub use crate::kernel::{
+    Access, DirGrant, Grants, GrantsBuilder, Level, LogLine, LogSink, ResolvedDir, SandboxConfig,
+    StepObserver, StepReport,
+};
 pub use broker_port::{CallBounds, RunBroker, StepBroker};
 pub use cache::{ArtifactCache, CacheOutcome};
 pub use component::{digest_of, load_bytes, load_file, ComponentKind, LoadedComponent};
-pub use config::SandboxConfig;
 pub use describe::{FlagKind, Requirement, StepFlag, StepMeta};
 pub use engine::{engine, engine_started, Allocation, SandboxEngine};
 pub use env::StepEnv;
 pub use error::{SandboxError, Stream};
-pub use grants::{Access, DirGrant, Grants, GrantsBuilder, ResolvedDir};
 pub use host::{MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES, MAX_STATE_WRITE_BYTES};
-pub use limits::{
-    EffectiveLimits, StepLimits, DEFAULT_FUEL, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
-    MAX_MEMORY_BYTES,
-};
-pub use log::{Level, LogLine, LogSink};
-pub use report::{breach_kind, StepObserver, StepReport};
-pub use resolve::{StepPath, StepResolver};
+pub use report::breach_kind;
+pub use resolve::{resolver_of, StepPath, StepResolver};
 pub use wasm_step::WasmStep;

@@ -3,45 +3,8 @@
 //! The sandbox only reports; it never decides anything from a report.
 
 use super::error::SandboxError;
+pub use crate::kernel::{StepObserver, StepReport};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
-
-/// One finished `run` of a WebAssembly step.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepReport<'a> {
-    /// The step's name.
-    pub step: &'a str,
-    /// Wall time of instantiation and `run`.
-    pub elapsed: Duration,
-    /// Fuel burned (`None` when fuel is off, see `policy fuel = false`).
-    pub fuel_used: Option<u64>,
-    /// The sandbox limit the step hit, if it hit one: `fuel`, `deadline`,
-    /// `memory`, `output` or `result`.
-    pub breach: Option<&'static str>,
-}
-
-/// Receives a [`StepReport`] after every WebAssembly step of a run.
-#[derive(Clone)]
-pub struct StepObserver(Arc<dyn Fn(&StepReport<'_>) + Send + Sync>);
-
-impl StepObserver {
-    /// An observer calling `f` with each report.
-    pub fn new(f: impl Fn(&StepReport<'_>) + Send + Sync + 'static) -> Self {
-        StepObserver(Arc::new(f))
-    }
-
-    /// Hand it `report`.
-    pub fn observe(&self, report: &StepReport<'_>) {
-        (self.0)(report)
-    }
-}
-
-impl std::fmt::Debug for StepObserver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StepObserver")
-    }
-}
 
 /// The limit `e` reports hitting, named as in [`StepReport::breach`].
 pub fn breach_kind(e: &SandboxError) -> Option<&'static str> {

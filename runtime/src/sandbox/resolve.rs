@@ -225,6 +225,33 @@ impl StepResolver {
     }
 }
 
+impl crate::kernel::StepSource for StepResolver {
+    fn resolve(&self, name: &str) -> crate::error::Result<Option<&dyn crate::kernel::Command>> {
+        Ok(StepResolver::resolve(self, name)?.map(|s| s as &dyn crate::kernel::Command))
+    }
+
+    fn dirs(&self) -> &[PathBuf] {
+        self.path.dirs()
+    }
+
+    fn names(&self) -> Vec<String> {
+        super::survey::list_steps(self)
+            .into_iter()
+            .filter(|found| found.loaded.is_ok())
+            .map(|found| found.name())
+            .collect()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The step resolver of `registry`, when its steps come from the step path.
+pub fn resolver_of(registry: &crate::kernel::Registry) -> Option<&StepResolver> {
+    registry.steps()?.as_any().downcast_ref::<StepResolver>()
+}
+
 /// Record in the describe cache (`<cache dir>/<blake3>.name`) the name
 /// `component`'s `describe` returns (empty for plain commands). Failing to
 /// is not fatal: the next resolution loads the component again.

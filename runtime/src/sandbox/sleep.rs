@@ -5,7 +5,7 @@
 //! and the epoch check stops it with the right error.
 
 use super::host::HostState;
-use crate::executor::Cancel;
+use crate::kernel::Cancel;
 use std::time::{Duration, Instant};
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::p2::{subscribe, DynPollable, Pollable};

@@ -7,11 +7,11 @@ use super::component::{ComponentKind, LoadedComponent};
 use super::describe::{FlagKind, Requirement};
 use super::env::StepEnv;
 use super::error::SandboxError;
-use super::grants::Grants;
-use crate::commands::{collect, stream_of, Command, FlagSpec, ItemStream, Output, Signature};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::{
+    collect, grants::Grants, stream_of, Command, Context, FlagSpec, ItemStream, Output, Signature,
+};
 use crate::value::string_to_number;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -216,7 +216,9 @@ impl Command for WasmStep {
     }
 
     fn preflight(&self, _args: &Args, ctx: &Context) -> Result<()> {
-        ctx.grants.resolve_dirs(ctx.authority.workdir())?;
+        ctx.grants
+            .resolve_dirs(ctx.authority().workdir())
+            .map_err(SandboxError::from)?;
         self.check_grants(&ctx.grants)?;
         Ok(())
     }
@@ -245,7 +247,7 @@ impl Command for WasmStep {
                 &granted,
             )));
         }
-        let limits = ctx.sandbox.limits.effective(&ctx.limits);
+        let limits = ctx.limits.steps.effective(&ctx.limits);
         let argv = Self::argv(args);
         let started = std::time::Instant::now();
         let result = self.component.run(self.name, &argv, &items, &env, &limits);

@@ -1,6 +1,6 @@
 //! Counters for `GET /metrics`, rendered as Prometheus text.
 
-use crate::sandbox::StepReport;
+use crate::kernel::StepReport;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

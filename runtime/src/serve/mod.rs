@@ -17,7 +17,7 @@
 //! - [`shutdown`]: SIGTERM/SIGINT → stop accepting, drain, cancel.
 //!
 //! Every capability of every run is judged by the run's
-//! [`crate::policy::Authority`] under the tenant's policy, exactly as for
+//! [`crate::kernel::Authority`] under the tenant's policy, exactly as for
 //! `lobster run`; nothing here decides what a run may do. Nothing here
 //! prints: the ready line and logs go through the callbacks `cli/serve.rs`
 //! hands in.

@@ -29,7 +29,7 @@ use super::tenant::{RunSlot, Tenant};
 use super::{authed, body_json, ApiError, Log};
 use crate::app::request::{limit_fields, resume_fields};
 use crate::app::{self, ResumeCall, RunRequest, RunTarget};
-use crate::executor::{Cancel, CancelReason};
+use crate::kernel::{Cancel, CancelReason};
 use crate::resume::approval_id::now_iso;
 use crate::state::runlog::time_prefixed_id;
 use crate::state::StateStore;
@@ -372,7 +372,7 @@ fn status_of(reply: &app::Reply, by_shutdown: bool) -> &'static str {
 #[derive(Default)]
 pub struct Attach {
     pub cancel: Option<Cancel>,
-    pub log: Option<crate::sandbox::LogSink>,
+    pub log: Option<crate::kernel::LogSink>,
 }
 
 /// Start `job` as run `run_id` of `tenant` on the blocking pool; the

@@ -4,7 +4,7 @@ use super::config::ServeConfig;
 use super::link::LinkKey;
 use super::metrics::Metrics;
 use super::tenant::{authenticate, Tenant};
-use crate::executor::Cancel;
+use crate::kernel::Cancel;
 use crate::state::StateStore;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,7 +5,7 @@ use super::config::TenantConfig;
 use crate::app::{Catalog, Settings};
 use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
-use crate::policy::Policy;
+use crate::kernel::Policy;
 use crate::state::runlog::RunLog;
 use crate::state::StateStore;
 use sha2::{Digest, Sha256};

@@ -7,7 +7,7 @@ use super::condition::Condition;
 use super::model::{Action, Step};
 use super::template::{self, Piece};
 use crate::error::Result;
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{js_to_string, Item};
 use serde_json::Map;
 use std::path::Path;
@@ -15,7 +15,7 @@ use std::path::Path;
 /// The plan text for the workflow at `path`.
 pub fn plan(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<String> {
     let given = super::args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, mut files) = super::load_plan_under(path, Some(&ctx.registry), Some(&ctx.authority))?;
+    let (wf, mut files) = super::load_plan_under(path, Some(&ctx.registry), Some(ctx.authority()))?;
     crate::workflow::policy::check_workflow(&wf, ctx)?;
     // The same narrowing as a real run, so the same plan problems show.
     let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);

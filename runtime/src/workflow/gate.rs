@@ -8,7 +8,7 @@ use super::model::{Approval, InputSpec, Step};
 use super::run::{resolve_stdin, Runner};
 use super::template::{render, Style};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{to_js_json_pretty, Item};
 
 /// Preview length limit (characters).

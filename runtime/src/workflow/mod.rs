@@ -25,9 +25,8 @@ pub mod steps;
 pub mod template;
 pub mod validate;
 
-use crate::commands::Registry;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::{Context, Registry};
 use crate::resume::Paused;
 use model::{Action, Workflow};
 use run::{FileDigests, Runner};
@@ -52,7 +51,7 @@ pub fn load_plan(path: &Path, registry: Option<&Registry>) -> Result<(Arc<Workfl
 pub fn load_plan_under(
     path: &Path,
     registry: Option<&Registry>,
-    authority: Option<&crate::policy::Authority>,
+    authority: Option<&crate::kernel::Authority>,
 ) -> Result<(Arc<Workflow>, FileDigests)> {
     let root = Arc::new(load_workflow(path, registry)?);
     let mut files = vec![(root.source.path.clone(), root.source.digest.clone())];
@@ -66,7 +65,7 @@ fn collect_static(
     stack: &mut Vec<PathBuf>,
     files: &mut FileDigests,
     registry: Option<&Registry>,
-    authority: Option<&crate::policy::Authority>,
+    authority: Option<&crate::kernel::Authority>,
 ) -> Result<()> {
     for step in &wf.steps {
         match &step.action {
@@ -128,7 +127,7 @@ fn collect_static(
 /// Add the files of every WebAssembly step the run's registry resolved
 /// (pipeline stages named in the workflow) with their digests.
 pub fn add_components(files: &mut FileDigests, ctx: &Context) {
-    let Some(steps) = ctx.registry.steps() else {
+    let Some(steps) = crate::sandbox::resolver_of(&ctx.registry) else {
         return;
     };
     for (_, step) in steps.resolved() {
@@ -142,7 +141,7 @@ pub fn add_components(files: &mut FileDigests, ctx: &Context) {
 /// Run the workflow file at `path` with `--args-json` text.
 pub fn run_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
     let given = args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, mut files) = load_plan_under(path, Some(&ctx.registry), Some(&ctx.authority))?;
+    let (wf, mut files) = load_plan_under(path, Some(&ctx.registry), Some(ctx.authority()))?;
     crate::workflow::policy::check_workflow(&wf, ctx)?;
     let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);
     let ctx = narrowed.as_ref().unwrap_or(ctx);

@@ -42,7 +42,7 @@ pub struct Permissions {
     /// block forbids them).
     pub host_exec: Option<bool>,
     /// `limits: {fuel, memory_bytes, timeout_ms, output_bytes}`.
-    pub limits: crate::policy::Maxima,
+    pub limits: crate::kernel::Maxima,
     /// Where the `permissions` key is, for messages.
     pub pos: Pos,
 }

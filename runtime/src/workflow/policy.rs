@@ -23,12 +23,10 @@
 
 use super::model::{Action, Permissions, Step, Workflow};
 use super::template::{render, Scope, Style};
-use crate::commands::Registry;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::{Access, Authority, Context, Registry, Request};
 use crate::policy::enforce::run_excesses;
-use crate::policy::{Authority, Request};
-use crate::sandbox::{Access, ArtifactCache};
+use crate::sandbox::ArtifactCache;
 use std::path::{Path, PathBuf};
 
 /// What a walk found: refusals, and what only the run can decide.
@@ -45,8 +43,8 @@ pub struct Walk {
 /// block in it or in a sub-workflow, forbids any part of it.
 pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
     let cache = ArtifactCache::in_state_dir(ctx.state.dir());
-    let mut out = walk(wf, &ctx.registry, &ctx.authority, &cache).refused;
-    out.extend(run_excesses(ctx));
+    let mut out = walk(wf, &ctx.registry, ctx.authority(), &cache).refused;
+    out.extend(run_excesses(ctx.authority(), &ctx.grants, &ctx.limits));
     if out.is_empty() {
         return check_workflow_pins(wf, ctx);
     }
@@ -58,7 +56,7 @@ pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
 /// was judged: the same walk, before any of its steps runs.
 pub fn check_sub_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
     let cache = ArtifactCache::in_state_dir(ctx.state.dir());
-    let out = walk(wf, &ctx.registry, &ctx.authority, &cache).refused;
+    let out = walk(wf, &ctx.registry, ctx.authority(), &cache).refused;
     if out.is_empty() {
         return check_workflow_pins(wf, ctx);
     }
@@ -82,7 +80,7 @@ pub fn resolve_cwd(
     ctx: &Context,
 ) -> Result<PathBuf> {
     let rendered = render(raw, scope, Style::Raw, None).text;
-    ctx.authority
+    ctx.authority()
         .resolve_cwd(&rendered, workflow_dir(wf))
         .map_err(|r| {
             let shown = if rendered == raw {
@@ -413,7 +411,7 @@ pub fn step_context(step: &Step, ctx: &Context) -> Option<Context> {
 /// limits lowered to `p`'s.
 pub fn narrow(p: &Permissions, ctx: &Context) -> Context {
     let mut out = super::run::derive(ctx, None, None, None);
-    let workdir = ctx.authority.workdir();
+    let workdir = ctx.authority().workdir();
     let inside = |dir: &Path, list: &[String]| {
         list.iter()
             .any(|r| crate::policy::enforce::inside_root(workdir, dir, r))
@@ -430,13 +428,13 @@ pub fn narrow(p: &Permissions, ctx: &Context) -> Context {
         .tools
         .iter()
         .any(|t| t == crate::policy::broker::LLM_PERMISSION);
-    let as_policy = crate::policy::Policy {
+    let as_policy = crate::kernel::Policy {
         max: p.limits.clone(),
         ..crate::policy::Policy::default()
     };
     crate::policy::clamp_defaults(
         &as_policy,
-        &mut out,
+        &mut out.limits,
         crate::policy::enforce::Requested::default(),
     );
     out
@@ -466,9 +464,7 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
                     if sig.is_some_and(|s| s.side_effects.contains(&"local_exec")) {
                         out.push(format!("{label} ({}): runs host processes", stage.name));
                     } else if sig.is_none() {
-                        if let Some(step) = ctx
-                            .registry
-                            .steps()
+                        if let Some(step) = crate::sandbox::resolver_of(&ctx.registry)
                             .and_then(|r| r.resolve(&stage.name).ok().flatten())
                         {
                             for r in step
@@ -591,7 +587,10 @@ pub fn workflow_steps(wf: &Workflow, ctx: &Context) -> Vec<(String, String)> {
 /// Refuse a workflow whose WebAssembly steps do not match their pins in
 /// `./lobster.lock` (when it exists).
 fn check_workflow_pins(wf: &Workflow, ctx: &Context) -> Result<()> {
-    let path = ctx.authority.workdir().join(crate::policy::lock::LOCK_FILE);
+    let path = ctx
+        .authority()
+        .workdir()
+        .join(crate::policy::lock::LOCK_FILE);
     if !path.is_file() {
         return Ok(());
     }

@@ -13,7 +13,7 @@ use super::state::{finish, WorkflowState};
 use super::steps::pipeline::{Piped, PipelinePause};
 use crate::envelope::Envelope;
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::resume::approval_id;
 use crate::resume::claim::claim;
 use crate::resume::saved::HaltType;
@@ -153,13 +153,12 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
 /// Run where and as the paused run did: its working directory, its grants
 /// (clock and seed included) and its step path.
 fn restore(ctx: &Context, state: &WorkflowState) -> Context {
-    let cwd = state.cwd.as_ref().map(PathBuf::from).filter(|p| p.is_dir());
-    let mut out = super::run::derive(ctx, None, None, None);
-    if let Some(cwd) = cwd {
-        out.set_run_dir(cwd);
-    }
-    out.set_grants(state.grants.clone());
-    out.restore_step_dirs(&state.step_dirs);
+    let out = crate::executor::resumed_context(
+        ctx,
+        state.cwd.as_deref(),
+        &state.grants,
+        &state.step_dirs,
+    );
     out.broker.restore(state.broker.clone());
     out
 }
@@ -222,7 +221,7 @@ fn verify(
     }
     // Plans are pinned: every stage name resolves, on a fresh resolver over
     // the recorded step path, to the file and digest it had at the pause.
-    if let Some(steps) = ctx.registry.steps() {
+    if let Some(steps) = crate::sandbox::resolver_of(&ctx.registry) {
         let fresh = crate::sandbox::StepResolver::new(steps.path().clone(), steps.cache().clone());
         crate::policy::pins::verify(&state.components, |name| {
             let step = fresh.resolve(name).ok()??;

@@ -8,7 +8,7 @@ use super::steps;
 use super::steps::pipeline::{Piped, PipelinePause};
 use super::template::{self, MapScope, Style};
 use crate::error::{Error, Result};
-use crate::executor::{Cancel, CancelReason, Context};
+use crate::kernel::{Cancel, CancelReason, Context};
 use crate::value::{to_js_json, Item};
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
@@ -367,7 +367,7 @@ pub fn host_lookup(ctx: &Context) -> BTreeMap<String, String> {
     ctx.env
         .iter()
         .filter(|(name, _)| {
-            ctx.authority
+            ctx.authority()
                 .judge(&crate::policy::Request::HostEnv {
                     name: name.as_str(),
                 })
@@ -399,20 +399,17 @@ pub fn derive(
     cwd: Option<PathBuf>,
     cancel: Option<Cancel>,
 ) -> Context {
-    Context {
-        mode: ctx.mode,
-        interactive: ctx.interactive,
-        cwd: cwd.unwrap_or_else(|| ctx.cwd.clone()),
-        env: env.map_or_else(|| ctx.env.clone(), Arc::new),
-        state: ctx.state.clone(),
-        cancel: cancel.unwrap_or_else(|| ctx.cancel.clone()),
-        limits: ctx.limits.clone(),
-        registry: ctx.registry.clone(),
-        grants: ctx.grants.clone(),
-        sandbox: ctx.sandbox.clone(),
-        authority: ctx.authority.clone(),
-        broker: ctx.broker.clone(),
+    let mut out = ctx.child();
+    if let Some(cwd) = cwd {
+        out.cwd = cwd;
     }
+    if let Some(env) = env {
+        out.env = Arc::new(env);
+    }
+    if let Some(cancel) = cancel {
+        out.cancel = cancel;
+    }
+    out
 }
 
 /// `stdin`: an exact `$id.path` is a strict lookup; other strings are

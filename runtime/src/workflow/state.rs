@@ -43,7 +43,7 @@ pub struct WorkflowState {
     pub cwd: Option<String>,
     /// What WebAssembly steps were granted (with the run's clock and seed).
     #[serde(default)]
-    pub grants: crate::sandbox::Grants,
+    pub grants: crate::kernel::Grants,
     /// Where WebAssembly pipeline stages were found.
     #[serde(default)]
     pub step_dirs: Vec<String>,
@@ -286,8 +286,8 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
 }
 
 /// The run's resolved WebAssembly stages as pins (sorted by name).
-pub fn component_pins(ctx: &crate::executor::Context) -> Vec<crate::policy::pins::ComponentPin> {
-    let Some(steps) = ctx.registry.steps() else {
+pub fn component_pins(ctx: &crate::kernel::Context) -> Vec<crate::policy::pins::ComponentPin> {
+    let Some(steps) = crate::sandbox::resolver_of(&ctx.registry) else {
         return Vec::new();
     };
     let mut out: Vec<_> = steps

@@ -7,9 +7,9 @@ use super::condition::Condition;
 use super::load::{seg, Doc, Pos, Source};
 use super::model::*;
 use super::template;
-use crate::commands::Registry;
 use crate::error::{Error, Result};
 use crate::executor::suggest;
+use crate::kernel::Registry;
 use crate::value::Item;
 use serde_json::Map;
 use std::collections::HashSet;
@@ -1391,7 +1391,7 @@ mod tests {
             path: PathBuf::from("/tmp/w.lobster"),
             digest: String::new(),
         };
-        validate(source, &doc, Some(&Registry::builtin()))
+        validate(source, &doc, Some(&crate::commands::builtin()))
     }
 
     fn errors(text: &str) -> Vec<String> {

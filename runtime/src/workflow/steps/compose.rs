@@ -2,7 +2,7 @@
 //! relative to the calling file; a file already being executed is a cycle.
 
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{to_js_json, Item};
 use crate::workflow::model::Step;
 use crate::workflow::run::{derive, Runner, Stop};
@@ -41,7 +41,7 @@ pub fn run(
     // The authority judges the file now, as the run really loads it: a
     // templated path, a step's output or a file rewritten by an earlier
     // step is walked by the same rules as the top file.
-    ctx.authority
+    ctx.authority()
         .judge(&crate::policy::Request::WorkflowFile { path: &full })
         .map_err(|r| {
             Error::runtime(format!(

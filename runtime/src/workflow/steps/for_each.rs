@@ -2,7 +2,7 @@
 //! and index as scoped refs (`$item.json`, `$index.stdout`).
 
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::value::{to_js_json, Item};
 use crate::workflow::args::js_type;
 use crate::workflow::model::{Action, ForEach, Step};

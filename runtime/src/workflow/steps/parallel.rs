@@ -3,7 +3,7 @@
 //! `timeout_ms` can stop the others.
 
 use crate::error::{Error, Result};
-use crate::executor::{CancelReason, Context};
+use crate::kernel::{CancelReason, Context};
 use crate::value::{to_js_json, Item};
 use crate::workflow::model::{Action, Parallel, Step};
 use crate::workflow::policy::resolve_cwd;

@@ -5,7 +5,8 @@
 //! items (an array is spread, `null` means none).
 
 use crate::error::{Error, Result};
-use crate::executor::{run_pipeline, Context, Mode, Outcome};
+use crate::executor::{run_pipeline, Outcome};
+use crate::kernel::{Context, Mode};
 use crate::value::{to_js_json, Item};
 use crate::workflow::gate::InputGate;
 use crate::workflow::run::derive;

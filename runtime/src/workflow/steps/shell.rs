@@ -5,7 +5,7 @@
 //! holding the value (see [`crate::workflow::template`]).
 
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::Context;
 use crate::process::Invocation;
 use crate::value::Item;
 use crate::workflow::run::{stdin_bytes, stdout_result};

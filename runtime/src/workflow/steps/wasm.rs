@@ -4,10 +4,9 @@
 //! `false` and `null` are left out; strings are templates, other values
 //! JSON); `stdin` becomes its input items.
 
-use crate::commands::{collect, stream_of, Command, Output};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
-use crate::executor::Context;
+use crate::kernel::{collect, stream_of, Command, Context, Output};
 use crate::sandbox::{load_file, ArtifactCache, WasmStep};
 use crate::value::{to_js_json, Item};
 use crate::workflow::model::{Action, Workflow};
@@ -32,7 +31,7 @@ pub fn load(
         .map_err(|e| Error::from(e).context(&format!("Workflow step {step_id}: ")))?;
     // Judged here, where every `uses:` component is loaded (templated paths
     // too), as a pipeline stage's component is judged at plan time.
-    ctx.authority
+    ctx.authority()
         .judge(&crate::policy::Request::Component {
             imports: component.imports(),
         })
@@ -139,7 +138,10 @@ pub fn run(
     // The pin, with the path as the run really uses it (a templated
     // `uses:` that renders to a pinned path must match its pin; literal
     // ones were checked with the plan).
-    let lock_path = ctx.authority.workdir().join(crate::policy::lock::LOCK_FILE);
+    let lock_path = ctx
+        .authority()
+        .workdir()
+        .join(crate::policy::lock::LOCK_FILE);
     if lock_path.is_file() {
         let lock = crate::policy::LockFile::load(&lock_path)?;
         if let Some(pinned) = lock.pin(&path).filter(|p| *p != cmd.digest()) {

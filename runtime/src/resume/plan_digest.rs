@@ -9,7 +9,8 @@
 
 use crate::dsl::Pipeline;
 use crate::error::Result;
-use crate::executor::{check_pipeline, Context};
+use crate::executor::check_pipeline;
+use crate::kernel::Context;
 use crate::sandbox::Requirement;
 use crate::value::{to_js_json, Item};
 use serde_json::json;
@@ -28,8 +29,7 @@ fn requirements(name: &str, ctx: &Context) -> Vec<Requirement> {
     if ctx.registry.get(name).is_some() {
         return Vec::new();
     }
-    ctx.registry
-        .steps()
+    crate::sandbox::resolver_of(&ctx.registry)
         .and_then(|s| s.resolve(name).ok().flatten())
         .and_then(|step| step.component().meta().map(|m| m.requires.clone()))
         .unwrap_or_default()
@@ -68,7 +68,7 @@ pub fn plan_summary(
         for r in &requires {
             lines.push(format!("{label}: {}", r.describe().0));
         }
-        if let Some(call) = super::broker::brokered_call_text(stage) {
+        if let Some(call) = crate::policy::broker::brokered_call_text(stage) {
             lines.push(format!("{label}: {call}"));
         }
         stages.push(json!({
@@ -109,13 +109,15 @@ pub fn plan_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::Mode;
+    use crate::kernel::Mode;
     use serde_json::json;
 
     #[test]
     fn digest_binds_stages_items_and_grants() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut ctx = Context::from_process(Mode::Tool, crate::state::StateStore::new(tmp.path()));
+        let mut ctx =
+            crate::executor::process_context(Mode::Tool, crate::state::StateStore::new(tmp.path()))
+                .build();
         let text =
             &crate::dsl::parse("approve --prompt x | exec --shell 'echo hi' | head --n 1").unwrap();
         let a = plan_summary(text, 1, &[json!(1)], &ctx).unwrap();

@@ -15,9 +15,14 @@
 //! are chosen by the caller and recorded in the resume state so a replay sees
 //! the same values.
 
-use super::error::SandboxError;
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
+
+/// A grant that cannot be given (a malformed spec, a directory outside the
+/// working directory); the sandbox reports it as its `Grant` error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct GrantError(pub String);
 
 /// How a directory is granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -122,9 +127,9 @@ impl Grants {
 
     /// Check every directory grant against `cwd`: relative, no `..`, an
     /// existing directory, and (after following symlinks) inside `cwd`.
-    pub fn resolve_dirs(&self, cwd: &Path) -> Result<Vec<ResolvedDir>, SandboxError> {
+    pub fn resolve_dirs(&self, cwd: &Path) -> Result<Vec<ResolvedDir>, GrantError> {
         let root = cwd.canonicalize().map_err(|e| {
-            SandboxError::Grant(format!(
+            GrantError(format!(
                 "cannot resolve the working directory {}: {e}",
                 cwd.display()
             ))
@@ -133,7 +138,7 @@ impl Grants {
         for grant in &self.dirs {
             let host = resolve_inside(&root, &grant.host)?;
             if out.iter().any(|d| d.guest == grant.guest) {
-                return Err(SandboxError::Grant(format!(
+                return Err(GrantError(format!(
                     "two directories are granted at {}",
                     grant.guest
                 )));
@@ -148,32 +153,30 @@ impl Grants {
     }
 }
 
-fn resolve_inside(root: &Path, path: &Path) -> Result<PathBuf, SandboxError> {
+fn resolve_inside(root: &Path, path: &Path) -> Result<PathBuf, GrantError> {
     let shown = path.display();
     if path.is_absolute() {
-        return Err(SandboxError::Grant(format!(
+        return Err(GrantError(format!(
             "cannot grant {shown}: give a directory relative to the working directory"
         )));
     }
     if path.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(SandboxError::Grant(format!(
+        return Err(GrantError(format!(
             "cannot grant {shown}: `..` is not allowed in granted directories"
         )));
     }
     let full = root
         .join(path)
         .canonicalize()
-        .map_err(|e| SandboxError::Grant(format!("cannot grant {shown}: {e}")))?;
+        .map_err(|e| GrantError(format!("cannot grant {shown}: {e}")))?;
     if !full.starts_with(root) {
-        return Err(SandboxError::Grant(format!(
+        return Err(GrantError(format!(
             "cannot grant {shown}: it leads outside the working directory (to {})",
             full.display()
         )));
     }
     if !full.is_dir() {
-        return Err(SandboxError::Grant(format!(
-            "cannot grant {shown}: not a directory"
-        )));
+        return Err(GrantError(format!("cannot grant {shown}: not a directory")));
     }
     Ok(full)
 }
@@ -267,9 +270,9 @@ impl GrantsBuilder {
     }
 
     /// The grants, or the first malformed spec.
-    pub fn build(self) -> Result<Grants, SandboxError> {
+    pub fn build(self) -> Result<Grants, GrantError> {
         match self.errors.into_iter().next() {
-            Some(e) => Err(SandboxError::Grant(e)),
+            Some(e) => Err(GrantError(e)),
             None => Ok(self.grants),
         }
     }

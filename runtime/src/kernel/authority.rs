@@ -14,8 +14,8 @@
 //! judges [`Request`]s. Adding a capability means adding a request kind and
 //! its arm in [`Authority::judge`].
 
-use super::file::Policy;
-use crate::sandbox::{Access, Grants};
+use super::grants::{Access, Grants};
+use super::policy::Policy;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -116,29 +116,13 @@ impl Authority {
         Authority::shared(Arc::new(policy), workdir)
     }
 
-    fn shared(policy: Arc<Policy>, workdir: PathBuf) -> Self {
+    /// [`Authority::new`] over a policy shared with other runs.
+    pub fn shared(policy: Arc<Policy>, workdir: PathBuf) -> Self {
         let workdir = workdir.canonicalize().unwrap_or(workdir);
         Authority {
             policy,
             workdir,
             grants: Grants::default(),
-        }
-    }
-
-    /// The same policy and grants over another working directory (a
-    /// resumed run's).
-    pub fn with_workdir(&self, workdir: PathBuf) -> Self {
-        Authority {
-            grants: self.grants.clone(),
-            ..Authority::shared(self.policy.clone(), workdir)
-        }
-    }
-
-    /// Another policy, the same working directory and grants.
-    pub fn with_policy(&self, policy: Policy) -> Self {
-        Authority {
-            policy: Arc::new(policy),
-            ..self.clone()
         }
     }
 
@@ -158,6 +142,11 @@ impl Authority {
     /// The operator policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The operator policy, shared.
+    pub fn shared_policy(&self) -> Arc<Policy> {
+        self.policy.clone()
     }
 
     /// The run's working directory: granted directories resolve here,
@@ -206,7 +195,7 @@ impl Authority {
             Request::Component { imports } => {
                 let refused: Vec<&str> = imports
                     .iter()
-                    .filter(|i| crate::sandbox::inspect::import_problem(i).is_some())
+                    .filter(|i| import_problem(i).is_some())
                     .map(String::as_str)
                     .collect();
                 if untrusted && !refused.is_empty() {
@@ -344,6 +333,30 @@ fn normal_parts(p: &Path) -> Vec<&std::ffi::OsStr> {
         .collect()
 }
 
+/// Interface prefixes a step may import.
+pub const ALLOWED_IMPORTS: &[&str] = &[
+    "lobster:step/",
+    "wasi:cli/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    // Linked with every use refused by the host (see the module docs).
+    "wasi:sockets/",
+];
+
+/// Why `name` may not be imported, or `None` when it may.
+pub fn import_problem(name: &str) -> Option<String> {
+    if ALLOWED_IMPORTS.iter().any(|p| name.starts_with(p)) {
+        return None;
+    }
+    Some(if name.starts_with("wasi:http/") {
+        format!("imports {name} (HTTP), which Lobster never grants")
+    } else {
+        format!("imports {name}, an interface the Lobster host does not provide")
+    })
+}
+
 /// Whether granted directory `dir` lies inside `root` (both relative to
 /// `workdir`): lexically (no `..`), and also after following symlinks when
 /// both exist.
@@ -468,45 +481,5 @@ mod tests {
                 path: outside.path()
             })
             .is_ok());
-    }
-
-    #[test]
-    fn use_sites_ask_the_authority_again() {
-        use crate::executor::{Context, Mode};
-        use crate::sandbox::{Grants, StepEnv};
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(tmp.path().join("secrets")).unwrap();
-        std::fs::create_dir_all(tmp.path().join("mail")).unwrap();
-        let store = crate::state::StateStore::new(tmp.path().join("state"));
-        let mut ctx = Context::from_process(Mode::Tool, store);
-        ctx.set_run_dir(tmp.path().to_path_buf());
-        ctx.set_policy(untrusted(tmp.path()).policy().clone());
-        // A host process that slipped past the plan is refused at spawn.
-        let e = crate::process::Invocation::shell("touch pwned")
-            .run(&ctx)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("was about to start, which the untrusted policy forbids"),
-            "{e}"
-        );
-        assert!(!tmp.path().join("pwned").exists());
-        // Grants handed to a step are judged where they are handed over.
-        ctx.set_grants(Grants::builder().allow_read("secrets").build().unwrap());
-        let e = StepEnv::from_grants(&ctx.grants, &ctx).err().unwrap();
-        assert!(e.to_string().contains("outside the allowed roots"), "{e}");
-        let mail = Grants::builder().allow_read("mail").build().unwrap();
-        ctx.set_grants(mail.clone());
-        assert!(StepEnv::from_grants(&mail, &ctx).is_ok());
-        // Nothing beyond the run's grants, whoever builds the step's set.
-        let wider = Grants::builder().allow_write("mail").build().unwrap();
-        let e = StepEnv::from_grants(&wider, &ctx).err().unwrap();
-        assert!(
-            e.to_string().contains("more than the run was granted"),
-            "{e}"
-        );
-        let env = Grants::builder().allow_env("LANG").build().unwrap();
-        let e = StepEnv::from_grants(&env, &ctx).err().unwrap();
-        assert!(e.to_string().contains("variable LANG is more than"), "{e}");
     }
 }

@@ -21,8 +21,8 @@
 //! description = "At most N messages"
 //! ```
 
-use super::finding::Finding;
 use crate::error::{Error, Result};
+use crate::policy::finding::Finding;
 use crate::sandbox::inspect::inspect;
 use crate::sandbox::{
     load_bytes, Access, ArtifactCache, ComponentKind, FlagKind, Requirement, StepMeta,

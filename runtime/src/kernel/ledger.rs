@@ -1,0 +1,129 @@
+//! The run's broker state: every brokered answer by request digest and what
+//! the run has spent, shared by every stage and step of the run
+//! ([`crate::kernel::Context::broker`]) and saved in its resume state. The
+//! calls themselves, and how they are judged and charged, are the broker's
+//! and the policy's (`crate::broker`, `crate::policy::broker`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// Calls and tokens a run has spent, checked against `[max]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Spent {
+    /// Tool calls made (answered from the network, not replayed).
+    pub tool_calls: u64,
+    /// Model calls made.
+    pub llm_calls: u64,
+    /// Model tokens reported by the providers.
+    pub llm_tokens: u64,
+}
+
+impl Spent {
+    /// Count `tokens` a provider reported for an answer.
+    pub fn add_tokens(&mut self, tokens: u64) {
+        self.llm_tokens = self.llm_tokens.saturating_add(tokens);
+    }
+}
+
+/// What a run has asked and been answered, plus what it has spent; saved in
+/// the resume state so a resumed run replays instead of asking again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Request digest (blake3 hex) → the answer.
+    #[serde(default)]
+    pub answers: BTreeMap<String, Value>,
+    /// Calls and tokens spent so far.
+    #[serde(default)]
+    pub spent: Spent,
+}
+
+impl Ledger {
+    /// Whether nothing was recorded or spent.
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.spent == Spent::default()
+    }
+}
+
+/// The run's broker: the configuration it was started with (the broker
+/// room's endpoints and credentials, fixed for the run; opaque here) and
+/// its ledger behind a lock (parallel workflow branches share it).
+#[derive(Default)]
+pub struct Broker {
+    config: Option<Box<dyn Any + Send + Sync>>,
+    ledger: Mutex<Ledger>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("configured", &self.config.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a call is a tool call or a model call (for budgets and digests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A gateway tool.
+    Tool,
+    /// A model.
+    Llm,
+}
+
+impl Broker {
+    /// A broker started with `config` (`crate::broker::endpoints::Endpoints`),
+    /// nothing recorded yet.
+    pub fn with_config<T: Any + Send + Sync>(config: T) -> Broker {
+        Broker {
+            config: Some(Box::new(config)),
+            ledger: Mutex::default(),
+        }
+    }
+
+    /// The configuration it was started with, when it is a `T`.
+    pub fn config<T: Any>(&self) -> Option<&T> {
+        self.config.as_ref()?.downcast_ref::<T>()
+    }
+
+    /// A broker that starts from a recorded ledger (resume).
+    pub fn with_ledger(ledger: Ledger) -> Broker {
+        Broker {
+            config: None,
+            ledger: Mutex::new(ledger),
+        }
+    }
+
+    /// A copy of the ledger, for the resume state.
+    pub fn ledger(&self) -> Ledger {
+        self.lock().clone()
+    }
+
+    /// Replace the ledger (a resumed run restores the recorded one).
+    pub fn restore(&self, ledger: Ledger) {
+        *self.lock() = ledger;
+    }
+
+    /// The recorded answer for `digest`, if any.
+    pub fn replay(&self, digest: &str) -> Option<Value> {
+        self.lock().answers.get(digest).cloned()
+    }
+
+    /// The ledger, locked (the broker charges and records under it).
+    pub fn lock(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The digest a request is recorded under: blake3 of its kind and canonical JSON.
+pub fn request_digest(kind: Kind, request: &Value) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(match kind {
+        Kind::Tool => b"lobster-broker-tool\0",
+        Kind::Llm => b"lobster-broker-llm\0\0",
+    });
+    h.update(crate::value::to_js_json(request).as_bytes());
+    h.finalize().to_hex().to_string()
+}

@@ -1,0 +1,147 @@
+//! The stage trait every pipeline stage implements (built-in commands and
+//! WebAssembly steps alike), what a stage is handed and what it returns.
+
+use super::Context;
+use crate::dsl::Args;
+use crate::error::Result;
+use crate::value::Item;
+
+/// A lazy stream of items between stages. Pulling drives the upstream stages.
+pub type ItemStream = Box<dyn Iterator<Item = Result<Item>>>;
+
+/// What a stage produced.
+pub enum Output {
+    /// Items for the next stage (possibly lazy).
+    Items(ItemStream),
+    /// A renderer wrote `text` for the human; `items` are what it rendered
+    /// (tool mode passes them on instead of printing).
+    Rendered { text: String, items: Vec<Item> },
+    /// Stop the pipeline here and ask a human (approval or input).
+    Halt(Halt),
+}
+
+/// Why a pipeline stopped before its end.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Halt {
+    /// `approve`: continue only after a yes.
+    Approval {
+        prompt: String,
+        items: Vec<Item>,
+        preview: Option<String>,
+    },
+    /// `ask`: continue with a response that matches `schema`.
+    Input {
+        prompt: String,
+        schema: Item,
+        subject: Option<Item>,
+        items: Vec<Item>,
+    },
+}
+
+/// A flag a command accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct FlagSpec {
+    pub name: &'static str,
+    /// Placeholder for the value (`"n"`), or `None` for a bare switch.
+    pub value: Option<&'static str>,
+    pub description: &'static str,
+}
+
+/// What a command is and what it accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct Signature {
+    pub name: &'static str,
+    /// One line, shown by `commands.list`.
+    pub description: &'static str,
+    pub flags: &'static [FlagSpec],
+    /// Description of the positional arguments, if any.
+    pub positional: Option<&'static str>,
+    /// `local_exec`, `writes_state`, …; empty for pure commands.
+    pub side_effects: &'static [&'static str],
+}
+
+/// A runnable example: `input | pipeline` gives `output`.
+#[derive(Debug, Clone, Copy)]
+pub struct Example {
+    pub description: &'static str,
+    /// Pipeline text using this command (other built-ins may appear).
+    pub pipeline: &'static str,
+    /// JSON array of input items.
+    pub input: &'static str,
+    /// JSON array of the expected output items.
+    pub output: &'static str,
+}
+
+/// A built-in command.
+pub trait Command: Send + Sync {
+    /// Name, flags and side effects.
+    fn signature(&self) -> Signature;
+
+    /// The text `lobster help <name>` prints.
+    fn help(&self) -> &'static str;
+
+    /// Runnable examples with expected output.
+    fn examples(&self) -> &'static [Example] {
+        &[]
+    }
+
+    /// Reject bad arguments before any stage of the pipeline runs.
+    fn validate(&self, _args: &Args) -> Result<()> {
+        Ok(())
+    }
+
+    /// Checks that need the run's [`Context`] (e.g. a wasm step's grants),
+    /// made for every stage before the first stage runs.
+    fn preflight(&self, _args: &Args, _ctx: &Context) -> Result<()> {
+        Ok(())
+    }
+
+    /// The blake3 digest (64 hex digits) of the component behind this
+    /// command, for wasm steps; `None` for built-ins. The resume layer
+    /// records it so an approval is bound to the exact code.
+    fn digest(&self) -> Option<&str> {
+        None
+    }
+
+    /// Every interface the component behind this command imports (wasm
+    /// steps; empty for built-ins), for the authority's component check.
+    fn imports(&self) -> &[String] {
+        &[]
+    }
+
+    /// `Some(n)` when this stage passes on exactly the first `n` items of its
+    /// input and nothing else (`head`). The executor tells the stage before
+    /// it, so `sort | head --n K` keeps only K items (see
+    /// [`Command::run_limited`]).
+    fn prefix_limit(&self, _args: &Args) -> Option<usize> {
+        None
+    }
+
+    /// Run the stage knowing that only the first `limit` items of its output
+    /// will ever be used (the next stage is a [`Command::prefix_limit`]).
+    /// The output may then be cut to those items; the default ignores the
+    /// hint. `sort` overrides it with a bounded top-K.
+    fn run_limited(
+        &self,
+        args: &Args,
+        input: ItemStream,
+        _limit: usize,
+        ctx: &Context,
+    ) -> Result<Output> {
+        self.run(args, input, ctx)
+    }
+
+    /// Run the stage over `input`. Lazy commands return [`Output::Items`]
+    /// wrapping the input iterator; nothing upstream runs until pulled.
+    fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output>;
+}
+
+/// Collect a stream, stopping at the first error.
+pub fn collect(input: ItemStream) -> Result<Vec<Item>> {
+    input.collect()
+}
+
+/// A stream over items already in memory.
+pub fn stream_of(items: Vec<Item>) -> ItemStream {
+    Box::new(items.into_iter().map(Ok))
+}
