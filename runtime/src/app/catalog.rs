@@ -6,9 +6,9 @@
 //! run), so a broken file or a name collision stops the server with a clear
 //! error instead of surfacing in a model's tool call.
 
-use crate::cli::workflow_file::has_workflow_extension;
 use crate::error::{Error, Result};
 use crate::value::Item;
+use crate::workflow::has_workflow_extension;
 use crate::workflow::model::{Action, Branch, Workflow};
 use serde_json::{json, Map};
 use std::path::{Path, PathBuf};

@@ -5,13 +5,13 @@
 use super::context::context_builder;
 use super::request::{ResumeCall, RunRequest, RunTarget};
 use super::Settings;
-use crate::cli::workflow_file::{has_workflow_extension, looks_like_workflow};
 use crate::envelope::{error_envelope, error_envelope_of};
 use crate::error::{Error, Result};
 use crate::executor::run_pipeline;
 use crate::kernel::{Cancel, CancelReason, Context, LogSink, Mode};
 use crate::resume::{finish_run, Paused};
 use crate::value::{to_js_json_pretty, Item};
+use crate::workflow::{has_workflow_extension, looks_like_workflow};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -140,7 +140,7 @@ pub fn resume_logged(
     }
     let max = ctx.limits.max_output_bytes;
     let request = call.request.clone();
-    let work: Work = Box::new(move |ctx: &mut Context| crate::resume::resume(&request, ctx));
+    let work: Work = Box::new(move |ctx: &mut Context| super::resume::resume(&request, ctx));
     Reply::from_result(supervised(ctx, work), max)
 }
 

@@ -40,6 +40,7 @@ pub mod catalog;
 pub mod context;
 pub mod exec;
 pub mod request;
+pub mod resume;
 pub mod run_threads;
 
 pub use crate::kernel::Cancel;

@@ -309,7 +309,7 @@ fn resume(argv: &[String]) -> i32 {
     };
     printer.max_bytes = ctx.limits.max_output_bytes;
     supervise(&ctx, &printer);
-    printer.finish(crate::resume::resume(&args.request, &mut ctx))
+    printer.finish(crate::app::resume::resume(&args.request, &mut ctx))
 }
 
 /// Human-readable error text, for callers outside this module.

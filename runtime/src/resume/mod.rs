@@ -19,4 +19,4 @@ pub mod token;
 
 pub use pause::{finish_run, Paused};
 pub use request::{Decision, ResumeRequest, ResumeTarget};
-pub use resume_run::resume;
+pub use resume_run::resume_pipeline;

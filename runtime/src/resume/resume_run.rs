@@ -1,42 +1,33 @@
-//! `lobster resume`: verify the token, check the decision against the gate,
-//! claim the state exactly once, then continue (or cancel).
+//! Resuming a paused pipeline: check the decision against the gate, claim
+//! the state exactly once, then continue (or cancel).
 
 use super::approval_id;
 use super::claim::claim;
 use super::pause::{finish_run, Paused};
-use super::request::{Decision, ResumeRequest, ResumeTarget};
+use super::request::{Decision, ResumeRequest};
 use super::saved::{HaltType, PipelineResumeState};
-use super::token::{self, TokenKind};
 use crate::dsl::Pipeline;
 use crate::envelope::Envelope;
 use crate::error::{Error, Result};
 use crate::executor::run_pipeline;
 use crate::kernel::Context;
 
-/// Resume a paused run. Everything that can be rejected (token, id, decision,
-/// response schema, pipeline validity, changed components) is checked before
-/// the state is claimed, so a rejected resume leaves the token usable.
+/// Resume the paused pipeline whose resume state is `state_key` (the
+/// request layer finds it from the token or approval id, and hands a
+/// workflow's to the workflow layer). Everything that can be rejected
+/// (decision, response schema, pipeline validity, changed components) is
+/// checked before the state is claimed, so a rejected resume leaves the
+/// token usable.
 ///
 /// The run continues in the paused run's working directory, with its grants
 /// (clock and seed included) and its step path.
-pub fn resume(request: &ResumeRequest, ctx: &mut Context) -> Result<Paused> {
+pub fn resume_pipeline(
+    state_key: &str,
+    request: &ResumeRequest,
+    ctx: &mut Context,
+) -> Result<Paused> {
     let store = &ctx.state.clone();
-    let state_key = match &request.target {
-        ResumeTarget::Token(t) => {
-            let r = token::decode(store, t)?;
-            if r.kind == TokenKind::Workflow {
-                return crate::workflow::resume::resume(&r.state_key, request, ctx);
-            }
-            r.state_key
-        }
-        ResumeTarget::ApprovalId(raw) => {
-            let (_, key) = approval_id::lookup(store, raw)?;
-            if TokenKind::of_state_key(&key) == TokenKind::Workflow {
-                return crate::workflow::resume::resume(&key, request, ctx);
-            }
-            key
-        }
-    };
+    let state_key = state_key.to_string();
     let not_found = |msg: &str| {
         super::interrupted::error_for(store, &state_key).unwrap_or_else(|| {
             Error::runtime(msg.to_string())

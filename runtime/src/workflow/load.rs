@@ -76,7 +76,7 @@ pub fn load(path: &Path) -> Result<(Source, Arc<Doc>)> {
         .unwrap_or(path)
         .display()
         .to_string();
-    if !crate::cli::workflow_file::has_workflow_extension(path) {
+    if !super::has_workflow_extension(path) {
         return Err(Error::parse(format!(
             "Workflow file must end in .lobster, .yaml, .yml or .json: {shown}"
         )));
