@@ -25,6 +25,7 @@ pub mod dsl;
 pub mod envelope;
 pub mod error;
 pub mod executor;
+pub mod journal;
 pub mod kernel;
 pub mod mcp;
 pub mod policy;

@@ -10,6 +10,7 @@
 //! the time of its last sweep in `.swept`).
 
 mod atomic;
+pub mod journal;
 pub mod pg;
 mod queue;
 pub mod runlog;

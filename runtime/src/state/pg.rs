@@ -18,6 +18,8 @@
 //! database (password redacted), and every write is one statement, so nothing
 //! is ever half-written.
 
+mod journal;
+
 use crate::error::{Error, Result};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
@@ -44,6 +46,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         3,
         "0003_rerun",
         include_str!("../../migrations/0003_rerun.sql"),
+    ),
+    (
+        4,
+        "0004_journal",
+        include_str!("../../migrations/0004_journal.sql"),
     ),
 ];
 

@@ -1,0 +1,374 @@
+//! The journal's typed events: what a run records, one record each.
+//!
+//! Digests are blake3 hex of the bytes named; environment values are never
+//! recorded, only names. Built-in data stages record no per-item digest
+//! (the 1M-item pipeline pays nothing per item).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Most bytes of a request's text (pipeline or workflow file) recorded in
+/// full; a longer one is cut there and its full digest kept.
+pub const REQUEST_TEXT_CAP: usize = 1 << 20;
+
+/// Most bytes of a host process's output recorded in full; past it the
+/// step is recorded as not replayable.
+pub const HOST_OUTPUT_CAP: usize = 1 << 20;
+
+/// The door a run or a decision came through.
+pub type Door = String;
+
+/// One event of a run's journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// The run began (first event of every journal).
+    RunStarted(Box<RunStarted>),
+    /// A paused run was resumed: the chain continues here.
+    RunResumed(RunResumed),
+    /// A pipeline stage or a workflow step finished (or failed).
+    Step(Step),
+    /// A gate stopped the run for a human (approval or input).
+    GateOpened(GateOpened),
+    /// A gate was decided.
+    Decision(Decision),
+    /// A brokered call is about to leave: written (and synced) before the
+    /// request is sent.
+    CallIntent(CallIntent),
+    /// A brokered call's answer, in full.
+    CallAnswer(CallAnswer),
+    /// An error ended a stage or the run.
+    Error(ErrorEvent),
+    /// The run ended (settled or paused).
+    RunEnded(RunEnded),
+    /// The journal reached its size cap: the events after this one are
+    /// omitted (only the run's end is still recorded).
+    Capped(Capped),
+}
+
+impl Event {
+    /// The event's kind as written (`run_started`, `step`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::RunStarted(_) => "run_started",
+            Event::RunResumed(_) => "run_resumed",
+            Event::Step(_) => "step",
+            Event::GateOpened(_) => "gate_opened",
+            Event::Decision(_) => "decision",
+            Event::CallIntent(_) => "call_intent",
+            Event::CallAnswer(_) => "call_answer",
+            Event::Error(_) => "error",
+            Event::RunEnded(_) => "run_ended",
+            Event::Capped(_) => "capped",
+        }
+    }
+}
+
+/// What was asked to run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// `pipeline`, `workflow` (a file) or `catalog` (a named workflow).
+    pub kind: String,
+    /// The workflow file's path or the catalog name, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The pipeline text or the workflow file's content, up to
+    /// [`REQUEST_TEXT_CAP`] bytes.
+    pub text: String,
+    /// The text was longer than the cap (then `text` is its start).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+    /// blake3 of the full text.
+    pub digest: String,
+    /// The run's arguments (workflow args, as given).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub args: Value,
+}
+
+impl RequestRecord {
+    /// A record of `text` (cut at [`REQUEST_TEXT_CAP`] on a char boundary).
+    pub fn new(kind: &str, file: Option<String>, text: &str, args: Value) -> Self {
+        let (cut, truncated) = cap_text(text, REQUEST_TEXT_CAP);
+        RequestRecord {
+            kind: kind.to_string(),
+            file,
+            text: cut.to_string(),
+            truncated,
+            digest: digest(text.as_bytes()),
+            args,
+        }
+    }
+}
+
+/// A component a run may load, by name and digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentRecord {
+    /// The step's name.
+    pub name: String,
+    /// blake3 of the component's bytes.
+    pub digest: String,
+}
+
+/// The grants a run was given (names only: never an env value).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GrantsRecord {
+    /// Directories readable by steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
+    /// Directories writable by steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<String>,
+    /// Environment variable names steps may read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Gateway tools steps may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Models steps may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
+    /// The fixed clock steps see (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_ms: Option<u64>,
+    /// The seed of steps' random numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// [`Event::RunStarted`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStarted {
+    /// The run's id.
+    pub run_id: String,
+    /// When (RFC 3339, UTC, milliseconds).
+    pub at: String,
+    /// The door: `cli`, `call`, `mcp`, `serve`.
+    pub door: Door,
+    /// The tenant whose run it is.
+    pub tenant: String,
+    /// `trusted` or `untrusted`.
+    pub trust: String,
+    /// blake3 of the operator policy in force (its canonical JSON).
+    pub policy_digest: String,
+    /// What was asked to run, in full (up to the cap).
+    pub request: RequestRecord,
+    /// The run's grants.
+    pub grants: GrantsRecord,
+    /// The components on the run's step path, by digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<ComponentRecord>,
+    /// Names (never values) of the environment variables the run was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_names: Vec<String>,
+    /// The run's working directory.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
+}
+
+/// [`Event::RunResumed`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResumed {
+    /// When.
+    pub at: String,
+    /// The door the resume came through.
+    pub door: Door,
+    /// The step the run resumes after (the gate's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub gate: String,
+}
+
+/// [`Event::Step`]: one pipeline stage or workflow step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The stage's index (pipelines) or the step's id (workflows).
+    pub id: String,
+    /// `builtin`, `wasm`, `host` (a host process), `pipeline`, `parallel`,
+    /// `for_each`, `workflow`, `approval`, `input`.
+    pub step_kind: String,
+    /// The command or component name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// blake3 of the component (wasm steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// Fuel burned (wasm steps, when fuel is on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+    /// Wall time in milliseconds.
+    pub wall_ms: u64,
+    /// The limit it hit: `fuel`, `deadline`, `memory`, `output`, `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// blake3 of the input (wasm steps and host processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_digest: Option<String>,
+    /// blake3 of the output (wasm steps and host processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_digest: Option<String>,
+    /// A host process's exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// A host process's output in full, up to [`HOST_OUTPUT_CAP`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// False when the step cannot be replayed from this record (a host
+    /// output past the cap).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub replayable: bool,
+    /// Whether it succeeded.
+    pub ok: bool,
+}
+
+/// [`Event::GateOpened`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateOpened {
+    /// `approval` or `input`.
+    pub gate: String,
+    /// The step (workflow) or stage index (pipeline) of the gate.
+    pub step: String,
+    /// The prompt a human is shown.
+    pub prompt: String,
+    /// blake3 of the preview (the items shown).
+    pub preview_digest: String,
+    /// The plan digest the approval is bound to.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub plan_digest: String,
+    /// The short approval id, when one was issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+}
+
+/// [`Event::Decision`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// `approve`, `deny`, `cancel` or `input`.
+    pub decision: String,
+    /// Who decided (an approver's name; absent when the door knows none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    /// The door it came through.
+    pub door: Door,
+    /// blake3 of an input response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_digest: Option<String>,
+}
+
+/// [`Event::CallIntent`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallIntent {
+    /// `tool` or `model`.
+    pub target: String,
+    /// The tool's or model's name.
+    pub name: String,
+    /// The request's digest (the broker's ledger key).
+    pub request_digest: String,
+}
+
+/// [`Event::CallAnswer`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallAnswer {
+    /// The request's digest.
+    pub request_digest: String,
+    /// The answer, in full.
+    pub answer: Value,
+    /// Answered from the run's record instead of sent again.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub replayed: bool,
+}
+
+/// [`Event::Error`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEvent {
+    /// Where (a step id or stage index), if known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub step: String,
+    /// The message.
+    pub message: String,
+}
+
+/// [`Event::RunEnded`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunEnded {
+    /// `ok`, `needs_approval`, `needs_input`, `cancelled`, `error`.
+    pub status: String,
+    /// When.
+    pub at: String,
+    /// Wall time of this leg of the run, in milliseconds.
+    pub wall_ms: u64,
+    /// blake3 of the output items' JSON (settled runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_digest: Option<String>,
+}
+
+/// [`Event::Capped`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Capped {
+    /// The cap, in bytes of journal.
+    pub limit_bytes: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// blake3 hex of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// `text` cut to at most `cap` bytes on a char boundary, and whether it was cut.
+pub fn cap_text(text: &str, cap: usize) -> (&str, bool) {
+    if text.len() <= cap {
+        return (text, false);
+    }
+    let mut end = cap;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+/// Now as RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_with_their_kind_tag() {
+        let e = Event::Step(Step {
+            id: "1".into(),
+            step_kind: "wasm".into(),
+            wall_ms: 3,
+            ok: true,
+            replayable: true,
+            ..Step::default()
+        });
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["kind"], "step");
+        assert!(v.get("replayable").is_none());
+        assert_eq!(serde_json::from_value::<Event>(v).unwrap(), e);
+    }
+
+    #[test]
+    fn request_text_is_capped_on_a_char_boundary_with_the_full_digest() {
+        let text = "é".repeat(REQUEST_TEXT_CAP);
+        let r = RequestRecord::new("pipeline", None, &text, Value::Null);
+        assert!(r.truncated);
+        assert!(r.text.len() <= REQUEST_TEXT_CAP);
+        assert_eq!(r.digest, digest(text.as_bytes()));
+    }
+}

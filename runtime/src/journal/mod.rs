@@ -1,0 +1,293 @@
+//! The run journal: every run appends typed [`Event`]s to a hash-chained
+//! journal in the store (see `state/journal.rs` for where), so "what ran,
+//! on what input, with which component, who approved it, what did the model
+//! say" can be answered after the fact and checked offline
+//! ([`verify::verify_text`], `lobster verify`).
+//!
+//! One [`Journal`] handle per run, shared by the request layer and the
+//! engine through the run's context; a resumed run continues the same chain
+//! from the [`Head`] its resume state carries. Appends happen on the run's
+//! own thread: files get one `write(2)` per event, made durable at the
+//! run's barriers (a brokered call's intent, before the request leaves; a
+//! gate, before its token is handed out); PostgreSQL gets one statement per
+//! barrier with everything since the last.
+//!
+//! A journal past [`DEFAULT_CAP`] bytes records one [`Event::Capped`] marker
+//! and nothing more but the run's end.
+
+pub mod canon;
+pub mod chain;
+pub mod event;
+pub mod verify;
+
+pub use event::*;
+
+use crate::error::{Error, Result};
+use crate::state::journal::{JournalWriter, StoredRecord, SummaryUpdate};
+use crate::state::StateStore;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The most bytes one run's journal takes before it is capped.
+pub const DEFAULT_CAP: u64 = 16 << 20;
+
+/// Where a run's chain stands: carried by a resume state so that the
+/// resumed run continues it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    /// The run's id.
+    pub run: String,
+    /// Records so far (the next record's seq).
+    pub events: u64,
+    /// The last record's hash.
+    pub hash: String,
+}
+
+/// A run's journal (cheap to clone; all clones append to one chain).
+/// [`Journal::off`] records nothing.
+#[derive(Clone, Default)]
+pub struct Journal(Option<Arc<Inner>>);
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(i) => write!(f, "Journal({})", i.run_id),
+            None => f.write_str("Journal(off)"),
+        }
+    }
+}
+
+struct Inner {
+    run_id: String,
+    cap: u64,
+    began: Instant,
+    chain: Mutex<Chain>,
+}
+
+struct Chain {
+    writer: JournalWriter,
+    events: u64,
+    head: String,
+    bytes: u64,
+    capped: bool,
+}
+
+/// Whether journals are kept: on, unless `LOBSTER_JOURNAL=off` (a switch
+/// for benchmarks that measure the journal's cost; not for production).
+pub fn enabled() -> bool {
+    !matches!(std::env::var("LOBSTER_JOURNAL").as_deref(), Ok("off"))
+}
+
+/// A fresh run id: the second it was made (8 hex digits), then 96 random bits.
+pub fn new_run_id() -> String {
+    crate::state::runlog::time_prefixed_id()
+}
+
+impl Journal {
+    /// A journal that records nothing.
+    pub fn off() -> Journal {
+        Journal(None)
+    }
+
+    /// Start run `started.run_id`'s journal in `store` with its first event.
+    pub fn start(store: &StateStore, started: RunStarted) -> Result<Journal> {
+        Journal::start_capped(store, started, DEFAULT_CAP)
+    }
+
+    /// [`Journal::start`] with a cap of `cap` bytes.
+    pub fn start_capped(store: &StateStore, started: RunStarted, cap: u64) -> Result<Journal> {
+        let writer = store.journal_writer(&started.run_id)?;
+        let j = Journal::with_writer(writer, cap, 0, chain::GENESIS.to_string());
+        j.append(Event::RunStarted(Box::new(started)))?;
+        Ok(j)
+    }
+
+    /// Continue the chain at `head` (a resumed run), with `resumed` as the
+    /// next event. Files: records a dead resumer appended after `head`
+    /// are kept and the chain continues after them, provided the stored
+    /// chain passes through `head`.
+    pub fn resume(store: &StateStore, head: &Head, resumed: RunResumed) -> Result<Journal> {
+        let writer = store.journal_writer(&head.run)?;
+        let (events, hash) = match store.journal_text(&head.run)? {
+            Some(text) => {
+                let v = verify::verify_text(&text, Some(&head.run));
+                let through = v.hash_at(head.events.saturating_sub(1));
+                if head.events > 0 && through.as_deref() != Some(head.hash.as_str()) {
+                    return Err(Error::runtime(format!(
+                        "the journal of run {} does not continue the chain its resume state recorded (event {} should hash to {}): it was changed or replaced; see `lobster verify`",
+                        head.run,
+                        head.events.saturating_sub(1),
+                        &head.hash[..head.hash.len().min(16)]
+                    )));
+                }
+                (v.events, v.head)
+            }
+            None => (head.events, head.hash.clone()),
+        };
+        let j = Journal::with_writer(writer, DEFAULT_CAP, events, hash);
+        j.append(Event::RunResumed(resumed))?;
+        Ok(j)
+    }
+
+    fn with_writer(writer: JournalWriter, cap: u64, events: u64, head: String) -> Journal {
+        Journal(Some(Arc::new(Inner {
+            run_id: writer.run_id().to_string(),
+            cap,
+            began: Instant::now(),
+            chain: Mutex::new(Chain {
+                writer,
+                events,
+                head,
+                bytes: 0,
+                capped: false,
+            }),
+        })))
+    }
+
+    /// Whether anything is recorded.
+    pub fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The run's id (`None` when off).
+    pub fn run_id(&self) -> Option<&str> {
+        self.0.as_ref().map(|i| i.run_id.as_str())
+    }
+
+    /// Milliseconds since this leg of the run began.
+    pub fn elapsed_ms(&self) -> u64 {
+        self.0
+            .as_ref()
+            .map_or(0, |i| i.began.elapsed().as_millis() as u64)
+    }
+
+    /// Where the chain stands (`None` when off).
+    pub fn head(&self) -> Option<Head> {
+        let inner = self.0.as_ref()?;
+        let c = inner.chain.lock().unwrap_or_else(|e| e.into_inner());
+        Some(Head {
+            run: inner.run_id.clone(),
+            events: c.events,
+            hash: c.head.clone(),
+        })
+    }
+
+    /// Append `event`. Gates and brokered calls' intents are durable when
+    /// this returns (see the module docs).
+    pub fn append(&self, event: Event) -> Result<()> {
+        let Some(inner) = &self.0 else {
+            return Ok(());
+        };
+        let mut c = inner.chain.lock().unwrap_or_else(|e| e.into_inner());
+        let is_end = matches!(event, Event::RunEnded(_));
+        if c.capped && !is_end {
+            return Ok(());
+        }
+        let json = serde_json::to_value(&event)
+            .map_err(|e| Error::runtime(format!("cannot record a {} event: {e}", event.kind())))?;
+        let text = canon::to_canonical(&json);
+        if !is_end && c.bytes + text.len() as u64 + 200 > inner.cap {
+            c.capped = true;
+            let marker = Event::Capped(Capped {
+                limit_bytes: inner.cap,
+            });
+            let marker = canon::to_canonical(&serde_json::to_value(&marker).unwrap_or_default());
+            return self.write(inner, &mut c, marker, None, false);
+        }
+        let summary = summary_change(&inner.run_id, &event);
+        let barrier = matches!(
+            event,
+            Event::CallIntent(_) | Event::GateOpened(_) | Event::Decision(_)
+        );
+        self.write(inner, &mut c, text, summary, barrier)
+    }
+
+    fn write(
+        &self,
+        inner: &Inner,
+        c: &mut Chain,
+        event: String,
+        summary: Option<SummaryUpdate>,
+        barrier: bool,
+    ) -> Result<()> {
+        let seq = c.events;
+        let hash = chain::record_hash(&c.head, &inner.run_id, seq, &event);
+        c.bytes += event.len() as u64 + 200;
+        let record = StoredRecord {
+            seq,
+            prev: std::mem::replace(&mut c.head, hash.clone()),
+            hash: hash.clone(),
+            event,
+        };
+        c.events += 1;
+        let summary = summary.map(|mut s| {
+            s.events = c.events;
+            s.head = hash;
+            s
+        });
+        c.writer.append(record, summary.as_ref(), barrier)
+    }
+
+    /// Record the run's end: status, output digest.
+    pub fn end(&self, status: &str, output_digest: Option<String>) -> Result<()> {
+        if !self.is_on() {
+            return Ok(());
+        }
+        self.append(Event::RunEnded(RunEnded {
+            status: status.to_string(),
+            at: now_rfc3339(),
+            wall_ms: self.elapsed_ms(),
+            output_digest,
+        }))
+    }
+}
+
+/// How `event` changes its run's summary, if it does.
+fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
+    let mut u = SummaryUpdate {
+        run_id: run_id.to_string(),
+        ..SummaryUpdate::default()
+    };
+    match event {
+        Event::RunStarted(s) => {
+            let name = s.request.file.clone().unwrap_or_else(|| {
+                let (cut, more) = cap_text(&s.request.text, 80);
+                if more {
+                    format!("{cut}…")
+                } else {
+                    cut.to_string()
+                }
+            });
+            u.started = Some((name, s.door.clone(), s.at.clone()));
+            u.status = Some("running".into());
+        }
+        Event::RunResumed(_) | Event::Decision(_) => {
+            u.status = Some("running".into());
+            u.gate = Some(None);
+        }
+        Event::GateOpened(g) => {
+            u.status = Some(format!(
+                "needs_{}",
+                if g.gate == "input" {
+                    "input"
+                } else {
+                    "approval"
+                }
+            ));
+            u.gate = Some(g.approval_id.clone());
+        }
+        Event::RunEnded(e) => {
+            u.status = Some(e.status.clone());
+            u.ended_at = Some(e.at.clone());
+            if !e.status.starts_with("needs_") {
+                u.gate = Some(None);
+            }
+        }
+        _ => return None,
+    }
+    Some(u)
+}
+
+#[cfg(test)]
+mod tests;
