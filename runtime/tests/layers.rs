@@ -5,8 +5,8 @@
 //! - an import that points up a layer:
 //!   doors (`cli`, `mcp`, `serve`) → `app` → engine (`workflow`, `resume`,
 //!   `executor`) → capabilities (`commands`, `sandbox`, `process`, `broker`,
-//!   `policy`) → `kernel` → base (`dsl`, `value`, `state`, `envelope`,
-//!   `schema`, `error`);
+//!   `policy`) → `kernel` → base (`dsl`, `value`, `state`, `journal`,
+//!   `envelope`, `schema`, `error`);
 //! - an import between two rooms of one layer that closes a cycle.
 //!
 //! Test code inside `src` (a `#[cfg(test)] mod`, inline or a file of its
@@ -35,7 +35,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("kernel", &["kernel"]),
     (
         "base",
-        &["dsl", "value", "state", "envelope", "schema", "error"],
+        &[
+            "dsl", "value", "state", "journal", "envelope", "schema", "error",
+        ],
     ),
 ];
 

@@ -124,7 +124,9 @@ impl Env {
                     .collect()
             })
             .unwrap_or_default();
-        names.retain(|n| n != ".token-key" && n != ".swept");
+        // The run journals (`journal/`) are kept on purpose: every run
+        // leaves one.
+        names.retain(|n| n != ".token-key" && n != ".swept" && n != "journal");
         names.sort();
         names
     }
@@ -273,4 +275,22 @@ pub fn err_message(r: &Run) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
+}
+
+/// `stderr` without the `run <id>` line human mode ends it with (for
+/// comparing the rest exactly); panics when the line is missing.
+pub fn without_run_line(stderr: &str) -> &str {
+    let body = stderr.strip_suffix('\n').unwrap_or(stderr);
+    let (rest, last) = match body.rfind('\n') {
+        Some(i) => (&stderr[..i + 1], &body[i + 1..]),
+        None => ("", body),
+    };
+    let id = last
+        .strip_prefix("run ")
+        .unwrap_or_else(|| panic!("no run line in {stderr:?}"));
+    assert!(
+        id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{stderr:?}"
+    );
+    rest
 }

@@ -26,7 +26,7 @@ fn parse_error_in_human_mode_points_at_the_character() {
     assert_eq!(r.code, 2);
     assert_eq!(r.stdout, "");
     assert_eq!(
-        r.stderr,
+        crate::common::without_run_line(&r.stderr),
         "Parse error: Unclosed quote\n  head --n 1 | exec 'oops\n                    ^^^^^\n"
     );
 }
@@ -77,7 +77,7 @@ fn runtime_error_exit_1() {
     let env = Env::new();
     let r = env.run(&["exec --shell 'echo boom >&2; exit 3'"]);
     assert_eq!(
-        (r.code, r.stderr.as_str()),
+        (r.code, crate::common::without_run_line(&r.stderr)),
         (1, "Error: exec failed (3): boom\n")
     );
     let r = env.tool("exec --shell 'exit 4'");

@@ -18,6 +18,7 @@ mod errors;
 mod fidelity;
 mod gates;
 mod hardening;
+mod journal;
 mod limits;
 mod load;
 mod permissions;

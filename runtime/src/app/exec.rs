@@ -3,12 +3,14 @@
 //! turn the outcome into a [`Reply`].
 
 use super::context::context_builder;
+use super::journal;
 use super::request::{ResumeCall, RunRequest, RunTarget};
 use super::Settings;
 use crate::envelope::{error_envelope, error_envelope_of};
 use crate::error::{Error, Result};
 use crate::executor::run_pipeline;
 use crate::kernel::{Cancel, CancelReason, Context, LogSink, Mode};
+use crate::journal::Journal;
 use crate::resume::{finish_run, Paused};
 use crate::value::{to_js_json_pretty, Item};
 use crate::workflow::{has_workflow_extension, looks_like_workflow};
@@ -74,11 +76,43 @@ impl Reply {
     }
 }
 
-/// Parse, validate and run pipeline text to a result.
+/// Parse, validate and run pipeline text to a result, journaled (when the
+/// context's journal is planned) from its start to its end.
 pub fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
-    let pipeline = crate::dsl::parse(text)?;
-    let outcome = run_pipeline(&pipeline, 0, Vec::new(), ctx)?;
-    finish_run(text, &pipeline, outcome, ctx)
+    let parsed = crate::dsl::parse(text);
+    let components = match &parsed {
+        Ok(p) if ctx.journal.door() != "" => journal::pipeline_components(p, ctx),
+        _ => Vec::new(),
+    };
+    journal::begin(ctx, journal::pipeline_request(text), components)?;
+    let result = parsed.and_then(|pipeline| {
+        let outcome = run_pipeline(&pipeline, 0, Vec::new(), ctx)?;
+        finish_run(text, &pipeline, outcome, ctx)
+    });
+    journal::finish(ctx, &result);
+    result
+}
+
+/// Run the workflow file at `path`, journaled from its start to its end.
+pub fn run_workflow_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
+    // A path that names no file starts no run (nothing to record).
+    if ctx.journal.door() != "" && path.is_file() {
+        journal::begin(ctx, journal::workflow_request(path, args_json), Vec::new())?;
+    }
+    let result = crate::workflow::run_file(path, args_json, ctx);
+    journal::finish(ctx, &result);
+    result
+}
+
+/// Resume a paused run; the engine continues the paused run's journal at
+/// the decision, and this leg's end is recorded here.
+pub fn resume_journaled(
+    request: &crate::resume::ResumeRequest,
+    ctx: &mut Context,
+) -> Result<Paused> {
+    let result = super::resume::resume(request, ctx);
+    journal::finish(ctx, &result);
+    result
 }
 
 /// Run a pipeline or workflow in tool mode. Blocks until the run ends, its
@@ -95,11 +129,26 @@ pub fn run_logged(
     cancel: &Cancel,
     log: Option<LogSink>,
 ) -> Reply {
+    run_as(settings, request, cancel, log, None)
+}
+
+/// [`run_logged`] as run `run_id` (the id the door answers with, e.g.
+/// `lobster serve`'s `runId`; `None`: a fresh one): the run's journal is
+/// kept under it.
+pub fn run_as(
+    settings: &Settings,
+    request: &RunRequest,
+    cancel: &Cancel,
+    log: Option<LogSink>,
+    run_id: Option<String>,
+) -> Reply {
     let prepared = prepare_run(settings, request, cancel);
     let (mut ctx, work) = match prepared {
         Ok(p) => p,
         Err(e) => return Reply::error(&e),
     };
+    ctx.journal = Journal::planned(settings.door(), run_id);
+    ctx.broker.attach_journal(ctx.journal.clone());
     if let Some(log) = log {
         ctx.sandbox.log = log;
     }
@@ -135,12 +184,14 @@ pub fn resume_logged(
         Err(e) => return Reply::error(&e),
     };
     ctx.sandbox.observer = settings.observer.clone();
+    ctx.journal = Journal::planned(settings.door(), None);
+    ctx.broker.attach_journal(ctx.journal.clone());
     if let Some(log) = log {
         ctx.sandbox.log = log;
     }
     let max = ctx.limits.max_output_bytes;
     let request = call.request.clone();
-    let work: Work = Box::new(move |ctx: &mut Context| super::resume::resume(&request, ctx));
+    let work: Work = Box::new(move |ctx: &mut Context| resume_journaled(&request, ctx));
     Reply::from_result(supervised(ctx, work), max)
 }
 
@@ -195,9 +246,9 @@ fn prepare_run(
         }
     };
     let work: Work = match (workflow, &request.target) {
-        (Some(path), _) => Box::new(move |ctx: &mut Context| {
-            crate::workflow::run_file(&path, args_text.as_deref(), ctx)
-        }),
+        (Some(path), _) => {
+            Box::new(move |ctx: &mut Context| run_workflow_file(&path, args_text.as_deref(), ctx))
+        }
         (None, RunTarget::Pipeline(text)) => {
             let text = text.clone();
             Box::new(move |ctx: &mut Context| run_text(&text, ctx))

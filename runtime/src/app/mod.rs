@@ -39,13 +39,14 @@ pub mod approval;
 pub mod catalog;
 pub mod context;
 pub mod exec;
+pub mod journal;
 pub mod request;
 pub mod resume;
 pub mod run_threads;
 
 pub use crate::kernel::Cancel;
 pub use catalog::{Catalog, WorkflowEntry};
-pub use exec::{resume, resume_logged, run, run_logged, Reply};
+pub use exec::{resume, resume_logged, run, run_as, run_logged, Reply};
 pub use request::{parse_call, Call, ResumeCall, RunRequest, RunTarget};
 
 use crate::cli::run_args::SandboxArgs;
@@ -82,6 +83,9 @@ pub struct Settings {
     /// names), never from the reference's variables in the server's
     /// environment, and they see only [`context::tenant_env`] of it.
     pub tenant: bool,
+    /// The door runs come through, for their journals (`call`, `mcp`,
+    /// `serve`; empty: `call`).
+    pub door: &'static str,
 }
 
 impl Settings {
@@ -91,6 +95,15 @@ impl Settings {
             crate::broker::endpoints::Sources::Tenant
         } else {
             crate::broker::endpoints::Sources::Process
+        }
+    }
+
+    /// [`Settings::door`], `call` when unset.
+    pub fn door(&self) -> &'static str {
+        if self.door.is_empty() {
+            "call"
+        } else {
+            self.door
         }
     }
 

@@ -103,10 +103,20 @@ impl BrokerCalls for Broker {
         ask: impl FnOnce() -> Result<(Value, u64)>,
     ) -> Result<Value> {
         let digest = request_digest(kind, request);
+        let journal = self.journal();
         {
             let mut ledger = self.lock();
             if let Some(answer) = ledger.answers.get(&digest) {
-                return Ok(answer.clone());
+                let answer = answer.clone();
+                drop(ledger);
+                let _ = journal.append(crate::journal::Event::CallAnswer(
+                    crate::journal::CallAnswer {
+                        request_digest: digest,
+                        answer: answer.clone(),
+                        replayed: true,
+                    },
+                ));
+                return Ok(answer);
             }
             match kind {
                 Kind::Tool => judge::charge_tool(&mut ledger.spent, policy),
@@ -114,7 +124,36 @@ impl BrokerCalls for Broker {
             }
             .map_err(refused)?;
         }
+        // The intent is on disk before the request leaves: a run that dies
+        // mid-call leaves "asked, no answer" in its journal, not nothing.
+        let name = ["tool", "model", "provider"]
+            .iter()
+            .find_map(|k| request.get(*k).and_then(Value::as_str))
+            .unwrap_or_default();
+        journal
+            .append(crate::journal::Event::CallIntent(
+                crate::journal::CallIntent {
+                    target: match kind {
+                        Kind::Tool => "tool",
+                        Kind::Llm => "model",
+                    }
+                    .into(),
+                    name: name.to_string(),
+                    request_digest: digest.clone(),
+                },
+            ))
+            .map_err(|e| {
+                Error::runtime(format!("cannot record the call in the run's journal: {e}"))
+                    .with_hint("nothing was sent")
+            })?;
         let (answer, tokens) = ask()?;
+        let _ = journal.append(crate::journal::Event::CallAnswer(
+            crate::journal::CallAnswer {
+                request_digest: digest.clone(),
+                answer: answer.clone(),
+                replayed: false,
+            },
+        ));
         let mut ledger = self.lock();
         ledger.spent.add_tokens(tokens);
         ledger.answers.insert(digest, answer.clone());

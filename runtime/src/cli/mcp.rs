@@ -120,6 +120,7 @@ fn settings(args: &McpArgs) -> Result<Settings> {
         policy: args.policy.clone(),
         sandbox: args.sandbox.clone(),
         catalog,
+        door: "mcp",
         ..Default::default()
     })
 }

@@ -19,6 +19,7 @@ pub mod output;
 pub mod progress;
 pub mod resume_args;
 pub mod run_args;
+pub mod runs;
 pub mod serve;
 pub mod step_project;
 mod step_templates;
@@ -67,6 +68,9 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("steps") => steps::steps(&args[1..]),
         Some("step") => step_project::step(&args[1..]),
         Some("store") => store::store(&args[1..]),
+        Some("runs") => runs::runs(&args[1..]),
+        Some("approvals") => runs::approvals(&args[1..]),
+        Some("verify") => runs::verify(&args[1..]),
         Some(_) => run(&args),
     }
 }
@@ -137,6 +141,9 @@ fn help_topic(name: &str) -> bool {
             | "steps"
             | "step"
             | "store"
+            | "runs"
+            | "approvals"
+            | "verify"
     )
 }
 
@@ -155,6 +162,7 @@ fn print_topic(registry: &Registry, topic: &str) -> i32 {
         "steps" => steps::STEPS_HELP,
         "step" => step_project::STEP_HELP,
         "store" => store::STORE_HELP,
+        "runs" | "approvals" | "verify" => runs::RUNS_HELP,
         name => registry.get(name).map_or("", |cmd| cmd.help()),
     };
     write_once(text, "");
@@ -188,7 +196,11 @@ pub(crate) fn build_context(
     sandbox: Option<&run_args::SandboxArgs>,
 ) -> Result<Context> {
     progress::install(mode);
-    crate::app::context::build_context(mode, limits, cwd, sandbox)
+    let mut ctx = crate::app::context::build_context(mode, limits, cwd, sandbox)?;
+    ctx.journal = crate::journal::Journal::planned("cli", None);
+    ctx.broker.attach_journal(ctx.journal.clone());
+    output::announce_run(&ctx.journal);
+    Ok(ctx)
 }
 
 /// Arm the run's deadline and signal handling. If the main thread has not
@@ -309,7 +321,7 @@ fn resume(argv: &[String]) -> i32 {
     };
     printer.max_bytes = ctx.limits.max_output_bytes;
     supervise(&ctx, &printer);
-    printer.finish(crate::app::resume::resume(&args.request, &mut ctx))
+    printer.finish(crate::app::exec::resume_journaled(&args.request, &mut ctx))
 }
 
 /// Human-readable error text, for callers outside this module.

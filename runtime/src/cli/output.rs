@@ -37,6 +37,26 @@ pub struct Printer {
     pub text: Option<String>,
 }
 
+/// The journal of the run this process makes, for human mode's stderr.
+static RUN: std::sync::OnceLock<crate::journal::Journal> = std::sync::OnceLock::new();
+
+/// Name the run this process journals: once it has begun, human mode ends
+/// its stderr with `run ID` (tool mode prints only the envelope, as the
+/// reference does).
+pub fn announce_run(journal: &crate::journal::Journal) {
+    let _ = RUN.set(journal.clone());
+}
+
+fn with_run_line(mut err: String) -> String {
+    if let Some(id) = RUN.get().filter(|j| j.is_on()).and_then(|j| j.run_id()) {
+        if !err.is_empty() && !err.ends_with('\n') {
+            err.push('\n');
+        }
+        err.push_str(&format!("run {id}\n"));
+    }
+    err
+}
+
 impl Printer {
     /// Print `result`; return the exit code.
     pub fn finish(&self, result: crate::Result<Paused>) -> i32 {
@@ -84,7 +104,7 @@ impl Printer {
                 if self.max_bytes.is_some_and(|cap| out.len() > cap) {
                     return self.error(&Error::runtime("lobster stdout exceeded maxStdoutBytes"));
                 }
-                write_once(&out, &err);
+                write_once(&out, &with_run_line(err));
                 0
             }
         }
@@ -115,7 +135,7 @@ impl Printer {
             Mode::Tool => {
                 write_once(&capped_error_text(e, self.max_bytes), "");
             }
-            Mode::Human => write_once("", &human_error(e, self.text.as_deref())),
+            Mode::Human => write_once("", &with_run_line(human_error(e, self.text.as_deref()))),
         }
         e.exit_code()
     }

@@ -51,7 +51,7 @@ pub fn run_workflow(file: &str, args: &RunArgs, printer: &mut Printer) -> i32 {
         };
     }
     supervise(&ctx, printer);
-    let result = crate::workflow::run_file(&path, args.args_json.as_deref(), &ctx);
+    let result = crate::app::exec::run_workflow_file(&path, args.args_json.as_deref(), &ctx);
     match (args.mode, result) {
         (Mode::Human, Ok(paused)) => print_human(paused, printer),
         (_, other) => printer.finish(other),

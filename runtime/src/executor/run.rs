@@ -32,6 +32,58 @@ pub fn run_pipeline(
     input: Vec<Item>,
     ctx: &Context,
 ) -> Result<Outcome> {
+    if !ctx.journal.is_on() {
+        return run_stages(pipeline, from, input, ctx, &mut Vec::new());
+    }
+    let mut begun = Vec::new();
+    let result = run_stages(pipeline, from, input, ctx, &mut begun);
+    record_stages(pipeline, &begun, &result, ctx);
+    result
+}
+
+/// One `step` event per built-in stage that began (WebAssembly steps record
+/// their own, with digests and fuel). Stages stream into each other, so a
+/// stage's wall time is from its start to the pipeline's end; no per-item
+/// digest is taken (the 1M-item path pays nothing per item).
+fn record_stages(
+    pipeline: &Pipeline,
+    begun: &[(usize, bool, std::time::Instant)],
+    result: &Result<Outcome>,
+    ctx: &Context,
+) {
+    let halted_at = match result {
+        Ok(Outcome::Halted { stage, .. }) => Some(*stage),
+        _ => None,
+    };
+    for &(index, wasm, at) in begun {
+        if wasm {
+            continue;
+        }
+        let name = &pipeline.stages[index].name;
+        let host = name == "exec";
+        let _ = ctx
+            .journal
+            .append(crate::journal::Event::Step(crate::journal::Step {
+                id: index.to_string(),
+                step_kind: if host { "host" } else { "builtin" }.into(),
+                name: name.clone(),
+                wall_ms: at.elapsed().as_millis() as u64,
+                // A host process's output streams into the next stage and is
+                // not kept: such a stage cannot be replayed from the journal.
+                replayable: !host,
+                ok: result.is_ok() || halted_at.is_some_and(|h| h >= index),
+                ..crate::journal::Step::default()
+            }));
+    }
+}
+
+fn run_stages(
+    pipeline: &Pipeline,
+    from: usize,
+    input: Vec<Item>,
+    ctx: &Context,
+    begun: &mut Vec<(usize, bool, std::time::Instant)>,
+) -> Result<Outcome> {
     let commands = plan(pipeline, from, ctx)?;
     for (offset, cmd) in commands.iter().enumerate() {
         let stage = &pipeline.stages[from + offset];
@@ -49,6 +101,9 @@ pub fn run_pipeline(
         let index = from + offset;
         ctx.cancel.check()?;
         let stage = &pipeline.stages[index];
+        if ctx.journal.is_on() {
+            begun.push((index, cmd.digest().is_some(), std::time::Instant::now()));
+        }
         // Plan-level fusion: a stage followed by a prefix (`head --n K`) may
         // keep only K items (`sort` then runs as a bounded top-K).
         let limit = commands

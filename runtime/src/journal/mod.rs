@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::state::journal::{JournalWriter, StoredRecord, SummaryUpdate};
 use crate::state::StateStore;
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// The most bytes one run's journal takes before it is capped.
@@ -45,14 +45,24 @@ pub struct Head {
 }
 
 /// A run's journal (cheap to clone; all clones append to one chain).
-/// [`Journal::off`] records nothing.
+///
+/// A door plans it ([`Journal::planned`]: its door and, if it has one, the
+/// run id it answers with); the engine begins it when the run starts
+/// ([`Journal::begin`], or [`Journal::continue_at`] for a resume) and
+/// records into it. [`Journal::off`] records nothing.
 #[derive(Clone, Default)]
-pub struct Journal(Option<Arc<Inner>>);
+pub struct Journal(Option<Arc<Shared>>);
+
+struct Shared {
+    door: String,
+    run_id: String,
+    live: OnceLock<Inner>,
+}
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Some(i) => write!(f, "Journal({})", i.run_id),
+        match self.run_id() {
+            Some(id) => write!(f, "Journal({id})"),
             None => f.write_str("Journal(off)"),
         }
     }
@@ -90,81 +100,117 @@ impl Journal {
         Journal(None)
     }
 
-    /// Start run `started.run_id`'s journal in `store` with its first event.
+    /// The journal of a run coming through `door` (`cli`, `call`, `mcp`,
+    /// `serve`), under `run_id` if the door already answers with one (else
+    /// a fresh one); off when journals are switched off ([`enabled`]).
+    pub fn planned(door: &str, run_id: Option<String>) -> Journal {
+        if !enabled() {
+            return Journal::off();
+        }
+        Journal(Some(Arc::new(Shared {
+            door: door.to_string(),
+            run_id: run_id.unwrap_or_else(new_run_id),
+            live: OnceLock::new(),
+        })))
+    }
+
+    /// The door this run came through (`""` when off).
+    pub fn door(&self) -> &str {
+        self.0.as_ref().map_or("", |s| s.door.as_str())
+    }
+
+    /// Begin the planned journal in `store` with `started` (its run id and
+    /// door are filled in). A journal already begun is left as it is.
+    pub fn begin(&self, store: &StateStore, mut started: RunStarted) -> Result<()> {
+        let Some(shared) = &self.0 else {
+            return Ok(());
+        };
+        if shared.live.get().is_some() {
+            return Ok(());
+        }
+        started.run_id.clone_from(&shared.run_id);
+        started.door.clone_from(&shared.door);
+        let inner = start_inner(store, started, DEFAULT_CAP)?;
+        let _ = shared.live.set(inner);
+        Ok(())
+    }
+
+    /// Begin the planned journal as the continuation of the chain at `head`
+    /// (a resumed run: its events go to the paused run's journal), with
+    /// `resumed` as the next event. Files: records a dead resumer appended
+    /// after `head` are kept and the chain continues after them, provided
+    /// the stored chain passes through `head`.
+    pub fn continue_at(
+        &self,
+        store: &StateStore,
+        head: &Head,
+        mut resumed: RunResumed,
+    ) -> Result<()> {
+        let Some(shared) = &self.0 else {
+            return Ok(());
+        };
+        if shared.live.get().is_some() {
+            return Ok(());
+        }
+        resumed.door.clone_from(&shared.door);
+        let inner = resume_inner(store, head, resumed)?;
+        let _ = shared.live.set(inner);
+        Ok(())
+    }
+
+    /// Start run `started.run_id`'s journal in `store` now (tests, tools).
     pub fn start(store: &StateStore, started: RunStarted) -> Result<Journal> {
         Journal::start_capped(store, started, DEFAULT_CAP)
     }
 
     /// [`Journal::start`] with a cap of `cap` bytes.
     pub fn start_capped(store: &StateStore, started: RunStarted, cap: u64) -> Result<Journal> {
-        let writer = store.journal_writer(&started.run_id)?;
-        let j = Journal::with_writer(writer, cap, 0, chain::GENESIS.to_string());
-        j.append(Event::RunStarted(Box::new(started)))?;
-        Ok(j)
-    }
-
-    /// Continue the chain at `head` (a resumed run), with `resumed` as the
-    /// next event. Files: records a dead resumer appended after `head`
-    /// are kept and the chain continues after them, provided the stored
-    /// chain passes through `head`.
-    pub fn resume(store: &StateStore, head: &Head, resumed: RunResumed) -> Result<Journal> {
-        let writer = store.journal_writer(&head.run)?;
-        let (events, hash) = match store.journal_text(&head.run)? {
-            Some(text) => {
-                let v = verify::verify_text(&text, Some(&head.run));
-                let through = v.hash_at(head.events.saturating_sub(1));
-                if head.events > 0 && through.as_deref() != Some(head.hash.as_str()) {
-                    return Err(Error::runtime(format!(
-                        "the journal of run {} does not continue the chain its resume state recorded (event {} should hash to {}): it was changed or replaced; see `lobster verify`",
-                        head.run,
-                        head.events.saturating_sub(1),
-                        &head.hash[..head.hash.len().min(16)]
-                    )));
-                }
-                (v.events, v.head)
-            }
-            None => (head.events, head.hash.clone()),
+        let shared = Shared {
+            door: started.door.clone(),
+            run_id: started.run_id.clone(),
+            live: OnceLock::new(),
         };
-        let j = Journal::with_writer(writer, DEFAULT_CAP, events, hash);
-        j.append(Event::RunResumed(resumed))?;
-        Ok(j)
+        let _ = shared.live.set(start_inner(store, started, cap)?);
+        Ok(Journal(Some(Arc::new(shared))))
     }
 
-    fn with_writer(writer: JournalWriter, cap: u64, events: u64, head: String) -> Journal {
-        Journal(Some(Arc::new(Inner {
-            run_id: writer.run_id().to_string(),
-            cap,
-            began: Instant::now(),
-            chain: Mutex::new(Chain {
-                writer,
-                events,
-                head,
-                bytes: 0,
-                capped: false,
-            }),
-        })))
+    /// Continue the chain at `head` now (see [`Journal::continue_at`]).
+    pub fn resume(store: &StateStore, head: &Head, resumed: RunResumed) -> Result<Journal> {
+        let shared = Shared {
+            door: resumed.door.clone(),
+            run_id: head.run.clone(),
+            live: OnceLock::new(),
+        };
+        let _ = shared.live.set(resume_inner(store, head, resumed)?);
+        Ok(Journal(Some(Arc::new(shared))))
+    }
+
+    fn live(&self) -> Option<&Inner> {
+        self.0.as_ref().and_then(|s| s.live.get())
     }
 
     /// Whether anything is recorded.
     pub fn is_on(&self) -> bool {
-        self.0.is_some()
+        self.live().is_some()
     }
 
     /// The run's id (`None` when off).
     pub fn run_id(&self) -> Option<&str> {
-        self.0.as_ref().map(|i| i.run_id.as_str())
+        match self.live() {
+            Some(i) => Some(i.run_id.as_str()),
+            None => self.0.as_ref().map(|s| s.run_id.as_str()),
+        }
     }
 
     /// Milliseconds since this leg of the run began.
     pub fn elapsed_ms(&self) -> u64 {
-        self.0
-            .as_ref()
+        self.live()
             .map_or(0, |i| i.began.elapsed().as_millis() as u64)
     }
 
     /// Where the chain stands (`None` when off).
     pub fn head(&self) -> Option<Head> {
-        let inner = self.0.as_ref()?;
+        let inner = self.live()?;
         let c = inner.chain.lock().unwrap_or_else(|e| e.into_inner());
         Some(Head {
             run: inner.run_id.clone(),
@@ -176,57 +222,10 @@ impl Journal {
     /// Append `event`. Gates and brokered calls' intents are durable when
     /// this returns (see the module docs).
     pub fn append(&self, event: Event) -> Result<()> {
-        let Some(inner) = &self.0 else {
-            return Ok(());
-        };
-        let mut c = inner.chain.lock().unwrap_or_else(|e| e.into_inner());
-        let is_end = matches!(event, Event::RunEnded(_));
-        if c.capped && !is_end {
-            return Ok(());
+        match self.live() {
+            Some(inner) => append_to(inner, event),
+            None => Ok(()),
         }
-        let json = serde_json::to_value(&event)
-            .map_err(|e| Error::runtime(format!("cannot record a {} event: {e}", event.kind())))?;
-        let text = canon::to_canonical(&json);
-        if !is_end && c.bytes + text.len() as u64 + 200 > inner.cap {
-            c.capped = true;
-            let marker = Event::Capped(Capped {
-                limit_bytes: inner.cap,
-            });
-            let marker = canon::to_canonical(&serde_json::to_value(&marker).unwrap_or_default());
-            return self.write(inner, &mut c, marker, None, false);
-        }
-        let summary = summary_change(&inner.run_id, &event);
-        let barrier = matches!(
-            event,
-            Event::CallIntent(_) | Event::GateOpened(_) | Event::Decision(_)
-        );
-        self.write(inner, &mut c, text, summary, barrier)
-    }
-
-    fn write(
-        &self,
-        inner: &Inner,
-        c: &mut Chain,
-        event: String,
-        summary: Option<SummaryUpdate>,
-        barrier: bool,
-    ) -> Result<()> {
-        let seq = c.events;
-        let hash = chain::record_hash(&c.head, &inner.run_id, seq, &event);
-        c.bytes += event.len() as u64 + 200;
-        let record = StoredRecord {
-            seq,
-            prev: std::mem::replace(&mut c.head, hash.clone()),
-            hash: hash.clone(),
-            event,
-        };
-        c.events += 1;
-        let summary = summary.map(|mut s| {
-            s.events = c.events;
-            s.head = hash;
-            s
-        });
-        c.writer.append(record, summary.as_ref(), barrier)
     }
 
     /// Record the run's end: status, output digest.
@@ -241,6 +240,56 @@ impl Journal {
             output_digest,
         }))
     }
+}
+
+fn append_to(inner: &Inner, event: Event) -> Result<()> {
+    let mut c = inner.chain.lock().unwrap_or_else(|e| e.into_inner());
+    let is_end = matches!(event, Event::RunEnded(_));
+    if c.capped && !is_end {
+        return Ok(());
+    }
+    let json = serde_json::to_value(&event)
+        .map_err(|e| Error::runtime(format!("cannot record a {} event: {e}", event.kind())))?;
+    let text = canon::to_canonical(&json);
+    if !is_end && c.bytes + text.len() as u64 + 200 > inner.cap {
+        c.capped = true;
+        let marker = Event::Capped(Capped {
+            limit_bytes: inner.cap,
+        });
+        let marker = canon::to_canonical(&serde_json::to_value(&marker).unwrap_or_default());
+        return write(inner, &mut c, marker, None, false);
+    }
+    let summary = summary_change(&inner.run_id, &event);
+    let barrier = matches!(
+        event,
+        Event::CallIntent(_) | Event::GateOpened(_) | Event::Decision(_)
+    );
+    write(inner, &mut c, text, summary, barrier)
+}
+
+fn write(
+    inner: &Inner,
+    c: &mut Chain,
+    event: String,
+    summary: Option<SummaryUpdate>,
+    barrier: bool,
+) -> Result<()> {
+    let seq = c.events;
+    let hash = chain::record_hash(&c.head, &inner.run_id, seq, &event);
+    c.bytes += event.len() as u64 + 200;
+    let record = StoredRecord {
+        seq,
+        prev: std::mem::replace(&mut c.head, hash.clone()),
+        hash: hash.clone(),
+        event,
+    };
+    c.events += 1;
+    let summary = summary.map(|mut s| {
+        s.events = c.events;
+        s.head = hash;
+        s
+    });
+    c.writer.append(record, summary.as_ref(), barrier)
 }
 
 /// How `event` changes its run's summary, if it does.
@@ -264,7 +313,7 @@ fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
         }
         Event::RunResumed(_) | Event::Decision(_) => {
             u.status = Some("running".into());
-            u.gate = Some(None);
+            u.clear_gate = true;
         }
         Event::GateOpened(g) => {
             u.status = Some(format!(
@@ -275,14 +324,13 @@ fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
                     "approval"
                 }
             ));
-            u.gate = Some(g.approval_id.clone());
+            u.gate = g.approval_id.clone();
+            u.clear_gate = true;
         }
         Event::RunEnded(e) => {
             u.status = Some(e.status.clone());
             u.ended_at = Some(e.at.clone());
-            if !e.status.starts_with("needs_") {
-                u.gate = Some(None);
-            }
+            u.clear_gate = !e.status.starts_with("needs_");
         }
         _ => return None,
     }
@@ -291,3 +339,51 @@ fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
 
 #[cfg(test)]
 mod tests;
+
+fn new_inner(writer: JournalWriter, cap: u64, events: u64, head: String, bytes: u64) -> Inner {
+    Inner {
+        run_id: writer.run_id().to_string(),
+        cap,
+        began: Instant::now(),
+        chain: Mutex::new(Chain {
+            writer,
+            events,
+            head,
+            bytes,
+            capped: false,
+        }),
+    }
+}
+
+fn start_inner(store: &StateStore, started: RunStarted, cap: u64) -> Result<Inner> {
+    let writer = store.journal_writer(&started.run_id)?;
+    let inner = new_inner(writer, cap, 0, chain::GENESIS.to_string(), 0);
+    append_to(&inner, Event::RunStarted(Box::new(started)))?;
+    Ok(inner)
+}
+
+fn resume_inner(store: &StateStore, head: &Head, resumed: RunResumed) -> Result<Inner> {
+    let writer = store.journal_writer(&head.run)?;
+    let (events, hash, bytes) = match store.journal_text(&head.run)? {
+        Some(text) => {
+            let v = verify::verify_text(&text, Some(&head.run));
+            let through = v.hash_at(head.events.saturating_sub(1));
+            if head.events > 0 && through.as_deref() != Some(head.hash.as_str()) {
+                return Err(Error::runtime(format!(
+                    "the journal of run {} does not continue the chain its resume state recorded (event {} should hash to {}): it was changed or replaced; see `lobster verify`",
+                    head.run,
+                    head.events.saturating_sub(1),
+                    &head.hash[..head.hash.len().min(16)]
+                )));
+            }
+            (v.events, v.head, text.len() as u64)
+        }
+        None => (head.events, head.hash.clone(), 0),
+    };
+    let inner = new_inner(writer, DEFAULT_CAP, events, hash, bytes);
+    append_to(&inner, Event::RunResumed(resumed))?;
+    Ok(inner)
+}
+
+#[cfg(test)]
+mod store_tests;

@@ -151,6 +151,13 @@ pub fn verify_text(text: &str, expect_run: Option<&str>) -> Verdict {
             break;
         }
     }
+    if v.events == 0 && v.problem.is_none() {
+        v.fail(
+            Some(0),
+            1,
+            "no journal events (an empty file, or not a journal)".into(),
+        );
+    }
     v
 }
 

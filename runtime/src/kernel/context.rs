@@ -48,6 +48,9 @@ pub struct Context {
     /// The run's broker for gateway tool and model calls: its ledger of
     /// recorded answers and spent budget is shared by every stage and step.
     pub broker: Arc<Broker>,
+    /// The run's journal: planned by the door, begun when the run starts,
+    /// shared by every child context (off unless a door plans it).
+    pub journal: crate::journal::Journal,
     /// The run's one authority: the operator policy (default: trusted,
     /// unrestricted), the run's working directory and grants, judging
     /// every capability when it is used (see [`super::authority`]).
@@ -72,6 +75,7 @@ impl Context {
             sandbox: SandboxConfig::default(),
             policy: None,
             broker: None,
+            journal: crate::journal::Journal::off(),
         }
     }
 
@@ -101,6 +105,7 @@ impl Context {
             grants: self.grants.clone(),
             sandbox: self.sandbox.clone(),
             broker: self.broker.clone(),
+            journal: self.journal.clone(),
             authority: self.authority.clone(),
         }
     }
@@ -122,6 +127,7 @@ impl Context {
             sandbox: self.sandbox.clone(),
             policy: Some(self.authority.shared_policy()),
             broker: Some(self.broker.clone()),
+            journal: self.journal.clone(),
         }
     }
 
@@ -153,6 +159,7 @@ pub struct ContextBuilder {
     sandbox: SandboxConfig,
     policy: Option<Arc<Policy>>,
     broker: Option<Arc<Broker>>,
+    journal: crate::journal::Journal,
 }
 
 impl ContextBuilder {
@@ -220,6 +227,13 @@ impl ContextBuilder {
         self
     }
 
+    /// The run's journal (default: off); its brokered calls are recorded
+    /// in it too.
+    pub fn journal(mut self, journal: crate::journal::Journal) -> Self {
+        self.journal = journal;
+        self
+    }
+
     /// The broker's ledger (default: empty; a resumed run's is restored).
     pub fn broker(mut self, broker: Arc<Broker>) -> Self {
         self.broker = Some(broker);
@@ -247,7 +261,12 @@ impl ContextBuilder {
                 .unwrap_or_else(|| Arc::new(Registry::new(Vec::new()))),
             grants: self.grants,
             sandbox: self.sandbox,
-            broker: self.broker.unwrap_or_default(),
+            broker: {
+                let broker = self.broker.unwrap_or_default();
+                broker.attach_journal(self.journal.clone());
+                broker
+            },
+            journal: self.journal,
             authority: Arc::new(authority),
         }
     }

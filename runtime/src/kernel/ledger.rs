@@ -54,6 +54,9 @@ impl Ledger {
 pub struct Broker {
     config: Option<Box<dyn Any + Send + Sync>>,
     ledger: Mutex<Ledger>,
+    /// The run's journal: each call's intent is recorded (durably) before
+    /// its request leaves, its answer when it arrives.
+    journal: Mutex<crate::journal::Journal>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -80,6 +83,7 @@ impl Broker {
         Broker {
             config: Some(Box::new(config)),
             ledger: Mutex::default(),
+            journal: Mutex::default(),
         }
     }
 
@@ -93,7 +97,21 @@ impl Broker {
         Broker {
             config: None,
             ledger: Mutex::new(ledger),
+            journal: Mutex::default(),
         }
+    }
+
+    /// Record this run's calls in `journal`.
+    pub fn attach_journal(&self, journal: crate::journal::Journal) {
+        *self.journal.lock().unwrap_or_else(|e| e.into_inner()) = journal;
+    }
+
+    /// The journal this run's calls are recorded in (off unless attached).
+    pub fn journal(&self) -> crate::journal::Journal {
+        self.journal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// A copy of the ledger, for the resume state.

@@ -9,6 +9,7 @@
 
 pub mod approval_id;
 pub mod claim;
+pub mod decided;
 pub mod interrupted;
 pub mod pause;
 pub mod plan_digest;

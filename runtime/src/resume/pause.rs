@@ -119,9 +119,76 @@ fn save_halt(
         plan_digest: plan.as_ref().map(|p| p.digest.clone()),
         broker: ctx.broker.ledger(),
         rerun_safe: crate::policy::recovery::pipeline_pure_from(pipeline, stage + 1, ctx),
+        journal: None,
     };
+    let mut state = state;
+    let envelope = halt_envelope(halt, resume_token, approval_id.clone(), plan);
+    state.journal = record_gate(
+        ctx,
+        &envelope,
+        &stage.to_string(),
+        state.plan_digest.clone(),
+        approval_id.clone(),
+    )?;
     save_state(store, &state_key, &state.to_json(), approval_id.as_deref())?;
-    Ok(match halt {
+    Ok(envelope)
+}
+
+/// Record the gate `envelope` asks a human about (its prompt, the digest of
+/// the items shown, the plan digest the approval is bound to) in the run's
+/// journal, durably; the journal's head then, for the resume state.
+pub fn record_gate(
+    ctx: &Context,
+    envelope: &Envelope,
+    step: &str,
+    plan_digest: Option<String>,
+    approval_id: Option<String>,
+) -> Result<Option<crate::journal::Head>> {
+    if !ctx.journal.is_on() {
+        return Ok(None);
+    }
+    let json = envelope.to_json();
+    let request = json
+        .get("requiresApproval")
+        .filter(|v| !v.is_null())
+        .map(|r| ("approval", r))
+        .or_else(|| json.get("requiresInput").map(|r| ("input", r)));
+    let (gate, request) = match request {
+        Some((g, r)) => (g, r.clone()),
+        None => ("approval", Item::Null),
+    };
+    let prompt = request
+        .get("prompt")
+        .and_then(Item::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let shown = request.get("items").cloned().unwrap_or(Item::Null);
+    ctx.journal
+        .append(crate::journal::Event::GateOpened(
+            crate::journal::GateOpened {
+                gate: gate.into(),
+                step: step.to_string(),
+                prompt,
+                preview_digest: crate::journal::digest(crate::value::to_js_json(&shown).as_bytes()),
+                plan_digest: plan_digest.unwrap_or_default(),
+                approval_id,
+            },
+        ))
+        .map_err(|e| {
+            crate::error::Error::runtime(format!(
+                "cannot record the gate in the run's journal: {e}"
+            ))
+        })?;
+    Ok(ctx.journal.head())
+}
+
+fn halt_envelope(
+    halt: Halt,
+    resume_token: String,
+    approval_id: Option<String>,
+    plan: Option<super::plan_digest::PlanSummary>,
+) -> Envelope {
+    match halt {
         Halt::Approval {
             prompt,
             items,
@@ -151,7 +218,7 @@ fn save_halt(
             resume_token,
             items: Some(items),
         }),
-    })
+    }
 }
 
 /// The digest of every wasm step of the pipeline, as resolved for this run.

@@ -40,6 +40,14 @@ pub fn resume_pipeline(
             claim(store, &state_key)?.ok_or_else(|| not_found("Resume state not found"))?;
         if let Ok(state) = PipelineResumeState::from_json(claimed.state.clone()) {
             forget_alias(ctx, &state);
+            let step = state.resume_at_index.saturating_sub(1).to_string();
+            super::decided::record_decision(
+                ctx,
+                state.journal.as_ref(),
+                &request.decision,
+                request.approver.as_deref(),
+                &step,
+            )?;
         }
         return Ok(Paused {
             envelope: Envelope::cancelled(),
@@ -87,6 +95,14 @@ pub fn resume_pipeline(
         claim(store, &state_key)?.ok_or_else(|| not_found("Pipeline resume state not found"))?;
     let state = PipelineResumeState::from_json(claimed.state.clone())?;
     forget_alias(ctx, &state);
+    let step = state.resume_at_index.saturating_sub(1).to_string();
+    super::decided::record_decision(
+        ctx,
+        state.journal.as_ref(),
+        &request.decision,
+        request.approver.as_deref(),
+        &step,
+    )?;
     let Some(input) = input else {
         return Ok(Paused {
             envelope: Envelope::cancelled(),

@@ -63,6 +63,10 @@ pub struct PipelineResumeState {
     /// [`crate::state::RERUN_SAFE`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rerun_safe: bool,
+    /// Where the run's journal stood at the pause: the resumed run
+    /// continues the chain from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<crate::journal::Head>,
 }
 
 /// The component behind one stage.

@@ -5,6 +5,36 @@
 use super::error::SandboxError;
 pub use crate::kernel::{StepObserver, StepReport};
 use std::sync::atomic::{AtomicU64, Ordering};
+/// The journal's `step` event of a finished WebAssembly step: the report,
+/// the component's digest, and the digests of its input and output items
+/// (their JSON text).
+pub fn journal_event(
+    report: &StepReport<'_>,
+    component: &str,
+    input: &[crate::value::Item],
+    output: Option<&[crate::value::Item]>,
+) -> crate::journal::Event {
+    let items_digest = |items: &[crate::value::Item]| {
+        crate::journal::digest(
+            crate::value::to_js_json(&crate::value::Item::Array(items.to_vec())).as_bytes(),
+        )
+    };
+    crate::journal::Event::Step(crate::journal::Step {
+        id: report.step.to_string(),
+        step_kind: "wasm".into(),
+        name: report.step.to_string(),
+        component: Some(component.to_string()),
+        fuel: report.fuel_used,
+        wall_ms: report.elapsed.as_millis() as u64,
+        limit: report.breach.map(str::to_string),
+        input_digest: Some(items_digest(input)),
+        output_digest: output.map(items_digest),
+        replayable: true,
+        ok: output.is_some(),
+        ..crate::journal::Step::default()
+    })
+}
+
 
 /// The limit `e` reports hitting, named as in [`StepReport::breach`].
 pub fn breach_kind(e: &SandboxError) -> Option<&'static str> {

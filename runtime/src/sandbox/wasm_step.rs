@@ -251,13 +251,22 @@ impl Command for WasmStep {
         let argv = Self::argv(args);
         let started = std::time::Instant::now();
         let result = self.component.run(self.name, &argv, &items, &env, &limits);
+        let report = super::report::StepReport {
+            step: self.name,
+            elapsed: started.elapsed(),
+            fuel_used: env.fuel.get(),
+            breach: result.as_ref().err().and_then(super::report::breach_kind),
+        };
         if let Some(observe) = &ctx.sandbox.observer {
-            observe.observe(&super::report::StepReport {
-                step: self.name,
-                elapsed: started.elapsed(),
-                fuel_used: env.fuel.get(),
-                breach: result.as_ref().err().and_then(super::report::breach_kind),
-            });
+            observe.observe(&report);
+        }
+        if ctx.journal.is_on() {
+            let _ = ctx.journal.append(super::report::journal_event(
+                &report,
+                self.component.digest(),
+                &items,
+                result.as_ref().ok().map(Vec::as_slice),
+            ));
         }
         match result {
             Ok(out) => Ok(Output::Items(stream_of(out))),

@@ -25,6 +25,7 @@
 pub mod approvals;
 pub mod config;
 pub mod inline;
+pub mod journal;
 pub mod link;
 pub mod listen;
 pub mod mcp_http;
@@ -209,8 +210,9 @@ pub fn router(app: Arc<AppState>) -> Router {
     let mcp = Arc::new(mcp_http::services(&app, app.config.max_body_bytes));
     let limit = app.config.max_body_bytes;
     Router::new()
-        .route("/v1/runs", post(runs::create))
+        .route("/v1/runs", post(runs::create).get(journal::list))
         .route("/v1/runs/{run_id}", get(runs::get))
+        .route("/v1/runs/{run_id}/journal", get(journal::journal))
         .route("/v1/runs/{run_id}/resume", post(runs::resume_run))
         .route("/v1/resume", post(runs::resume_by_token))
         .route("/v1/approvals", get(approvals::list))

@@ -474,10 +474,17 @@ pub fn start_attached(
     let (tx, rx) = tokio::sync::watch::channel(None);
     let app = app.clone();
     let tenant = tenant.clone();
+    let journal_id = run_id.clone();
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let reply = match &job {
-            Job::Run(r) => app::run_logged(&tenant.settings, r, &cancel, log_sink),
+            Job::Run(r) => app::run_as(
+                &tenant.settings,
+                r,
+                &cancel,
+                log_sink,
+                Some(journal_id.clone()),
+            ),
             Job::Resume(c) => app::resume_logged(&tenant.settings, c, &cancel, log_sink),
         };
         let mut reply = reply;

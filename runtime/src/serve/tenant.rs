@@ -111,6 +111,7 @@ impl Tenant {
             fixed_policy: Some(policy),
             no_server_files: true,
             tenant: true,
+            door: "serve",
             observer: Some({
                 let (metrics, tenant) = (metrics.clone(), cfg.name.clone());
                 crate::sandbox::StepObserver::new(move |report| {

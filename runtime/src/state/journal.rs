@@ -98,9 +98,12 @@ pub struct SummaryUpdate {
     /// The new status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    /// The pending gate (`Some(None)` clears it).
+    /// The pending gate, when one opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gate: Option<Option<String>>,
+    pub gate: Option<String>,
+    /// No gate is pending any more.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clear_gate: bool,
     /// When the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
@@ -121,8 +124,11 @@ impl SummaryUpdate {
         if let Some(status) = &self.status {
             s.status.clone_from(status);
         }
+        if self.clear_gate {
+            s.gate = None;
+        }
         if let Some(gate) = &self.gate {
-            s.gate.clone_from(gate);
+            s.gate = Some(gate.clone());
         }
         if let Some(at) = &self.ended_at {
             s.ended_at = Some(at.clone());
@@ -327,7 +333,8 @@ impl StateStore {
                 head: s.head.clone(),
                 started: Some((s.name.clone(), s.door.clone(), s.started_at.clone())),
                 status: Some(s.status.clone()),
-                gate: s.gate.clone().map(Some),
+                gate: s.gate.clone(),
+                clear_gate: false,
                 ended_at: s.ended_at.clone(),
             };
             out.push_str(&serde_json::to_string(&update).unwrap_or_default());
@@ -569,7 +576,7 @@ mod tests {
                 events: 2,
                 head: "h1".into(),
                 status: Some(status.to_string()),
-                gate: Some((*status == "needs_approval").then(|| "abcd1234".into())),
+                gate: (*status == "needs_approval").then(|| "abcd1234".into()),
                 ..Default::default()
             };
             w.append(rec(1), Some(&end), false).unwrap();

@@ -27,3 +27,5 @@ pub use sweep::{sweep_now_and_then, sweep_orphans, ORPHAN_AGE};
 
 #[cfg(test)]
 mod conformance;
+#[cfg(test)]
+pub(crate) use conformance::pg_url as conformance_pg_url;

@@ -42,6 +42,13 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
             if let Some(id) = &state.approval_id {
                 approval_id::remove(store, id);
             }
+            crate::resume::decided::record_decision(
+                ctx,
+                state.journal.as_ref(),
+                &request.decision,
+                request.approver.as_deref(),
+                &state.step_id,
+            )?;
         }
         return Ok(cancelled());
     }
@@ -93,6 +100,13 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if let Some(id) = &state.approval_id {
         approval_id::remove(store, id);
     }
+    crate::resume::decided::record_decision(
+        ctx,
+        state.journal.as_ref(),
+        &request.decision,
+        approver.as_deref(),
+        &state.step_id,
+    )?;
     if request.decision == Decision::Approve(false) {
         return Ok(cancelled());
     }

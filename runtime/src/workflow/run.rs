@@ -93,6 +93,7 @@ impl<'a> Runner<'a> {
                 self.record_input(&step.id, gate.subject.clone(), response);
                 continue;
             }
+            let began = std::time::Instant::now();
             let outcome = match self.attempts(step) {
                 Ok(Piped::Done(r)) => Ok(r),
                 Ok(Piped::Asked(pause)) => match self.answer_pipeline(step, pause)? {
@@ -101,11 +102,43 @@ impl<'a> Runner<'a> {
                 },
                 Err(e) => Err(e),
             };
+            self.record_step(step, began, &outcome);
             if let Some(stop) = self.complete(index, step, outcome)? {
                 return Ok(stop);
             }
         }
         Ok(Stop::Done)
+    }
+
+    /// The journal's `step` event of a workflow step (host lines record
+    /// their own, with exit code and output; WebAssembly stages inside a
+    /// pipeline step record theirs too).
+    fn record_step(&self, step: &Step, began: std::time::Instant, outcome: &Result<Item>) {
+        if !self.ctx.journal.is_on() || matches!(step.action, Action::Shell(_) | Action::None) {
+            return;
+        }
+        let output_digest = outcome
+            .as_ref()
+            .ok()
+            .map(|r| crate::journal::digest(crate::value::to_js_json(r).as_bytes()));
+        let name = match &step.action {
+            Action::Wasm { uses, .. } => uses.clone(),
+            Action::Workflow { path, .. } => path.clone(),
+            _ => String::new(),
+        };
+        let _ = self
+            .ctx
+            .journal
+            .append(crate::journal::Event::Step(crate::journal::Step {
+                id: step.id.clone(),
+                step_kind: step.action.kind().into(),
+                name,
+                wall_ms: began.elapsed().as_millis() as u64,
+                output_digest,
+                replayable: true,
+                ok: outcome.is_ok(),
+                ..crate::journal::Step::default()
+            }));
     }
 
     /// After a step's action: apply `on_error` to a failure, or store the

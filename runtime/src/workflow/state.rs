@@ -89,6 +89,10 @@ pub struct WorkflowState {
     /// [`crate::state::RERUN_SAFE`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rerun_safe: bool,
+    /// Where the run's journal stood at the pause (see
+    /// [`crate::resume::saved::PipelineResumeState::journal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<crate::journal::Head>,
 }
 
 impl WorkflowState {
@@ -226,6 +230,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
                 }
                 _ => true,
             },
+        journal: None,
     };
     if let Stop::PipelineInput { pause, .. } = &stop {
         state.pipeline = Some(PipelineResume {
@@ -277,6 +282,13 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         }
         Stop::Done => unreachable!("handled above"),
     };
+    state.journal = crate::resume::pause::record_gate(
+        runner.ctx,
+        &envelope,
+        step_id,
+        state.plan_digest.clone(),
+        state.approval_id.clone(),
+    )?;
     let value = serde_json::to_value(&state).expect("a resume state serialises");
     crate::resume::pause::save_state(store, &state_key, &value, state.approval_id.as_deref())?;
     Ok(Paused {

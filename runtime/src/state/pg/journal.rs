@@ -57,8 +57,8 @@ impl Tenant {
                         Some((n, d, a)) => (Some(n), Some(d), Some(a)),
                         None => (None, None, None),
                     };
-                    let set_gate = s.gate.is_some();
-                    let gate = s.gate.flatten();
+                    let set_gate = s.gate.is_some() || s.clear_gate;
+                    let gate = s.gate;
                     let n = s.events as i64;
                     c.execute(
                         APPEND_WITH_SUMMARY,

@@ -47,10 +47,33 @@ pub fn run(
     }
     .env(env)
     .cwd(cwd);
-    if let Some(bytes) = stdin_bytes(stdin.as_ref()) {
+    let stdin = stdin_bytes(stdin.as_ref());
+    let input_digest = crate::journal::digest(stdin.as_deref().unwrap_or_default());
+    if let Some(bytes) = stdin {
         inv = inv.stdin(bytes);
     }
+    let started = std::time::Instant::now();
     let done = inv.run(ctx)?;
+    if ctx.journal.is_on() {
+        // The output in full up to the cap; past it the step cannot be
+        // replayed from the journal.
+        let (kept, cut) = crate::journal::cap_text(&done.stdout, crate::journal::HOST_OUTPUT_CAP);
+        let _ = ctx
+            .journal
+            .append(crate::journal::Event::Step(crate::journal::Step {
+                id: id.to_string(),
+                step_kind: "host".into(),
+                name: "run".into(),
+                wall_ms: started.elapsed().as_millis() as u64,
+                input_digest: Some(input_digest),
+                output_digest: Some(crate::journal::digest(done.stdout.as_bytes())),
+                exit_code: done.code,
+                output: Some(kept.to_string()),
+                replayable: !cut,
+                ok: done.success(),
+                ..crate::journal::Step::default()
+            }));
+    }
     if !done.success() {
         let detail = [done.stderr.trim(), done.stdout.trim(), line]
             .into_iter()

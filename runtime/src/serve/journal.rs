@@ -1,0 +1,95 @@
+//! The tenant's run journals over HTTP: `GET /v1/runs?status=&limit=&cursor=`
+//! (newest first, a page at a time) and `GET /v1/runs/{id}/journal` (the
+//! journal's lines, as `lobster runs export` writes them, without the
+//! checkpoint). Each tenant sees only its own store.
+
+use super::offload::offload;
+use super::state::AppState;
+use super::{authed, ApiError};
+use crate::state::journal::RunFilter;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Runs per page unless `limit` says otherwise (at most [`MAX_PAGE`]).
+pub const DEFAULT_PAGE: usize = 50;
+/// The largest page.
+pub const MAX_PAGE: usize = 500;
+
+/// `GET /v1/runs`.
+pub async fn list(
+    State(app): State<Arc<AppState>>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authed(&app, &headers)?;
+    let limit = match query.get("limit") {
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_PAGE).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!("limit must be 1 to {MAX_PAGE}, got {n:?}"))
+            })?,
+        None => DEFAULT_PAGE,
+    };
+    let before = match query.get("cursor").filter(|c| !c.is_empty()) {
+        Some(c) => Some(
+            c.split_once('~')
+                .map(|(t, id)| (t.to_string(), id.to_string()))
+                .ok_or_else(|| ApiError::bad_request("cursor is not one this server handed out"))?,
+        ),
+        None => None,
+    };
+    let filter = RunFilter {
+        status: query.get("status").filter(|s| !s.is_empty()).cloned(),
+        since: None,
+        before,
+        limit: Some(limit),
+    };
+    let runs = offload(move || tenant.store.journal_runs(&filter).map_err(ApiError::store)).await?;
+    let next = (runs.len() == limit)
+        .then(|| {
+            runs.last()
+                .map(|s| format!("{}~{}", s.started_at, s.run_id))
+        })
+        .flatten();
+    let rows: Vec<Value> = runs
+        .iter()
+        .map(|s| {
+            json!({
+                "runId": s.run_id,
+                "name": s.name,
+                "door": s.door,
+                "status": s.status,
+                "startedAt": s.started_at,
+                "endedAt": s.ended_at,
+                "gate": s.gate,
+                "events": s.events,
+                "head": s.head,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"runs": rows, "nextCursor": next})).into_response())
+}
+
+/// `GET /v1/runs/{id}/journal`.
+pub async fn journal(
+    State(app): State<Arc<AppState>>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = authed(&app, &headers)?;
+    if crate::state::journal::check_run_id(&run_id).is_err() {
+        return Err(ApiError::no_run(&run_id));
+    }
+    let id = run_id.clone();
+    let text = offload(move || tenant.store.journal_text(&id).map_err(ApiError::store))
+        .await?
+        .ok_or_else(|| ApiError::no_run(&run_id))?;
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], text).into_response())
+}

@@ -1,0 +1,301 @@
+//! The run journal through the real binary: every run leaves one (files and
+//! PostgreSQL), `runs list/show/export`, `approvals`, `verify` (tampering
+//! named), and a run killed mid-step leaves a chain that verifies.
+
+use crate::common::{read, token_of, write, Env, Run};
+use serde_json::Value;
+use std::time::Duration;
+
+fn runs(env: &Env) -> Vec<Value> {
+    let r = env.run(&["runs", "list", "--json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    r.json().as_array().cloned().unwrap()
+}
+
+fn export(env: &Env, id: &str) -> String {
+    let r = env.run(&["runs", "export", id]);
+    assert_eq!(r.code, 0, "{r:?}");
+    r.stdout
+}
+
+fn verify(env: &Env, text: &str) -> Run {
+    let path = env.work_path("run.jsonl");
+    std::fs::write(&path, text).unwrap();
+    env.run(&["verify", path.to_str().unwrap()])
+}
+
+fn kinds(journal: &str) -> Vec<String> {
+    journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| r["event"]["kind"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A pause, a resume with a named approver, the listing, the export and its
+/// verification, on the store at `url` (`None`: files).
+fn a_paused_and_resumed_run_is_journaled(url: Option<&str>) {
+    let env = Env::with_store(url);
+    let paused = env.tool("exec --json --shell 'echo [1,2]' | approve --prompt 'send?'");
+    assert_eq!(paused.code, 0, "{paused:?}");
+    // The envelope is exactly the reference's: no run id in it.
+    assert!(!paused.stdout.contains("runId"), "{}", paused.stdout);
+    let pending = env.run(&["approvals", "--json"]).json();
+    assert_eq!(pending.as_array().unwrap().len(), 1, "{pending}");
+    let id = pending[0]["runId"].as_str().unwrap().to_string();
+    assert_eq!(pending[0]["status"], "needs_approval");
+    let approval_id = paused.json()["requiresApproval"]["approvalId"].clone();
+    assert_eq!(pending[0]["gate"], approval_id);
+
+    let token = token_of(&paused.json());
+    let done = env.run(&[
+        "resume",
+        "--token",
+        &token,
+        "--approve",
+        "yes",
+        "--approver",
+        "alice",
+    ]);
+    assert_eq!(done.code, 0, "{done:?}");
+
+    let listed = runs(&env);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["runId"], id.as_str());
+    assert_eq!(listed[0]["status"], "ok");
+    assert_eq!(listed[0]["gate"], Value::Null);
+    assert!(env
+        .run(&["approvals", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    let text = export(&env, &id);
+    let k = kinds(&text);
+    assert_eq!(
+        k,
+        [
+            "run_started",
+            "step",
+            "step",
+            "gate_opened",
+            "run_ended",
+            "run_resumed",
+            "decision",
+            "run_ended"
+        ],
+        "{text}"
+    );
+    assert!(text.contains("\"approver\":\"alice\""), "{text}");
+    assert!(text.contains("\"checkpoint\""), "{text}");
+    let v = verify(&env, &text);
+    assert_eq!(v.code, 0, "{v:?}");
+    assert!(
+        v.stdout.contains("verified") && v.stdout.contains("ended ok"),
+        "{v:?}"
+    );
+
+    // Tampering with the export: an event edited, one dropped, the tail cut.
+    let lines: Vec<&str> = text.lines().collect();
+    let edited = text.replacen("\"prompt\":\"send?\"", "\"prompt\":\"fine\"", 1);
+    let r = verify(&env, &edited);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains("event 3 (gate_opened) was changed"),
+        "{r:?}"
+    );
+    let dropped: String = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 5)
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    let r = verify(&env, &dropped);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("event 5"), "{r:?}");
+    let mut cut: Vec<&str> = lines.clone();
+    cut.remove(cut.len() - 2); // the last event, keeping the checkpoint
+    let r = verify(&env, &(cut.join("\n") + "\n"));
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("missing (truncated)"), "{r:?}");
+
+    // The timeline names the approver and the gate.
+    let show = env.run(&["runs", "show", &id]);
+    assert!(show.stdout.contains("approve by alice via cli"), "{show:?}");
+    assert!(show.stdout.contains("chain verifies"), "{show:?}");
+}
+
+#[test]
+fn a_paused_and_resumed_run_is_journaled_on_files() {
+    a_paused_and_resumed_run_is_journaled(None);
+}
+
+#[test]
+fn a_paused_and_resumed_run_is_journaled_on_postgres() {
+    if let Some(url) = crate::store::pg_url() {
+        a_paused_and_resumed_run_is_journaled(Some(&url));
+    }
+}
+
+#[test]
+fn human_mode_names_the_run_on_stderr_and_tool_mode_does_not() {
+    let env = Env::new();
+    let human = env.run(&["run", "commands.list | head --n 1 | pick name"]);
+    assert_eq!(human.code, 0, "{human:?}");
+    let id = runs(&env)[0]["runId"].as_str().unwrap().to_string();
+    assert!(human.stderr.ends_with(&format!("run {id}\n")), "{human:?}");
+    let tool = env.tool("commands.list | head --n 1");
+    assert_eq!(tool.stderr, "", "{tool:?}");
+    // A run that fails to parse is journaled too, as an error.
+    let bad = env.run(&["run", "nosuchcommand | head"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    let listed = runs(&env);
+    assert_eq!(listed.len(), 3);
+    assert_eq!(listed[0]["status"], "error");
+    assert_eq!(
+        env.run(&["runs", "list", "--json", "--status", "error"])
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_call_and_a_workflow_record_their_door_steps_and_request() {
+    let env = Env::new();
+    let wf = write(
+        &env,
+        "wf.lobster",
+        "name: demo\nargs:\n  who: {default: world}\nsteps:\n  - id: hello\n    run: echo hello ${who}\n  - id: count\n    pipeline: exec --json --shell 'echo [1,2,3]' | head --n 2\n",
+    );
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        wf.to_str().unwrap(),
+        "--args-json",
+        "{\"who\":\"journal\"}",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let call = env.run_with_stdin(&["call"], "{\"pipeline\": \"commands.list | head --n 1\"}");
+    assert_eq!(call.code, 0, "{call:?}");
+    let listed = runs(&env);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0]["door"], "call");
+    assert_eq!(listed[1]["door"], "cli");
+    let text = export(&env, listed[1]["runId"].as_str().unwrap());
+    let start: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let request = &start["event"]["request"];
+    assert_eq!(request["kind"], "workflow");
+    // The workflow file's content, in full, and the args as given.
+    assert_eq!(request["text"].as_str().unwrap(), read(&wf));
+    assert_eq!(request["args"]["who"], "journal");
+    // The host line: its exit code and its output in full.
+    let host: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["event"]["step_kind"] == "host" && r["event"]["id"] == "hello")
+        .expect("the shell step's event");
+    assert_eq!(host["event"]["exit_code"], 0);
+    assert_eq!(host["event"]["output"], "hello journal\n");
+    // Env names, never values.
+    assert!(
+        !text.contains(env.state.path().to_str().unwrap()),
+        "an env value leaked"
+    );
+    assert_eq!(verify(&env, &text).code, 0);
+}
+
+#[test]
+fn a_run_killed_during_a_step_leaves_a_chain_that_verifies() {
+    let env = Env::new();
+    let pidfile = env.work_path("pid");
+    let wf = write(
+        &env,
+        "slow.lobster",
+        &format!(
+            "steps:\n  - id: first\n    run: echo one\n  - id: slow\n    run: echo $$ > {}; sleep 30\n",
+            pidfile.display()
+        ),
+    );
+    let mut child = env.spawn(&["run", "--mode", "tool", wf.to_str().unwrap()]);
+    for _ in 0..400 {
+        if read(&pidfile).ends_with('\n') {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(
+        read(&pidfile).ends_with('\n'),
+        "the slow step never started"
+    );
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let listed = runs(&env);
+    assert_eq!(listed[0]["status"], "running");
+    let id = listed[0]["runId"].as_str().unwrap();
+    let file = env.state.path().join(format!("journal/{id}.jsonl"));
+    let r = env.run(&["verify", file.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("no end recorded"), "{r:?}");
+    assert_eq!(kinds(&read(&file)), ["run_started", "step"]);
+}
+
+#[test]
+fn journals_swapped_between_runs_do_not_verify_as_theirs() {
+    let env = Env::new();
+    assert_eq!(env.tool("commands.list | head --n 1").code, 0);
+    assert_eq!(env.tool("commands.list | head --n 2").code, 0);
+    let listed = runs(&env);
+    let (a, b) = (
+        listed[0]["runId"].as_str().unwrap(),
+        listed[1]["runId"].as_str().unwrap(),
+    );
+    let dir = env.state.path().join("journal");
+    let (fa, fb) = (
+        dir.join(format!("{a}.jsonl")),
+        dir.join(format!("{b}.jsonl")),
+    );
+    let ta = read(&fa);
+    std::fs::write(&fa, read(&fb)).unwrap();
+    std::fs::write(&fb, ta).unwrap();
+    let r = env.run(&["verify", fa.to_str().unwrap(), "--run", a]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains(&format!("belongs to run {b}, not {a}")),
+        "{r:?}"
+    );
+    let export = env.run(&["runs", "export", a]);
+    assert_eq!(export.code, 1, "{export:?}");
+    assert!(export.stderr.contains("does not verify"), "{export:?}");
+    let show = env.run(&["runs", "show", a]);
+    assert!(show.stdout.contains("DOES NOT VERIFY"), "{show:?}");
+}
+
+#[test]
+fn prune_leaves_tombstones_and_keeps_paused_runs() {
+    let env = Env::new();
+    assert_eq!(env.tool("commands.list | head --n 1").code, 0);
+    let paused = env.tool("exec --json --shell 'echo [1]' | approve --prompt ok?");
+    assert_eq!(paused.code, 0);
+    let r = env.run(&["runs", "prune", "--older-than", "0s"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "pruned 1 run journal(s)\n");
+    let statuses: Vec<String> = runs(&env)
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["needs_approval", "pruned"]);
+    let pruned = runs(&env)[1]["runId"].as_str().unwrap().to_string();
+    let show = env.run(&["runs", "show", &pruned]);
+    assert_eq!(show.code, 1);
+    assert!(
+        show.stderr
+            .contains("was pruned; its tombstone keeps 2 events, head"),
+        "{show:?}"
+    );
+}
