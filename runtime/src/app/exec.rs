@@ -81,7 +81,7 @@ impl Reply {
 pub fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
     let parsed = crate::dsl::parse(text);
     let components = match &parsed {
-        Ok(p) if ctx.journal.door() != "" => journal::pipeline_components(p, ctx),
+        Ok(p) if !ctx.journal.door().is_empty() => journal::pipeline_components(p, ctx),
         _ => Vec::new(),
     };
     journal::begin(ctx, journal::pipeline_request(text), components)?;
@@ -96,7 +96,7 @@ pub fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
 /// Run the workflow file at `path`, journaled from its start to its end.
 pub fn run_workflow_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
     // A path that names no file starts no run (nothing to record).
-    if ctx.journal.door() != "" && path.is_file() {
+    if !ctx.journal.door().is_empty() && path.is_file() {
         journal::begin(ctx, journal::workflow_request(path, args_json), Vec::new())?;
     }
     let result = crate::workflow::run_file(path, args_json, ctx);

@@ -440,7 +440,7 @@ fn timeline(store: &StateStore, id: &str, text: &str) -> Result<String> {
                     s("id"),
                     n("wall_ms").unwrap_or(0)
                 );
-                if s("name") != "" && s("name") != s("id") {
+                if !s("name").is_empty() && s("name") != s("id") {
                     d = format!(
                         "{} {} {}ms",
                         s("step_kind"),

@@ -24,6 +24,8 @@ struct RawConfig {
     shutdown_grace_ms: Option<u64>,
     header_timeout_ms: Option<u64>,
     max_connections_per_ip: Option<usize>,
+    journal_retention: Option<String>,
+    journal_keep_runs: Option<usize>,
     #[serde(default)]
     tenant: Vec<RawTenant>,
 }
@@ -68,8 +70,20 @@ pub struct ServeConfig {
     /// Most connections open at once from one client address
     /// (`max_connections_per_ip`; `None`: no cap).
     pub max_connections_per_ip: Option<usize>,
+    /// Settled runs' journals older than this are pruned (`journal_retention`,
+    /// default [`DEFAULT_JOURNAL_RETENTION`]), each leaving a tombstone.
+    pub journal_retention: Duration,
+    /// At most this many settled runs' journals are kept per tenant
+    /// (`journal_keep_runs`, default [`DEFAULT_JOURNAL_KEEP_RUNS`]).
+    pub journal_keep_runs: usize,
     pub tenants: Vec<TenantConfig>,
 }
+
+/// Default `journal_retention`: 30 days.
+pub const DEFAULT_JOURNAL_RETENTION: Duration = Duration::from_secs(30 * 86_400);
+
+/// Default `journal_keep_runs`.
+pub const DEFAULT_JOURNAL_KEEP_RUNS: usize = 10_000;
 
 /// One `[[tenant]]`, paths made absolute.
 #[derive(Debug, Clone)]
@@ -153,6 +167,19 @@ impl ServeConfig {
                     "approval_link_ttl {s:?} is not a duration like \"90s\", \"15m\" or \"2h\""
                 ))
             })?,
+        };
+        let journal_retention = match raw.journal_retention.as_deref() {
+            None => DEFAULT_JOURNAL_RETENTION,
+            Some(s) => parse_duration(s).ok_or_else(|| {
+                bad(format!(
+                    "journal_retention {s:?} is not a duration like \"12h\" or \"30d\""
+                ))
+            })?,
+        };
+        let journal_keep_runs = match raw.journal_keep_runs {
+            Some(0) => return Err(bad("journal_keep_runs must be at least 1".into())),
+            Some(n) => n,
+            None => DEFAULT_JOURNAL_KEEP_RUNS,
         };
         if raw.tenant.is_empty() {
             return Err(bad(
@@ -256,6 +283,8 @@ impl ServeConfig {
                 }
                 n => n,
             },
+            journal_retention,
+            journal_keep_runs,
             tenants,
         })
     }
@@ -307,6 +336,7 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         's' => n,
         'm' => n.checked_mul(60)?,
         'h' => n.checked_mul(3600)?,
+        'd' => n.checked_mul(86_400)?,
         _ => return None,
     };
     (secs > 0).then(|| Duration::from_secs(secs))
@@ -360,6 +390,22 @@ mod tests {
         assert_eq!((t.max_concurrent_runs, t.requests_per_minute), (8, 600));
         assert!(!t.self_approve);
         assert_eq!(t.token_sha256, super::super::tenant::sha256(b"test"));
+        assert_eq!(c.journal_retention, DEFAULT_JOURNAL_RETENTION);
+        assert_eq!(c.journal_keep_runs, DEFAULT_JOURNAL_KEEP_RUNS);
+    }
+
+    #[test]
+    fn journal_retention_is_a_duration_and_keep_at_least_one() {
+        let c = parse(&format!(
+            "journal_retention = \"7d\"\njournal_keep_runs = 50\n{TENANT}"
+        ))
+        .unwrap();
+        assert_eq!(c.journal_retention, Duration::from_secs(7 * 86_400));
+        assert_eq!(c.journal_keep_runs, 50);
+        let e = parse(&format!("journal_retention = \"soon\"\n{TENANT}")).unwrap_err();
+        assert!(e.to_string().contains("journal_retention \"soon\""), "{e}");
+        let e = parse(&format!("journal_keep_runs = 0\n{TENANT}")).unwrap_err();
+        assert!(e.to_string().contains("journal_keep_runs"), "{e}");
     }
 
     #[test]

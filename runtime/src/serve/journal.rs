@@ -93,3 +93,37 @@ pub async fn journal(
         .ok_or_else(|| ApiError::no_run(&run_id))?;
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], text).into_response())
 }
+
+/// Prune every tenant's settled run journals past `journal_retention` or
+/// beyond the newest `journal_keep_runs` (each leaves a tombstone): once at
+/// start, then every [`PRUNE_EVERY`], on the blocking pool. Every node does
+/// it; a prune is idempotent.
+pub async fn keep_pruning(app: Arc<AppState>) {
+    loop {
+        let a = app.clone();
+        let _ = tokio::task::spawn_blocking(move || prune_once(&a)).await;
+        tokio::time::sleep(PRUNE_EVERY).await;
+    }
+}
+
+/// How often journals are pruned.
+pub const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// One pass of [`keep_pruning`]; how many runs' journals it pruned.
+pub fn prune_once(app: &AppState) -> usize {
+    let keep = app.config.journal_keep_runs;
+    let cutoff = chrono::Utc::now()
+        - chrono::Duration::from_std(app.config.journal_retention).unwrap_or_default();
+    let cutoff = cutoff.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    let mut pruned = 0;
+    for t in &app.tenants {
+        match t.store.journal_prune(&cutoff, keep) {
+            Ok(ids) => pruned += ids.len(),
+            Err(e) => (app.log)(&format!(
+                "tenant {}: cannot prune run journals: {e}",
+                t.name
+            )),
+        }
+    }
+    pruned
+}

@@ -347,6 +347,7 @@ pub fn run(
             tokio::spawn(runs::keep_beating(app.clone()));
             queue::spawn_workers(&app, tokio::runtime::Handle::current());
         }
+        tokio::spawn(journal::keep_pruning(app.clone()));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let (drained_tx, drained_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(shutdown::watch(app.clone(), stop_tx, drained_tx));

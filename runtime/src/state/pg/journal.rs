@@ -16,17 +16,17 @@ const APPEND_WITH_SUMMARY: &str = "WITH ins AS (
        RETURNING 1)
      INSERT INTO lobster_journal_runs AS r
          (tenant, run_id, name, door, status, started_at, ended_at, gate, head, events)
-     VALUES ($1, $2, coalesce($7, ''), coalesce($8, ''), coalesce($9, 'running'),
-             coalesce($10::timestamptz, now()), $11::timestamptz, $13, $14, $15)
+     VALUES ($1, $2, coalesce($7::text, ''), coalesce($8::text, ''), coalesce($9::text, 'running'),
+             coalesce($10::text::timestamptz, now()), $11::text::timestamptz, $13, $14, $15)
      ON CONFLICT (run_id) DO UPDATE SET
          name = CASE WHEN $7::text IS NULL THEN r.name ELSE EXCLUDED.name END,
          door = CASE WHEN $8::text IS NULL THEN r.door ELSE EXCLUDED.door END,
          started_at = CASE WHEN $10::text IS NULL THEN r.started_at ELSE EXCLUDED.started_at END,
-         status = coalesce($9, r.status),
-         ended_at = coalesce($11::timestamptz, r.ended_at),
-         gate = CASE WHEN $12 THEN $13 ELSE r.gate END,
-         head = CASE WHEN $15 >= r.events THEN $14 ELSE r.head END,
-         events = greatest($15, r.events)
+         status = coalesce($9::text, r.status),
+         ended_at = coalesce($11::text::timestamptz, r.ended_at),
+         gate = CASE WHEN $12::bool THEN $13::text ELSE r.gate END,
+         head = CASE WHEN $15::bigint >= r.events THEN $14::text ELSE r.head END,
+         events = greatest($15::bigint, r.events)
      WHERE r.tenant = EXCLUDED.tenant";
 
 impl Tenant {
@@ -120,8 +120,8 @@ impl Tenant {
                         to_char(ended_at AT TIME ZONE 'UTC', {ISO}), gate, head, events
                  FROM lobster_journal_runs
                  WHERE tenant = $1 AND ($2::text IS NULL OR status = $2)
-                   AND ($3::text IS NULL OR started_at >= $3::timestamptz)
-                   AND ($4::text IS NULL OR (started_at, run_id) < ($4::timestamptz, $5::text))
+                   AND ($3::text IS NULL OR started_at >= $3::text::timestamptz)
+                   AND ($4::text IS NULL OR (started_at, run_id) < ($4::text::timestamptz, $5::text))
                  ORDER BY started_at DESC, run_id DESC LIMIT $6"
             );
             Ok(c.query(
@@ -160,7 +160,7 @@ impl Tenant {
                  doomed AS (
                    SELECT run_id FROM ranked
                    WHERE status NOT IN ('running', 'needs_approval', 'needs_input', 'pruned')
-                     AND (started_at < $2::timestamptz OR i >= $3)),
+                     AND (started_at < $2::text::timestamptz OR i >= $3)),
                  gone AS (
                    DELETE FROM lobster_journal j USING doomed d
                    WHERE j.tenant = $1 AND j.run_id = d.run_id RETURNING 1)
