@@ -1233,3 +1233,54 @@ fn slow_headers_are_cut_off_and_connections_per_address_capped() {
     assert!(csp.contains("default-src 'none'"), "{csp}");
     assert_eq!(page.header("x-frame-options"), Some("DENY"));
 }
+
+#[test]
+fn runs_and_their_journals_are_listed_per_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), "journal = true", "");
+    let s = start(&config);
+    let r = s.run(
+        ACME,
+        json!({"pipeline": "exec --json --shell 'echo [1,2]' | head --n 1"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.json()["runId"].as_str().unwrap().to_string();
+    let list = s.call("GET", "/v1/runs?limit=10", ACME, None);
+    assert_eq!(list.status, 200, "{}", list.body);
+    let runs = list.json()["runs"].as_array().cloned().unwrap();
+    // The run's id is its journal's id.
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["runId"], id.as_str());
+    assert_eq!(runs[0]["status"], "ok");
+    assert_eq!(runs[0]["door"], "serve");
+    let journal = s.call("GET", &format!("/v1/runs/{id}/journal"), ACME, None);
+    assert_eq!(journal.status, 200, "{}", journal.body);
+    let kinds: Vec<String> = journal
+        .body
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(kinds, ["run_started", "step", "step", "run_ended"]);
+    // Checked offline by the CLI.
+    let file = dir.path().join("run.jsonl");
+    std::fs::write(&file, &journal.body).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["verify", file.to_str().unwrap(), "--run", &id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Another tenant sees neither the run nor its journal.
+    let other = s.call("GET", "/v1/runs", BETA, None);
+    assert_eq!(other.json()["runs"], json!([]), "{}", other.body);
+    assert_eq!(
+        s.call("GET", &format!("/v1/runs/{id}/journal"), BETA, None)
+            .status,
+        404
+    );
+    assert_eq!(s.call("GET", "/v1/runs?limit=0", ACME, None).status, 400);
+}

@@ -10,7 +10,6 @@ use crate::envelope::{error_envelope, error_envelope_of};
 use crate::error::{Error, Result};
 use crate::executor::run_pipeline;
 use crate::kernel::{Cancel, CancelReason, Context, LogSink, Mode};
-use crate::journal::Journal;
 use crate::resume::{finish_run, Paused};
 use crate::value::{to_js_json_pretty, Item};
 use crate::workflow::{has_workflow_extension, looks_like_workflow};
@@ -147,7 +146,7 @@ pub fn run_as(
         Ok(p) => p,
         Err(e) => return Reply::error(&e),
     };
-    ctx.journal = Journal::planned(settings.door(), run_id);
+    ctx.journal = settings.journal(run_id);
     ctx.broker.attach_journal(ctx.journal.clone());
     if let Some(log) = log {
         ctx.sandbox.log = log;
@@ -184,7 +183,7 @@ pub fn resume_logged(
         Err(e) => return Reply::error(&e),
     };
     ctx.sandbox.observer = settings.observer.clone();
-    ctx.journal = Journal::planned(settings.door(), None);
+    ctx.journal = settings.journal(None);
     ctx.broker.attach_journal(ctx.journal.clone());
     if let Some(log) = log {
         ctx.sandbox.log = log;

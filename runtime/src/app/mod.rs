@@ -86,6 +86,9 @@ pub struct Settings {
     /// The door runs come through, for their journals (`call`, `mcp`,
     /// `serve`; empty: `call`).
     pub door: &'static str,
+    /// Keep no journal of these runs (`lobster serve` without `journal =
+    /// true`).
+    pub no_journal: bool,
 }
 
 impl Settings {
@@ -95,6 +98,16 @@ impl Settings {
             crate::broker::endpoints::Sources::Tenant
         } else {
             crate::broker::endpoints::Sources::Process
+        }
+    }
+
+    /// The journal a run through these settings keeps (as run `run_id`
+    /// when given): off under [`Settings::no_journal`].
+    pub fn journal(&self, run_id: Option<String>) -> crate::journal::Journal {
+        if self.no_journal {
+            crate::journal::Journal::off()
+        } else {
+            crate::journal::Journal::planned(self.door(), run_id)
         }
     }
 

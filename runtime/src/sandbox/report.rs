@@ -35,7 +35,6 @@ pub fn journal_event(
     })
 }
 
-
 /// The limit `e` reports hitting, named as in [`StepReport::breach`].
 pub fn breach_kind(e: &SandboxError) -> Option<&'static str> {
     match e {

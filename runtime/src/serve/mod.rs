@@ -290,12 +290,9 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     let metrics = Arc::new(metrics::Metrics::default());
     let mut tenants = Vec::new();
     for t in &config.tenants {
-        tenants.push(Arc::new(Tenant::new(
-            t,
-            &root,
-            &metrics,
-            config.request_timeout,
-        )?));
+        let mut tenant = Tenant::new(t, &root, &metrics, config.request_timeout)?;
+        Arc::make_mut(&mut tenant.settings).no_journal = !config.journal;
+        tenants.push(Arc::new(tenant));
     }
     let link_key = link::LinkKey::load_or_create(&root)?;
     Ok(AppState {

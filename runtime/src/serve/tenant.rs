@@ -112,6 +112,8 @@ impl Tenant {
             no_server_files: true,
             tenant: true,
             door: "serve",
+            // Set from serve.toml's `journal` by `serve::prepare`.
+            no_journal: false,
             observer: Some({
                 let (metrics, tenant) = (metrics.clone(), cfg.name.clone());
                 crate::sandbox::StepObserver::new(move |report| {
