@@ -312,3 +312,25 @@ fn prune_leaves_tombstones_and_keeps_paused_runs() {
         "{show:?}"
     );
 }
+
+#[test]
+fn a_serve_tenants_runs_are_read_with_tenant() {
+    let env = Env::new();
+    // A run kept in tenant acme's store (where `lobster serve` puts it).
+    let tenant_dir = env.state.path().join("tenants/acme");
+    let r = env
+        .command(&["run", "--mode", "tool", "commands.list | head --n 1"])
+        .env("LOBSTER_STATE_DIR", &tenant_dir)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{r:?}");
+    assert!(runs(&env).is_empty());
+    let listed = env.run(&["runs", "list", "--json", "--tenant", "acme"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let listed = listed.json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let id = listed[0]["runId"].as_str().unwrap();
+    let text = env.run(&["runs", "export", id, "--tenant", "acme"]);
+    assert_eq!(verify(&env, &text.stdout).code, 0, "{text:?}");
+    assert_eq!(env.run(&["runs", "show", id, "--tenant", "beta"]).code, 1);
+}

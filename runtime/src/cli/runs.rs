@@ -18,6 +18,8 @@ Usage:
   lobster runs export ID > run.jsonl
   lobster runs prune --older-than DURATION [--keep N]
   lobster approvals [--json]            (the runs waiting at a gate)
+  (runs and approvals take --tenant NAME: a `lobster serve` tenant's runs,
+   with LOBSTER_STATE_DIR / --store naming the server's store)
   lobster verify FILE [--run ID]        (check an exported or stored journal offline)
 
 Every run (lobster run, resume, call, mcp, serve) appends events to a
@@ -124,14 +126,23 @@ pub fn runs(argv: &[String]) -> i32 {
     finish(runs_in(&StateStore::from_env(), argv))
 }
 
+/// The store `--tenant NAME` names (a `lobster serve` tenant's, under the
+/// same root), else `store` itself.
+fn tenant_store(store: &StateStore, f: &Flags) -> StateStore {
+    match f.value("--tenant") {
+        Some(name) => store.for_tenant(name),
+        None => store.clone(),
+    }
+}
+
 /// `lobster approvals`: the runs waiting at a gate.
 pub fn approvals(argv: &[String]) -> i32 {
     finish((|| {
-        let f = parse("approvals", argv, &[])?;
+        let f = parse("approvals", argv, &["--tenant"])?;
         if f.help {
             return Ok((RUNS_HELP.to_string(), 0));
         }
-        let store = StateStore::from_env();
+        let store = tenant_store(&StateStore::from_env(), &f);
         let mut runs = Vec::new();
         for status in ["needs_approval", "needs_input"] {
             runs.extend(store.journal_runs(&RunFilter {
@@ -202,11 +213,19 @@ fn runs_in(store: &StateStore, argv: &[String]) -> Result<(String, i32)> {
     let f = parse(
         "runs",
         argv,
-        &["--status", "--since", "--limit", "--older-than", "--keep"],
+        &[
+            "--status",
+            "--since",
+            "--limit",
+            "--older-than",
+            "--keep",
+            "--tenant",
+        ],
     )?;
     if f.help || f.words.is_empty() {
         return Ok((RUNS_HELP.to_string(), 0));
     }
+    let store = &tenant_store(store, &f);
     match f.words[0].as_str() {
         "list" => {
             let limit = match f.value("--limit") {
