@@ -127,12 +127,19 @@ impl Error {
         self.location().map(|l| &l.span).filter(|s| !s.is_empty())
     }
 
-    /// Prefix the message; the location is dropped (it no longer matches the text).
+    /// Prefix the message; the span is dropped (it no longer matches the
+    /// text), the hint kept.
     pub fn context(self, prefix: &str) -> Self {
-        match self {
+        let hint = self.hint().map(str::to_string);
+        let out = match self {
             Error::Parse { message, .. } => Error::parse(format!("{prefix}{message}")),
             Error::Runtime { message, .. } => Error::runtime(format!("{prefix}{message}")),
-            other => other,
+            other => return other,
+        };
+        // The fix still applies.
+        match hint {
+            Some(h) => out.with_hint(h),
+            None => out,
         }
     }
 }

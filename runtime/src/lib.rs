@@ -16,6 +16,8 @@
 //! - [`broker`]: brokered gateway tool and model calls (judged, recorded, replayed).
 //! - [`kernel`]: the types every room shares (the run's context, cancellation,
 //!   limits, the stage trait and registry, policy and authority).
+//! - [`registry`]: steps in OCI registries (publish, pull, the local cache).
+//! - [`signing`]: step signatures in minisign's format.
 
 pub mod app;
 pub mod broker;
@@ -30,10 +32,12 @@ pub mod kernel;
 pub mod mcp;
 pub mod policy;
 pub mod process;
+pub mod registry;
 pub mod resume;
 pub mod sandbox;
 pub mod schema;
 pub mod serve;
+pub mod signing;
 pub mod state;
 pub mod value;
 pub mod workflow;

@@ -5,8 +5,8 @@
 //! - an import that points up a layer:
 //!   doors (`cli`, `mcp`, `serve`) → `app` → engine (`workflow`, `resume`,
 //!   `executor`) → capabilities (`commands`, `sandbox`, `process`, `broker`,
-//!   `policy`) → `kernel` → base (`dsl`, `value`, `state`, `journal`,
-//!   `envelope`, `schema`, `error`);
+//!   `policy`, `registry`, `signing`) → `kernel` → base (`dsl`, `value`, `state`,
+//!   `journal`, `envelope`, `schema`, `error`);
 //! - an import between two rooms of one layer that closes a cycle.
 //!
 //! Test code inside `src` (a `#[cfg(test)] mod`, inline or a file of its
@@ -30,7 +30,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("engine", &["workflow", "resume", "executor"]),
     (
         "capabilities",
-        &["commands", "sandbox", "process", "broker", "policy"],
+        &[
+            "commands", "sandbox", "process", "broker", "policy", "registry", "signing",
+        ],
     ),
     ("kernel", &["kernel"]),
     (

@@ -1284,3 +1284,68 @@ fn runs_and_their_journals_are_listed_per_tenant() {
     );
     assert_eq!(s.call("GET", "/v1/runs?limit=0", ACME, None).status, 400);
 }
+
+/// A tenant whose policy requires signed steps gets no unsigned step, even
+/// one this server process already loaded for another tenant's run (the
+/// admission is asked on every load, memoised or not).
+#[test]
+fn a_tenant_requiring_signatures_refuses_an_unsigned_step_another_tenant_loaded() {
+    let Some(guests) = test_guests(
+        "a_tenant_requiring_signatures_refuses_an_unsigned_step_another_tenant_loaded",
+        "noop.wasm",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let steps = dir.path().join("mysteps");
+    std::fs::create_dir_all(&steps).unwrap();
+    std::fs::copy(guests.join("noop.wasm"), steps.join("noop.wasm")).unwrap();
+    let key = lobster::signing::SecretKey::generate("ci").unwrap();
+    std::fs::write(
+        dir.path().join("signed.toml"),
+        format!(
+            "trust = \"trusted\"\n[signers]\nkeys = [\"{}\"]\nrequire_signed = true\n",
+            key.public().line()
+        ),
+    )
+    .unwrap();
+    let config = setup(
+        dir.path(),
+        "",
+        "steps = [\"mysteps\"]\npolicy = \"signed.toml\"",
+    );
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replacen("policy = \"trusted.toml\"\nsteps", "steps", 1)
+        .replace(
+            "[[tenant]]\nname = \"selfy\"",
+            "[[tenant]]\nname = \"selfy\"\nsteps = [\"mysteps\"]",
+        );
+    std::fs::write(&config, text).unwrap();
+    let s = start(&config);
+    let r = s.run(SELF, json!({"pipeline": "noop"}));
+    assert_eq!(r.json()["ok"], true, "{}", r.body);
+    std::thread::sleep(Duration::from_millis(200));
+    let r = s.run(SELF, json!({"pipeline": "noop"}));
+    assert_eq!(r.json()["ok"], true, "{}", r.body);
+    let r = s.run(ACME, json!({"pipeline": "noop"}));
+    let msg = r.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.contains("policy refuses step noop") && msg.contains("is not signed"),
+        "{}",
+        r.body
+    );
+    // Signed with the tenant's key, it runs.
+    let sig = lobster::signing::sign(
+        &key,
+        &std::fs::read(steps.join("noop.wasm")).unwrap(),
+        "noop.wasm",
+    )
+    .unwrap();
+    lobster::signing::sidecar::write(&steps.join("noop.wasm"), &sig).unwrap();
+    let r = s.run(ACME, json!({"pipeline": "noop"}));
+    assert_eq!(r.json()["ok"], true, "{}", r.body);
+}

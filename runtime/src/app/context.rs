@@ -130,7 +130,13 @@ pub fn context_builder(
         ),
         None => (Grants::default(), Vec::new()),
     };
-    let registry = crate::executor::registry(StepPath::from_env(&run_dir, &extra), &state);
+    let policy = Arc::new(policy);
+    let registry = crate::executor::registry(
+        StepPath::from_env(&run_dir, &extra),
+        &state,
+        policy.clone(),
+        run_dir.clone(),
+    );
     // The operator's endpoints and credentials, once, from the environment
     // as the process has it now (before any step adds to it).
     let env: BTreeMap<String, String> = std::env::vars().collect();
@@ -145,7 +151,7 @@ pub fn context_builder(
         .run_dir(run_dir)
         .env(env)
         .limits(run_limits)
-        .policy(policy)
+        .shared_policy(policy)
         .grants(grants)
         .registry(registry)
         .broker(Arc::new(broker))

@@ -1,24 +1,29 @@
-//! `lobster check [--format json] [--steps DIR]… [--policy FILE] [PATHS…]` for CI:
-//! components (`.wasm`), bundles (directories with `manifest.toml`, or the
-//! manifest itself), lock files and workflow files. Every problem is listed as
-//! `path[:line]: message`; exit 0 only when everything passes.
+//! `lobster check [--format human|json|sarif|github] [--steps DIR]… [--policy FILE] [PATHS…]`
+//! for CI: components (`.wasm`), bundles (directories with `manifest.toml`,
+//! or the manifest itself), lock files (with their registry pins, resolved
+//! and verified) and workflow files. Every problem is listed as
+//! `path[:line]: message` (or as SARIF / GitHub annotations,
+//! [`super::check_format`]); exit 0 only when everything passes.
 
 use super::output::{human_error, write_once};
-use super::trust_args;
+use super::trust_args::{self, Format};
 use crate::kernel::Policy;
 use crate::policy::lock::{LockFile, LOCK_FILE};
 use crate::policy::Finding;
+use crate::registry::{Admitter, Fetcher, Reference};
 use crate::sandbox::bundle::{self, component_findings, MANIFEST};
+use crate::sandbox::Admission;
 use crate::sandbox::{ArtifactCache, StepPath, StepResolver};
 use crate::state::StateStore;
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// `lobster help check`.
 pub const CHECK_HELP: &str = "lobster check — validate steps, bundles and lock files (for CI)
 
 Usage:
-  lobster check [--format human|json] [--steps DIR]... [--policy FILE] [PATH...]
+  lobster check [--format human|json|sarif|github] [--steps DIR]... [--policy FILE] [PATH...]
 
 PATH is a component (.wasm), a bundle (a directory with manifest.toml, or
 the manifest), a lock file (lobster.lock), a workflow file (.lobster, .yaml,
@@ -31,12 +36,27 @@ Components must implement lobster:step or wasi:cli/command and import only
 what the host provides (wasi:sockets passes: it is linked with every use
 refused; never wasi:http or unknown interfaces); bundles must match their manifest; components must match their
 pin in ./lobster.lock; lock entries must match the step path (--steps DIRs,
-LOBSTER_STEP_PATH, ./steps).
-Exit codes: 0 everything passes, 1 problems found, 2 bad arguments.
+LOBSTER_STEP_PATH, ./steps); registry pins ([oci] in lobster.lock) are
+resolved at their registry (a tag that moved since it was pinned is a
+problem) and fetched by their pinned digest into the local cache, verified.
+Under a policy with [signers] require_signed, every component needs a
+signature (FILE.minisig) by a listed key; a signature that does not verify
+is always a problem.
+
+Formats: human (default: `path[:line]: message` lines and a summary), json
+({ok, checked, problems, decidedAtRunTime}), sarif (SARIF 2.1.0 for
+code-scanning upload: one result per problem, rule ids lobster/component,
+lobster/bundle, lobster/lock, lobster/workflow, lobster/signature,
+lobster/registry; run-time decisions as warnings), github (GitHub Actions
+annotations `::error file=F,line=N,title=RULE::MESSAGE`, then the summary).
+Exit codes: 0 everything passes, 1 problems found, 2 bad arguments (and
+for a policy file that does not parse).
 ";
 
 struct Checker {
     cache: ArtifactCache,
+    /// The run's admission under `policy` (signatures, registries).
+    admission: Arc<Admitter>,
     path: StepPath,
     pins: Option<(PathBuf, LockFile)>,
     /// `--policy` / `LOBSTER_POLICY` (the default policy without either).
@@ -111,7 +131,8 @@ impl Checker {
         let lines = match crate::workflow::load_plan(path, None) {
             Err(e) => e.to_string(),
             Ok((wf, _)) => {
-                let resolver = StepResolver::new(self.path.clone(), self.cache.clone());
+                let resolver = StepResolver::new(self.path.clone(), self.cache.clone())
+                    .with_admission(self.admission.clone());
                 let registry = crate::commands::builtin().with_steps(resolver);
                 let authority =
                     crate::policy::Authority::new(self.policy.clone(), self.cwd.clone());
@@ -128,16 +149,44 @@ impl Checker {
             }
         };
         for line in lines.lines().filter(|l| !l.trim().is_empty()) {
-            self.findings.push(match locate(line) {
+            let finding = match locate(line) {
                 Some((file, at, rest)) => Finding::new(Path::new(file), rest).at_line(Some(at)),
                 None => Finding::new(path, line),
-            });
+            };
+            let rule = rule_of(&finding.message, "lobster/workflow");
+            self.findings.push(finding.rule(rule));
         }
     }
 
     fn bundle(&mut self, path: &Path) {
         self.checked.push(path.to_path_buf());
-        self.findings.extend(bundle::verify(path, &self.cache));
+        let found = bundle::verify(path, &self.cache);
+        let clean = found.is_empty();
+        self.findings
+            .extend(found.into_iter().map(|f| f.rule("lobster/bundle")));
+        if clean {
+            let (dir, _) = bundle::locate(path);
+            self.signature(&dir.join(bundle::COMPONENT));
+        }
+    }
+
+    /// The signature of the component at `path`, judged by the policy.
+    fn signature(&mut self, path: &Path) {
+        let Ok(bytes) = std::fs::read(path) else {
+            return;
+        };
+        let digest = crate::sandbox::digest_of(&bytes);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Err(e) = self
+            .admission
+            .admit(&name, path, &digest, &mut || Ok(bytes.clone()))
+        {
+            self.findings
+                .push(Finding::new(path, e.to_string()).rule("lobster/signature"));
+        }
     }
 
     fn component(&mut self, path: &Path) {
@@ -150,9 +199,15 @@ impl Checker {
                 return;
             }
         };
+        // Judged before anything compiles it, as a run would.
+        self.signature(path);
+        if self.findings.last().is_some_and(|f| f.path == path) {
+            return;
+        }
         let found = component_findings(&bytes, path, &self.cache);
         let clean = found.is_empty();
-        self.findings.extend(found);
+        self.findings
+            .extend(found.into_iter().map(|f| f.rule("lobster/component")));
         if !clean {
             return;
         }
@@ -170,14 +225,17 @@ impl Checker {
                 .unwrap_or_default(),
         };
         if let Some(pinned) = lock.pin(&name).filter(|p| *p != c.digest()) {
-            self.findings.push(Finding::new(
-                path,
-                format!(
-                    "step {name} has blake3 {}, but {} pins {pinned}",
-                    c.digest(),
-                    lock_path.display()
-                ),
-            ));
+            self.findings.push(
+                Finding::new(
+                    path,
+                    format!(
+                        "step {name} has blake3 {}, but {} pins {pinned}",
+                        c.digest(),
+                        lock_path.display()
+                    ),
+                )
+                .rule("lobster/lock"),
+            );
         }
     }
 
@@ -198,7 +256,19 @@ impl Checker {
                 return;
             }
         };
-        let resolver = StepResolver::new(self.path.clone(), self.cache.clone());
+        let resolver = StepResolver::new(self.path.clone(), self.cache.clone())
+            .with_admission(self.admission.clone());
+        let before = self.findings.len();
+        for (name, pin) in &lock.oci {
+            let at = LockFile::line_of(&text, name);
+            if let Err(message) = self.registry_pin(name, pin) {
+                self.findings.push(
+                    Finding::new(path, message)
+                        .at_line(at)
+                        .rule("lobster/registry"),
+                );
+            }
+        }
         for (name, pinned) in &lock.steps {
             let at = LockFile::line_of(&text, name);
             if name.ends_with(".wasm") {
@@ -241,6 +311,72 @@ impl Checker {
                     .push(Finding::new(path, format!("step {name}: {e}")).at_line(at)),
             }
         }
+        for f in &mut self.findings[before..] {
+            if f.rule == crate::policy::finding::DEFAULT_RULE {
+                f.rule = rule_of(&f.message, "lobster/lock");
+            }
+        }
+    }
+
+    /// A registry pin of the lock: its tag still points to the pinned
+    /// digest, the step fetches and verifies by that digest, and its
+    /// signature passes the policy.
+    fn registry_pin(&self, name: &str, pin: &crate::policy::lock::OciPin) -> Result<(), String> {
+        let r = Reference::parse(name, true).map_err(|e| e.to_string())?;
+        self.policy
+            .allows_registry(&r.registry, &r.repository)
+            .then_some(())
+            .ok_or_else(|| {
+                format!(
+                    "step {name} is from registry {}/{}, which the policy's registries do not list",
+                    r.registry, r.repository
+                )
+            })?;
+        let access = Admitter::access(&self.policy).map_err(|e| e.to_string())?;
+        let fetcher = Fetcher::new(
+            crate::registry::Cache::in_state_dir(StateStore::from_env().dir()),
+            access,
+        );
+        let now = fetcher
+            .client()
+            .manifest(&r)
+            .map_err(|e| format!("step {name}: {e}"))?
+            .0;
+        if now != pin.digest {
+            return Err(format!(
+                "step {name}: its tag moved: it now points to {now}, but lobster.lock pins {} (review the new step, then `lobster lock` again; runs keep using the pinned digest)",
+                pin.digest
+            ));
+        }
+        let want = crate::registry::Pin {
+            digest: pin.digest.clone(),
+            blake3: pin.blake3.clone(),
+        };
+        let fetched = fetcher
+            .fetch(&r, Some(&want), false)
+            .map_err(|e| format!("step {name}: {e}"))?;
+        let bytes = std::fs::read(&fetched.entry.path).map_err(|e| format!("step {name}: {e}"))?;
+        let digest = crate::sandbox::digest_of(&bytes);
+        self.admission
+            .admit(
+                name,
+                &fetched.entry.path,
+                &digest,
+                &mut || Ok(bytes.clone()),
+            )
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The rule of a message some other layer wrote: signature and registry
+/// refusals are recognised by their wording, the rest is `default`.
+fn rule_of(message: &str, default: &'static str) -> &'static str {
+    if message.contains("signed") || message.contains("signature") {
+        "lobster/signature"
+    } else if message.contains("oci://") || message.contains("registry") {
+        "lobster/registry"
+    } else {
+        default
     }
 }
 
@@ -267,8 +403,14 @@ pub fn check(argv: &[String]) -> i32 {
     };
     let extra: Vec<PathBuf> = args.steps.iter().map(PathBuf::from).collect();
     let lock_path = cwd.join(LOCK_FILE);
+    let state = StateStore::from_env();
+    let admission = Arc::new(Admitter::new(
+        Arc::new(crate::policy::Authority::new(policy.clone(), cwd.clone())),
+        state.dir(),
+    ));
     let mut checker = Checker {
-        cache: ArtifactCache::in_state_dir(StateStore::from_env().dir()),
+        cache: ArtifactCache::in_state_dir(state.dir()),
+        admission,
         path: StepPath::from_env(&cwd, &extra),
         pins: None,
         policy,
@@ -294,35 +436,48 @@ pub fn check(argv: &[String]) -> i32 {
         checker.check(Path::new(p));
     }
     let ok = checker.findings.is_empty();
-    if args.json {
-        let doc = json!({
-            "ok": ok,
-            "checked": checker.checked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-            "problems": checker.findings,
-            "decidedAtRunTime": checker.warnings,
-        });
-        write_once(
-            &format!(
+    let code = i32::from(!ok);
+    let n = checker.checked.len();
+    let summary = format!(
+        "lobster check: {n} file{} checked, {} problem{}\n",
+        if n == 1 { "" } else { "s" },
+        checker.findings.len(),
+        if checker.findings.len() == 1 { "" } else { "s" }
+    );
+    let text = match args.format {
+        Format::Json => {
+            let doc = json!({
+                "ok": ok,
+                "checked": checker.checked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "problems": checker.findings,
+                "decidedAtRunTime": checker.warnings,
+            });
+            format!(
                 "{}\n",
                 serde_json::to_string_pretty(&doc).unwrap_or_default()
-            ),
-            "",
-        );
-    } else {
-        let mut text: String = checker.findings.iter().map(|f| format!("{f}\n")).collect();
-        for w in &checker.warnings {
-            text.push_str(&format!("warning: {w}\n"));
+            )
         }
-        let n = checker.checked.len();
-        text.push_str(&format!(
-            "lobster check: {n} file{} checked, {} problem{}\n",
-            if n == 1 { "" } else { "s" },
-            checker.findings.len(),
-            if checker.findings.len() == 1 { "" } else { "s" }
-        ));
-        write_once(&text, "");
-    }
-    i32::from(!ok)
+        Format::Sarif => {
+            let log = super::check_format::sarif(&checker.findings, &checker.warnings, &cwd, code);
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&log).unwrap_or_default()
+            )
+        }
+        Format::Github => {
+            super::check_format::github(&checker.findings, &checker.warnings, &cwd, &summary)
+        }
+        Format::Human => {
+            let mut text: String = checker.findings.iter().map(|f| format!("{f}\n")).collect();
+            for w in &checker.warnings {
+                text.push_str(&format!("warning: {w}\n"));
+            }
+            text.push_str(&summary);
+            text
+        }
+    };
+    write_once(&text, "");
+    code
 }
 
 /// Split `file:line:col: message` into its file, line and message.

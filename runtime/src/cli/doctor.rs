@@ -97,18 +97,23 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
         Ok(ctx) => ctx,
         Err(e) if e.kind() == "parse_error" && e.to_string().contains("policy") => {
             policy_problem = Some(e.to_string());
-            let untrusted = crate::kernel::Policy {
+            let untrusted = std::sync::Arc::new(crate::kernel::Policy {
                 trust: crate::policy::Trust::Untrusted,
                 ..Default::default()
-            };
+            });
             let state = crate::state::StateStore::from_env();
             let cwd = std::env::current_dir().unwrap_or_default();
             let extra: Vec<PathBuf> = steps.iter().map(PathBuf::from).collect();
-            let registry = crate::executor::registry(StepPath::from_env(&cwd, &extra), &state);
+            let registry = crate::executor::registry(
+                StepPath::from_env(&cwd, &extra),
+                &state,
+                untrusted.clone(),
+                cwd.clone(),
+            );
             Context::builder(Mode::Tool, state)
                 .run_dir(cwd)
                 .registry(registry)
-                .policy(untrusted)
+                .shared_policy(untrusted)
                 .build()
         }
         Err(e) => return printer.envelope(&error_envelope_of("doctor_error", &e.to_string())),
@@ -303,10 +308,11 @@ fn check_step_path(ctx: &Context) -> Check {
             };
             match found.world() {
                 Some(world) => lines.push(format!(
-                    "  {} ({}): {world}, blake3 {}, {cached}",
+                    "  {} ({}): {world}, blake3 {}, {cached}; {}",
                     found.name(),
                     file_name(&file),
-                    &found.digest[..16.min(found.digest.len())]
+                    &found.digest[..16.min(found.digest.len())],
+                    super::step_registry::signature_line(&file, &found.digest, ctx.policy())
                 )),
                 None => {
                     let e = found.loaded.as_ref().err().cloned().unwrap_or_default();
@@ -400,10 +406,47 @@ fn check_policy(ctx: &Context) -> Check {
             );
         }
     }
+    if let Some(ca) = p.registry_ca_file() {
+        if let Err(e) = crate::registry::tls::roots(Some(&ca)) {
+            return Check::problem(
+                NAME,
+                e,
+                "point registry_ca_file at a readable PEM file of CA certificates (or remove it); until then every https registry is refused".into(),
+            );
+        }
+    }
+    // Registries and signers, when the policy says anything about them.
+    let mut shipping = String::new();
+    if p.registries.is_some() {
+        shipping.push_str(&format!(", registries {}", list(&p.registries)));
+    }
+    if !p.insecure_registries.is_empty() {
+        shipping.push_str(&format!(
+            ", insecure registries [{}]",
+            p.insecure_registries.join(", ")
+        ));
+    }
+    if !p.signers.parsed.is_empty() || p.signers.require_signed {
+        let ids: Vec<String> = p
+            .signers
+            .parsed
+            .iter()
+            .map(|k| k.id().to_string())
+            .collect();
+        shipping.push_str(&format!(
+            ", signers [{}]{}",
+            ids.join(", "),
+            if p.signers.require_signed {
+                " required"
+            } else {
+                ""
+            }
+        ));
+    }
     Check::ok(
         NAME,
         format!(
-            "{}: trust {}, roots {}, env {}, max {}",
+            "{}: trust {}, roots {}, env {}{shipping}, max {}",
             source.display(),
             if p.untrusted() {
                 "untrusted"

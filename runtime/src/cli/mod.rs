@@ -2,15 +2,17 @@
 //!
 //! Dispatch (first match wins): no arguments or a leading `-h`/`--help` →
 //! help; `help [topic]`; `version`; `doctor`; `graph`; `run`; `resume`;
-//! `call`; `check`, `bundle`, `lock` (the trust layer); `steps precompile`;
+//! `call`; `check`, `bundle`, `lock`, `keys` (the trust layer); `steps precompile`;
 //! `step new|build|test` (step projects); anything else is `run <argv…>`. This room prints; nothing below it does.
 
 mod argv;
 pub mod bundle;
 mod call;
 pub mod check;
+pub mod check_format;
 mod doctor;
 pub mod help;
+pub mod keys;
 pub mod limits;
 pub mod lock;
 pub mod mcp;
@@ -22,6 +24,7 @@ pub mod run_args;
 pub mod runs;
 pub mod serve;
 pub mod step_project;
+pub mod step_registry;
 mod step_templates;
 pub mod steps;
 pub mod store;
@@ -63,6 +66,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("check") => check::check(&args[1..]),
         Some("bundle") => bundle::bundle(&args[1..]),
         Some("lock") => lock::lock(&args[1..]),
+        Some("keys") => keys::keys(&args[1..]),
         Some("mcp") => mcp::mcp(&args[1..]),
         Some("serve") => serve::serve(&args[1..]),
         Some("steps") => steps::steps(&args[1..]),
@@ -105,7 +109,20 @@ fn print_help(argv: &[String]) -> i32 {
         }
         Some(name) if registry.get(name).is_none() && !help_topic(name) => {
             match steps.resolve(name) {
-                Ok(Some(step)) => crate::commands::Command::help(step).to_string(),
+                Ok(Some(step)) => {
+                    // Who signed it, judged by the operator's policy
+                    // (LOBSTER_POLICY) when there is one.
+                    let policy =
+                        crate::policy::Policy::from_flag_or_env(None, &cwd).unwrap_or_default();
+                    let digest = crate::commands::Command::digest(step)
+                        .unwrap_or_default()
+                        .to_string();
+                    format!(
+                        "{}\nSignature: {}\n",
+                        crate::commands::Command::help(step).trim_end(),
+                        step_registry::signature_line(step.path(), &digest, &policy)
+                    )
+                }
                 Ok(None) => {
                     let hint = crate::executor::suggest(name, registry.names())
                         .map(|n| format!("  hint: did you mean `{n}`?\n"))
@@ -136,6 +153,7 @@ fn help_topic(name: &str) -> bool {
             | "check"
             | "bundle"
             | "lock"
+            | "keys"
             | "mcp"
             | "serve"
             | "steps"
@@ -157,6 +175,7 @@ fn print_topic(registry: &Registry, topic: &str) -> i32 {
         "check" => check::CHECK_HELP,
         "bundle" => bundle::BUNDLE_HELP,
         "lock" => lock::LOCK_HELP,
+        "keys" => keys::KEYS_HELP,
         "mcp" => mcp::MCP_HELP,
         "serve" => serve::SERVE_HELP,
         "steps" => steps::STEPS_HELP,

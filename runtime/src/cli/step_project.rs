@@ -25,6 +25,9 @@ Usage:
   lobster step new NAME --lang rust|python|js [--dir DIR] [--sdk GUEST-SDK-DIR]
   lobster step build [DIR]
   lobster step test [DIR]
+  lobster step publish FILE|BUNDLE oci://HOST[:PORT]/REPO:TAG
+  lobster step pull oci://HOST[:PORT]/REPO[:TAG][@sha256:DIGEST] [-o FILE|DIR]
+  lobster step sign --key NAME.key FILE|BUNDLE|oci://REF
 
 new: writes a ready-to-build project in DIR (default: NAME with dots as
 dashes): lobster-step.toml, the source with one working flag (--name),
@@ -43,6 +46,8 @@ and compares the items. Ends with `N passed, N failed`; exit 1 on a failure.
 
 Example:
   lobster step new greet --lang python && cd greet && lobster step build && lobster step test
+
+Shipping steps (OCI registries, signatures): `lobster step publish --help`.
 ";
 
 /// The Lobster checkout's `guest-sdk/` this binary was built from.
@@ -50,6 +55,9 @@ const BUILT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk");
 
 /// Entry point of `lobster step ARGS`.
 pub fn step(argv: &[String]) -> i32 {
+    if let Some(cmd @ ("publish" | "pull" | "sign")) = argv.first().map(String::as_str) {
+        return super::step_registry::step_registry(cmd, &argv[1..]);
+    }
     if argv.is_empty() || argv.iter().any(|a| a == "--help" || a == "-h") {
         write_once(STEP_HELP, "");
         return 0;
@@ -61,7 +69,7 @@ pub fn step(argv: &[String]) -> i32 {
             .map(|t| (t, true)),
         "test" => one_dir(&argv[1..], "test").and_then(|d| test(&d)),
         other => Err(Error::parse(format!(
-            "lobster step: unknown subcommand {other:?} (expected new, build or test)"
+            "lobster step: unknown subcommand {other:?} (expected new, build, test, publish, pull or sign)"
         ))),
     };
     match result {
@@ -377,7 +385,8 @@ fn test(dir: &Path) -> Result<(String, bool)> {
     let wasm_dir = wasm.parent().map(Path::to_path_buf).unwrap_or_default();
     let state = StateStore::from_env();
     let path = StepPath::new(vec![std::fs::canonicalize(&wasm_dir).unwrap_or(wasm_dir)]);
-    let registry = crate::executor::registry(path, &state);
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let registry = crate::executor::registry(path, &state, Default::default(), cwd);
     let ctx = crate::executor::process_context(Mode::Tool, state)
         .registry(registry)
         .build();

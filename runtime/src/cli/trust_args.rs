@@ -1,7 +1,7 @@
-//! argv of `lobster check`, `lobster bundle` and `lobster lock`: value flags
-//! (`--steps DIR`, repeatable; `--format human|json`; `--out PATH`;
-//! `--policy FILE`) and
-//! positional words.
+//! argv of `lobster check`, `lobster bundle`, `lobster lock`, `lobster keys`
+//! and the registry commands of `lobster step`: value flags (`--steps DIR`,
+//! repeatable; `--format human|json|sarif|github`; `--out PATH` / `-o PATH`;
+//! `--policy FILE`; `--key FILE`; `--dir DIR`) and positional words.
 
 use super::argv::{split_flag, take_value};
 use crate::error::{Error, Result};
@@ -13,6 +13,12 @@ pub struct TrustArgs {
     pub steps: Vec<String>,
     /// `--format json`.
     pub json: bool,
+    /// `--format`: `human` (default), `json`, `sarif` or `github`.
+    pub format: Format,
+    /// `--key FILE`.
+    pub key: Option<String>,
+    /// `--dir DIR`.
+    pub dir: Option<String>,
     /// `--out PATH`.
     pub out: Option<String>,
     /// `--policy FILE`.
@@ -21,6 +27,20 @@ pub struct TrustArgs {
     pub help: bool,
     /// Everything else.
     pub words: Vec<String>,
+}
+
+/// An output format of `--format`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// `path[:line]: message` lines and a summary.
+    #[default]
+    Human,
+    /// One JSON document.
+    Json,
+    /// SARIF 2.1.0 (code scanning).
+    Sarif,
+    /// GitHub Actions workflow commands (`::error file=…,line=…::…`).
+    Github,
 }
 
 /// Parse `argv` of `command`; `flags` lists the value flags it accepts.
@@ -35,6 +55,7 @@ pub fn parse(command: &str, argv: &[String], flags: &[&str]) -> Result<TrustArgs
             continue;
         }
         let (name, inline) = split_flag(tok);
+        let name = if name == "-o" { "--out" } else { name };
         if !name.starts_with("--") {
             out.words.push(tok.to_string());
             continue;
@@ -51,15 +72,27 @@ pub fn parse(command: &str, argv: &[String], flags: &[&str]) -> Result<TrustArgs
             "--steps" => out.steps.push(value),
             "--out" => out.out = Some(value),
             "--policy" => out.policy = Some(value),
-            _ => match value.as_str() {
-                "json" => out.json = true,
-                "human" => out.json = false,
-                other => {
-                    return Err(Error::parse(format!(
-                        "lobster {command} --format must be human or json (got {other:?})"
-                    )))
-                }
-            },
+            "--key" => out.key = Some(value),
+            "--dir" => out.dir = Some(value),
+            _ => {
+                out.format = match value.as_str() {
+                    "json" => Format::Json,
+                    "human" => Format::Human,
+                    "sarif" if command == "check" => Format::Sarif,
+                    "github" if command == "check" => Format::Github,
+                    other => {
+                        let allowed = if command == "check" {
+                            "human, json, sarif or github"
+                        } else {
+                            "human or json"
+                        };
+                        return Err(Error::parse(format!(
+                            "lobster {command} --format must be {allowed} (got {other:?})"
+                        )));
+                    }
+                };
+                out.json = out.format == Format::Json;
+            }
         }
     }
     Ok(out)

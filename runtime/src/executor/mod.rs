@@ -17,9 +17,20 @@ use crate::state::StateStore;
 use std::sync::Arc;
 
 /// The built-in commands and the WebAssembly steps on `path`, with compiled
-/// artefacts cached in `state`'s directory.
-pub fn registry(path: StepPath, state: &StateStore) -> Arc<Registry> {
-    let steps = StepResolver::new(path, ArtifactCache::in_state_dir(state.dir()));
+/// artefacts cached in `state`'s directory. Every component is admitted
+/// before it compiles, and `oci://` names are fetched, by a
+/// [`crate::registry::Admitter`] under `policy` in `run_dir` (the run's
+/// policy and working directory, where its `lobster.lock` is).
+pub fn registry(
+    path: StepPath,
+    state: &StateStore,
+    policy: Arc<crate::kernel::Policy>,
+    run_dir: std::path::PathBuf,
+) -> Arc<Registry> {
+    let authority = crate::kernel::Authority::shared(policy, run_dir);
+    let admission = crate::registry::Admitter::new(Arc::new(authority), state.dir());
+    let steps = StepResolver::new(path, ArtifactCache::in_state_dir(state.dir()))
+        .with_admission(Arc::new(admission));
     Arc::new(crate::commands::builtin().with_steps(steps))
 }
 
@@ -29,7 +40,12 @@ pub fn registry(path: StepPath, state: &StateStore) -> Arc<Registry> {
 /// granted, the policy is the default one.
 pub fn process_context(mode: Mode, state: StateStore) -> ContextBuilder {
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    let registry = registry(StepPath::from_env(&cwd, &[]), &state);
+    let registry = registry(
+        StepPath::from_env(&cwd, &[]),
+        &state,
+        Arc::default(),
+        cwd.clone(),
+    );
     crate::kernel::Context::builder(mode, state)
         .run_dir(cwd)
         .registry(registry)
@@ -46,12 +62,27 @@ pub fn resumed_context(
     step_dirs: &[String],
 ) -> crate::kernel::Context {
     let mut builder = ctx.rebuild().grants(grants.clone());
-    if let Some(dir) = cwd.map(std::path::PathBuf::from).filter(|p| p.is_dir()) {
-        builder = builder.run_dir(dir);
+    let dir = cwd.map(std::path::PathBuf::from).filter(|p| p.is_dir());
+    if let Some(dir) = &dir {
+        builder = builder.run_dir(dir.clone());
     }
-    if !step_dirs.is_empty() {
-        let path = StepPath::new(step_dirs.iter().map(std::path::PathBuf::from).collect());
-        builder = builder.registry(registry(path, &ctx.state));
+    // The steps are admitted under the run's policy in the resumed run's
+    // directory (its lobster.lock).
+    let path = if step_dirs.is_empty() {
+        crate::sandbox::resolver_of(&ctx.registry).map(|r| r.path().clone())
+    } else {
+        Some(StepPath::new(
+            step_dirs.iter().map(std::path::PathBuf::from).collect(),
+        ))
+    };
+    if let Some(path) = path.filter(|_| dir.is_some() || !step_dirs.is_empty()) {
+        let run_dir = builder.current_run_dir();
+        builder = builder.registry(registry(
+            path,
+            &ctx.state,
+            ctx.authority().shared_policy(),
+            run_dir,
+        ));
     }
     builder.build()
 }

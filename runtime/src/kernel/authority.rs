@@ -58,6 +58,19 @@ pub enum Request<'a> {
         /// The file.
         path: &'a Path,
     },
+    /// Use a component from an OCI registry (an `oci://` stage name or `uses:`).
+    Registry {
+        /// `host[:port]`.
+        registry: &'a str,
+        /// The repository.
+        repository: &'a str,
+    },
+    /// Compile and run a component whose signature check said `verdict`
+    /// (`None`: it has no signature), before it is compiled.
+    Signed {
+        /// What the signature check said.
+        verdict: Option<&'a crate::signing::Verdict>,
+    },
     /// Hand `grants` to a step as it starts: every directory and name must
     /// be allowed by the policy and be part of the run's grants (at most
     /// their access), so no code path can widen what the operator granted.
@@ -207,6 +220,23 @@ impl Authority {
                 Ok(())
             }
             Request::HandOver { grants } => self.hand_over(grants),
+            Request::Registry {
+                registry,
+                repository,
+            } => {
+                if self.policy.allows_registry(registry, repository) {
+                    Ok(())
+                } else {
+                    let listed = match &self.policy.registries {
+                        Some(l) => format!("the policy's registries [{}]", l.join(", ")),
+                        None => "the untrusted policy, which lists no registries".to_string(),
+                    };
+                    Err(Refusal::new(format!(
+                        "is from registry {registry}/{repository}, which is not among {listed}"
+                    )))
+                }
+            }
+            Request::Signed { verdict } => self.judge_signature(verdict),
             Request::WorkflowFile { path } => match std::fs::metadata(path) {
                 Ok(m) if !m.is_file() => Err(Refusal::new("is not a regular file")),
                 Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
@@ -225,6 +255,25 @@ impl Authority {
                 },
                 Ok(_) => Ok(()),
             },
+        }
+    }
+
+    fn judge_signature(&self, verdict: Option<&crate::signing::Verdict>) -> Result<(), Refusal> {
+        use crate::signing::Verdict;
+        let required = self.policy.signers.require_signed;
+        match verdict {
+            Some(Verdict::Trusted(_)) => Ok(()),
+            // Tampering is refused whether or not signatures are required.
+            Some(Verdict::Invalid { signer, reason }) => Err(Refusal::new(format!(
+                "has a signature by trusted signer {signer} that does not verify: {reason}"
+            ))),
+            Some(Verdict::UnknownKey(signer)) if required => Err(Refusal::new(format!(
+                "is signed by {signer}, which is not among the policy's [signers] keys"
+            ))),
+            None if required => Err(Refusal::new(
+                "is not signed, and the policy requires signed steps ([signers] require_signed)",
+            )),
+            _ => Ok(()),
         }
     }
 

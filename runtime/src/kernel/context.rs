@@ -234,6 +234,13 @@ impl ContextBuilder {
         self
     }
 
+    /// The operator policy, shared with what was built from it before the
+    /// context (the step registry's admission).
+    pub fn shared_policy(mut self, policy: Arc<Policy>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
     /// The broker's ledger (default: empty; a resumed run's is restored).
     pub fn broker(mut self, broker: Arc<Broker>) -> Self {
         self.broker = Some(broker);

@@ -24,6 +24,17 @@
 //! A trusted policy may also say `fuel = false` (top level): wasm steps are
 //! then bounded by the epoch deadline only, without fuel accounting.
 //!
+//! Registries and signatures (see `registry/`, `signing/`):
+//!
+//! ```toml
+//! registries = ["ghcr.io/acme", "127.0.0.1:5000"]  # the registries (host[:port][/repo prefix]) oci:// names may use
+//! insecure_registries = ["127.0.0.1:5000"]         # spoken to over plain http (all others: https)
+//! registry_ca_file = "registry-ca.pem"             # extra CAs for https registries (relative to this file)
+//! [signers]
+//! keys = ["RWQ…"]          # key lines of trusted `.pub` files
+//! require_signed = true    # refuse unsigned and unknown-signer components before compiling them
+//! ```
+//!
 //! A missing `roots` or `env` means "no restriction" under `trusted` and
 //! "nothing" under `untrusted`. YAML files (`.yaml`/`.yml`) use the same keys.
 
@@ -164,6 +175,21 @@ impl ModelPolicy {
     }
 }
 
+/// `[signers]`: whose signatures a run trusts, and whether it requires one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignersPolicy {
+    /// Key lines of trusted minisign public keys (a `.pub` file's second line).
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// Refuse components without a signature by one of `keys`.
+    #[serde(default)]
+    pub require_signed: bool,
+    /// The parsed keys (not part of the file).
+    #[serde(skip)]
+    pub parsed: Vec<crate::signing::PublicKey>,
+}
+
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
 /// unrestricted.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -196,6 +222,19 @@ pub struct Policy {
     /// may say so: without fuel a step's CPU is bounded by wall-clock time.
     #[serde(default = "fuel_default")]
     pub fuel: bool,
+    /// The registries `oci://` stage names and `uses:` may name
+    /// (`host[:port]`, optionally `/repository-prefix`); `None`: any when
+    /// trusted, none when untrusted.
+    pub registries: Option<Vec<String>>,
+    /// Registries reached over plain `http://` (`host[:port]`).
+    #[serde(default)]
+    pub insecure_registries: Vec<String>,
+    /// A PEM bundle of extra CAs for `https://` registries (relative to the
+    /// policy file's directory).
+    pub registry_ca_file: Option<String>,
+    /// Trusted signers and whether a signature is required.
+    #[serde(default)]
+    pub signers: SignersPolicy,
     /// Where the policy was read from (not part of the file).
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -217,6 +256,10 @@ impl Default for Policy {
             gateway: GatewayPolicy::default(),
             model: ModelPolicy::default(),
             fuel: true,
+            registries: None,
+            insecure_registries: Vec::new(),
+            registry_ca_file: None,
+            signers: SignersPolicy::default(),
             source: None,
         }
     }
@@ -270,6 +313,36 @@ impl Policy {
         check_endpoints(&policy).map_err(|msg| {
             Error::parse(format!("invalid policy file {}: {msg}", path.display()))
         })?;
+        for (i, line) in policy.signers.keys.iter().enumerate() {
+            let key = crate::signing::PublicKey::from_line(line, &format!("[signers] keys[{i}]"))
+                .map_err(|e| {
+                    Error::parse(format!(
+                        "invalid policy file {}: {e} (list the second line of a .pub file written by `lobster keys new NAME`)",
+                        path.display()
+                    ))
+                })?;
+            policy.signers.parsed.push(key);
+        }
+        for entry in policy
+            .registries
+            .iter()
+            .flatten()
+            .chain(&policy.insecure_registries)
+        {
+            let host = entry.split('/').next().unwrap_or_default();
+            if host.is_empty() || entry.contains("://") || entry.ends_with('/') {
+                return Err(Error::parse(format!(
+                    "invalid policy file {}: registry {entry:?} must be host[:port] or host[:port]/repository-prefix, without a scheme",
+                    path.display()
+                )));
+            }
+        }
+        if let Some(bad) = policy.insecure_registries.iter().find(|e| e.contains('/')) {
+            return Err(Error::parse(format!(
+                "invalid policy file {}: insecure_registries entry {bad:?} must be host[:port]",
+                path.display()
+            )));
+        }
         policy.source = Some(path.to_path_buf());
         Ok(policy)
     }
@@ -281,6 +354,33 @@ impl Policy {
         Some(match self.source.as_deref().and_then(Path::parent) {
             Some(dir) if file.is_relative() => dir.join(file),
             _ => file.to_path_buf(),
+        })
+    }
+
+    /// `registry_ca_file`, resolved against the policy file's directory.
+    pub fn registry_ca_file(&self) -> Option<PathBuf> {
+        let file = Path::new(self.registry_ca_file.as_deref()?);
+        Some(match self.source.as_deref().and_then(Path::parent) {
+            Some(dir) if file.is_relative() => dir.join(file),
+            _ => file.to_path_buf(),
+        })
+    }
+
+    /// Whether an `oci://` reference to `repository` in `registry` may be
+    /// used: `registries` lists its registry (or a prefix of its
+    /// repository); without a list, any when trusted and none when untrusted.
+    pub fn allows_registry(&self, registry: &str, repository: &str) -> bool {
+        let Some(list) = &self.registries else {
+            return self.trust == Trust::Trusted;
+        };
+        list.iter().any(|entry| {
+            let (host, prefix) = match entry.split_once('/') {
+                Some((h, p)) => (h, Some(p)),
+                None => (entry.as_str(), None),
+            };
+            host.eq_ignore_ascii_case(registry)
+                && prefix
+                    .is_none_or(|p| repository == p || repository.starts_with(&format!("{p}/")))
         })
     }
 
@@ -456,6 +556,40 @@ mod tests {
                 .to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn registries_and_signers() {
+        let p = Policy::parse(
+            "trust = \"untrusted\"\nregistries = [\"ghcr.io/acme\", \"127.0.0.1:5000\"]\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert!(p.allows_registry("ghcr.io", "acme/greet"));
+        assert!(p.allows_registry("ghcr.io", "acme"));
+        assert!(!p.allows_registry("ghcr.io", "acmeevil/greet"));
+        assert!(!p.allows_registry("ghcr.io", "other/greet"));
+        assert!(p.allows_registry("127.0.0.1:5000", "any/thing"));
+        assert!(!p.allows_registry("127.0.0.1:5001", "any/thing"));
+        let untrusted = Policy::parse("trust = \"untrusted\"\n", Path::new("p.toml")).unwrap();
+        assert!(!untrusted.allows_registry("ghcr.io", "a"));
+        assert!(Policy::default().allows_registry("ghcr.io", "a"));
+        let e =
+            Policy::parse("registries = [\"https://ghcr.io\"]\n", Path::new("p.toml")).unwrap_err();
+        assert!(e.to_string().contains("without a scheme"), "{e}");
+        let e = Policy::parse("[signers]\nkeys = [\"nope\"]\n", Path::new("p.toml")).unwrap_err();
+        assert!(e.to_string().contains("[signers] keys[0]"), "{e}");
+        let key = crate::signing::SecretKey::generate("ci").unwrap();
+        let p = Policy::parse(
+            &format!(
+                "[signers]\nkeys = [\"{}\"]\nrequire_signed = true\n",
+                key.public().line()
+            ),
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert!(p.signers.require_signed);
+        assert_eq!(p.signers.parsed[0].id(), key.public().id());
     }
 
     #[test]

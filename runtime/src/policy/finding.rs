@@ -13,7 +13,13 @@ pub struct Finding {
     pub line: Option<usize>,
     /// What is wrong.
     pub message: String,
+    /// Which check found it (a SARIF rule id, e.g. `lobster/signature`).
+    #[serde(skip)]
+    pub rule: &'static str,
 }
+
+/// The rule of a finding nobody classified.
+pub const DEFAULT_RULE: &str = "lobster/check";
 
 impl Finding {
     /// A finding without a line.
@@ -22,7 +28,14 @@ impl Finding {
             path: path.into(),
             line: None,
             message: message.into(),
+            rule: DEFAULT_RULE,
         }
+    }
+
+    /// File it under `rule`.
+    pub fn rule(mut self, rule: &'static str) -> Self {
+        self.rule = rule;
+        self
     }
 
     /// Point at `line`.

@@ -6,10 +6,15 @@
 //!
 //! [steps]
 //! "inbox.list" = "3f9a…"   # 64 hex digits of blake3
+//!
+//! [oci]                     # registry references, by the reference without digest
+//! "oci://ghcr.io/acme/greet:0.1" = { digest = "sha256:…", blake3 = "…" }
 //! ```
 //!
 //! Entries are sorted by name, so the file is deterministic. At plan time a
-//! pinned step whose component no longer has its pinned digest is refused.
+//! pinned step whose component no longer has its pinned digest is refused;
+//! a registry reference is fetched by its pinned digest (never by its tag)
+//! and its component must have the pinned blake3.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -28,6 +33,19 @@ pub struct LockFile {
     /// Step name → blake3 digest (64 lowercase hex digits).
     #[serde(default)]
     pub steps: BTreeMap<String, String>,
+    /// `oci://host/repo:tag` → the manifest digest and component blake3.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub oci: BTreeMap<String, OciPin>,
+}
+
+/// What a registry reference is pinned to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OciPin {
+    /// The OCI manifest digest (`sha256:` and 64 hex digits).
+    pub digest: String,
+    /// The component's blake3 (64 hex digits).
+    pub blake3: String,
 }
 
 impl LockFile {
@@ -36,6 +54,7 @@ impl LockFile {
         LockFile {
             version: 1,
             steps: BTreeMap::new(),
+            oci: BTreeMap::new(),
         }
     }
 
@@ -51,14 +70,46 @@ impl LockFile {
                 lock.version
             )));
         }
-        for (name, digest) in &lock.steps {
-            if digest.len() != 64
-                || !digest
-                    .bytes()
+        let blake3 = |d: &str| {
+            d.len() == 64
+                && d.bytes()
                     .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-            {
+        };
+        for (name, digest) in &lock.steps {
+            if !blake3(digest) {
                 return Err(bad(format!(
                     "steps.{name:?} must be a blake3 digest (64 lowercase hex digits), got {digest:?}"
+                )));
+            }
+        }
+        for (name, pin) in &lock.oci {
+            // The reference without digest (`oci://host/repo:tag`); the
+            // registry module parses it in full when it is used.
+            let rest = name.strip_prefix("oci://").unwrap_or_default();
+            let tagged = rest
+                .rsplit('/')
+                .next()
+                .is_some_and(|last| last.contains(':'));
+            if !rest.contains('/') || name.contains('@') || !tagged {
+                return Err(bad(format!(
+                    "oci.{name:?} must be a registry reference without digest (oci://HOST/REPO:TAG)"
+                )));
+            }
+            let sha256 = pin.digest.strip_prefix("sha256:").is_some_and(|h| {
+                h.len() == 64
+                    && h.bytes()
+                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            });
+            if !sha256 {
+                return Err(bad(format!(
+                    "oci.{name:?}.digest must be sha256: and 64 lowercase hex digits, got {:?}",
+                    pin.digest
+                )));
+            }
+            if !blake3(&pin.blake3) {
+                return Err(bad(format!(
+                    "oci.{name:?}.blake3 must be a blake3 digest (64 lowercase hex digits), got {:?}",
+                    pin.blake3
                 )));
             }
         }
@@ -77,6 +128,11 @@ impl LockFile {
         self.steps.get(name).map(String::as_str)
     }
 
+    /// The pin of registry reference `unpinned` (`oci://host/repo:tag`).
+    pub fn oci_pin(&self, unpinned: &str) -> Option<&OciPin> {
+        self.oci.get(unpinned)
+    }
+
     /// The file's text (deterministic: sorted, fixed header).
     pub fn to_text(&self) -> String {
         let mut out = String::from(
@@ -85,6 +141,16 @@ impl LockFile {
         for (name, digest) in &self.steps {
             let key = toml::Value::String(name.clone()).to_string();
             out.push_str(&format!("{key} = \"{digest}\"\n"));
+        }
+        if !self.oci.is_empty() {
+            out.push_str("\n[oci]\n");
+            for (name, pin) in &self.oci {
+                let key = toml::Value::String(name.clone()).to_string();
+                out.push_str(&format!(
+                    "{key} = {{ digest = \"{}\", blake3 = \"{}\" }}\n",
+                    pin.digest, pin.blake3
+                ));
+            }
         }
         out
     }
@@ -119,6 +185,34 @@ mod tests {
             l
         );
         assert_eq!(LockFile::line_of(&text, "z.step"), Some(6));
+    }
+
+    #[test]
+    fn registry_pins_round_trip_and_are_checked() {
+        let mut l = LockFile::new();
+        l.oci.insert(
+            "oci://127.0.0.1:5000/t/greet:0.1".into(),
+            OciPin {
+                digest: format!("sha256:{}", "c".repeat(64)),
+                blake3: "d".repeat(64),
+            },
+        );
+        let text = l.to_text();
+        let back = LockFile::parse(&text, Path::new("lobster.lock")).unwrap();
+        assert_eq!(back, l);
+        let pin = back.oci_pin("oci://127.0.0.1:5000/t/greet:0.1").unwrap();
+        assert_eq!(pin.blake3, "d".repeat(64));
+        assert_eq!(
+            LockFile::line_of(&text, "oci://127.0.0.1:5000/t/greet:0.1"),
+            Some(7)
+        );
+        let bad = text.replace("sha256:", "md5:");
+        let msg = LockFile::parse(&bad, Path::new("l"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("digest must be sha256"), "{msg}");
+        let bad = text.replace("greet:0.1", "greet");
+        assert!(LockFile::parse(&bad, Path::new("l")).is_err());
     }
 
     #[test]

@@ -80,7 +80,16 @@ pub fn load_bytes(
     source: &Path,
     cache: &ArtifactCache,
 ) -> Result<Arc<LoadedComponent>, SandboxError> {
-    let digest = digest_of(bytes);
+    load_digested(bytes, digest_of(bytes), source, cache)
+}
+
+/// [`load_bytes`] for bytes whose blake3 `digest` the caller computed.
+pub(crate) fn load_digested(
+    bytes: &[u8],
+    digest: String,
+    source: &Path,
+    cache: &ArtifactCache,
+) -> Result<Arc<LoadedComponent>, SandboxError> {
     if let Some(hit) = loaded().lock().ok().and_then(|m| m.get(&digest).cloned()) {
         return Ok(hit);
     }

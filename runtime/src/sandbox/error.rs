@@ -158,6 +158,16 @@ pub enum SandboxError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The run's admission (the operator's policy: signatures, registries)
+    /// refused a component before it was compiled. Its message names the
+    /// step or reference; its hint is the fix.
+    #[error("{}; fix: {}", bounded(.message, MESSAGE_BYTES), bounded(.hint, MESSAGE_BYTES))]
+    Refused {
+        /// What was refused and why, naming the step.
+        message: String,
+        /// How to fix it.
+        hint: String,
+    },
     /// wasmtime could not be set up, or instantiation failed.
     #[error("wasm runtime: {}", bounded(.0, MESSAGE_BYTES))]
     Engine(String),
@@ -219,7 +229,13 @@ impl SandboxError {
 
 impl From<SandboxError> for crate::error::Error {
     fn from(e: SandboxError) -> Self {
-        crate::error::Error::runtime(e.to_string())
+        match e {
+            // The fix is in the message too: a tool envelope carries no hint.
+            e @ SandboxError::Refused { .. } => {
+                crate::error::Error::runtime(e.to_string()).with_hint("nothing ran")
+            }
+            e => crate::error::Error::runtime(e.to_string()),
+        }
     }
 }
 

@@ -26,7 +26,8 @@
 //! shows up as a different stamp. A file changed while it was being read
 //! (its stamp differs before and after) is not memoised either.
 
-use super::component::{load_bytes, LoadedComponent};
+use super::admission::Admission;
+use super::component::LoadedComponent;
 use super::error::SandboxError;
 use super::ArtifactCache;
 use std::collections::HashMap;
@@ -89,18 +90,36 @@ fn memo() -> &'static Memo {
 
 /// The component in the file at `path`: from the memo when the file's
 /// stamp is the one it was loaded with, else read, hashed and loaded
-/// ([`load_bytes`], which keeps one component per digest).
+/// ([`super::load_bytes`], which keeps one component per digest).
 pub fn load(path: &Path, cache: &ArtifactCache) -> Result<Arc<LoadedComponent>, SandboxError> {
+    load_admitted(path, cache, None)
+}
+
+/// [`load`], asking `admission` (with the step's name) about the component
+/// before it is compiled — and on every memo hit, since another run may
+/// have loaded it under another policy.
+pub fn load_admitted(
+    path: &Path,
+    cache: &ArtifactCache,
+    admission: Option<(&str, &dyn Admission)>,
+) -> Result<Arc<LoadedComponent>, SandboxError> {
     let io = |source| SandboxError::Io {
         path: path.to_path_buf(),
         source,
     };
     let stamp = Stamp::of(&std::fs::metadata(path).map_err(io)?);
     if let Some(hit) = lookup(path, &stamp) {
+        if let Some((name, a)) = admission {
+            a.admit(name, path, hit.digest(), &mut || std::fs::read(path))?;
+        }
         return Ok(hit);
     }
     let (bytes, settled) = read_stamped(path).map_err(io)?;
-    let component = load_bytes(&bytes, path, cache)?;
+    let digest = super::component::digest_of(&bytes);
+    if let Some((name, a)) = admission {
+        a.admit(name, path, &digest, &mut || Ok(bytes.clone()))?;
+    }
+    let component = super::component::load_digested(&bytes, digest, path, cache)?;
     if let Some(stamp) = settled {
         remember(path, stamp, &component);
     }

@@ -15,6 +15,8 @@
 //! - [`resolve`], [`wasm_step`]: stage name → component on the step path →
 //!   a [`crate::kernel::Command`].
 //! - [`error`]: one typed error per way a step can fail.
+//! - [`admission`]: the run's judgement of a component before it is
+//!   compiled (signatures, registries), and fetching `oci://` names.
 //! - [`file_memo`]: a component file → its loaded component, per process,
 //!   checked against the file's stamp (no re-read and re-hash per stage).
 //! - [`inspect`]: import/export audit without linking (`lobster check`).
@@ -28,6 +30,7 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod admission;
 mod bindings;
 pub mod broker_port;
 pub mod bundle;
@@ -63,6 +66,7 @@ pub use crate::kernel::{
     Access, DirGrant, Grants, GrantsBuilder, Level, LogLine, LogSink, ResolvedDir, SandboxConfig,
     StepObserver, StepReport,
 };
+pub use admission::Admission;
 pub use broker_port::{CallBounds, RunBroker, StepBroker};
 pub use cache::{ArtifactCache, CacheOutcome};
 pub use component::{digest_of, load_bytes, load_file, ComponentKind, LoadedComponent};

@@ -8,15 +8,21 @@
 //! from a describe cache keyed by the component's blake3 (a component is
 //! loaded only the first time it is seen, and then only the match is). Resolution (and blake3 hashing)
 //! happens when the pipeline is planned, before any stage runs.
+//!
+//! A name `oci://…` is a step in a registry: the resolver's [`Admission`]
+//! fetches it into the local cache. Every component, found either way, is
+//! judged by the admission before it is compiled.
 
+use super::admission::Admission;
 use super::cache::ArtifactCache;
-use super::component::{digest_of, load_bytes, load_file};
+use super::component::{digest_of, load_digested};
 use super::error::SandboxError;
+use super::file_memo::load_admitted;
 use super::wasm_step::WasmStep;
 use crate::state::write_atomic;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Directories searched for step components, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,6 +75,7 @@ impl StepPath {
 pub struct StepResolver {
     path: StepPath,
     cache: ArtifactCache,
+    admission: Option<Arc<dyn Admission>>,
     resolved: Mutex<HashMap<String, (PathBuf, &'static WasmStep)>>,
 }
 
@@ -77,6 +84,7 @@ impl std::fmt::Debug for StepResolver {
         f.debug_struct("StepResolver")
             .field("path", &self.path)
             .field("cache", &self.cache)
+            .field("admission", &self.admission.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -96,8 +104,27 @@ impl StepResolver {
         StepResolver {
             path,
             cache,
+            admission: None,
             resolved: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Judge every component with `admission` before compiling it, and
+    /// fetch `oci://` names through it.
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Self {
+        self.admission = Some(admission);
+        self
+    }
+
+    /// The admission, if any.
+    pub fn admission(&self) -> Option<&Arc<dyn Admission>> {
+        self.admission.as_ref()
+    }
+
+    /// Load the component `name` resolved to at `path`, admitted first.
+    fn load(&self, name: &str, path: &Path) -> Result<Arc<super::LoadedComponent>, SandboxError> {
+        let admission = self.admission.as_deref().map(|a| (name, a));
+        load_admitted(path, &self.cache, admission)
     }
 
     /// The step path.
@@ -108,6 +135,22 @@ impl StepResolver {
     /// The compiled-artefact cache.
     pub fn cache(&self) -> &ArtifactCache {
         &self.cache
+    }
+
+    /// The component a workflow's `uses:` names: an `oci://` reference
+    /// (fetched by the admission) or a file relative to `base`; admitted
+    /// before it is compiled. Returns the file and the component.
+    pub fn load_uses(
+        &self,
+        uses: &str,
+        base: &Path,
+    ) -> Result<(PathBuf, Arc<super::LoadedComponent>), SandboxError> {
+        let path = match self.admission.as_ref().and_then(|a| a.fetch(uses)) {
+            Some(fetched) => fetched?,
+            None => base.join(uses),
+        };
+        let component = self.load(uses, &path)?;
+        Ok((path, component))
     }
 
     /// File names tried for `name`, in order.
@@ -125,6 +168,15 @@ impl StepResolver {
     /// The step called `name`, or `None` when nothing on the path matches.
     /// The wasm engine is only started when a candidate file exists.
     pub fn resolve(&self, name: &str) -> Result<Option<&'static WasmStep>, SandboxError> {
+        if let Some(fetched) = self.admission.as_ref().and_then(|a| a.fetch(name)) {
+            let path = fetched?;
+            let component = self.load(name, &path)?;
+            let step = WasmStep::intern(name, path.clone(), component);
+            if let Ok(mut m) = self.resolved.lock() {
+                m.insert(name.to_string(), (path, step));
+            }
+            return Ok(Some(step));
+        }
         if !plausible(name) {
             return Ok(None);
         }
@@ -135,7 +187,7 @@ impl StepResolver {
             .and_then(|m| m.get(name).map(|(p, _)| p.clone()))
             .filter(|p| p.is_file());
         let found = match known {
-            Some(path) => Some((path.clone(), load_file(&path, &self.cache)?)),
+            Some(path) => Some((path.clone(), self.load(name, &path)?)),
             None => match self.by_file_name(name)? {
                 Some(found) => Some(found),
                 None => self.by_described_name(name),
@@ -159,7 +211,7 @@ impl StepResolver {
             for file in Self::file_names(name) {
                 let path = dir.join(&file);
                 if path.is_file() {
-                    let component = load_file(&path, &self.cache)?;
+                    let component = self.load(name, &path)?;
                     return Ok(Some((path, component)));
                 }
             }
@@ -179,10 +231,20 @@ impl StepResolver {
                 let Ok(bytes) = std::fs::read(&path) else {
                     continue;
                 };
-                if self.described_name(&bytes, &path).as_deref() != Some(name) {
+                let digest = digest_of(&bytes);
+                // A component the admission refuses is never compiled just
+                // to learn its name.
+                if let Some(a) = &self.admission {
+                    if a.admit(name, &path, &digest, &mut || Ok(bytes.clone()))
+                        .is_err()
+                    {
+                        continue;
+                    }
+                }
+                if self.described_name(&bytes, &digest, &path).as_deref() != Some(name) {
                     continue;
                 }
-                let Ok(component) = load_bytes(&bytes, &path, &self.cache) else {
+                let Ok(component) = load_digested(&bytes, digest, &path, &self.cache) else {
                     continue;
                 };
                 if component.meta().is_some_and(|m| m.name == name) {
@@ -199,8 +261,7 @@ impl StepResolver {
     /// otherwise the component is loaded (compiled or from the artefact
     /// cache) and its name recorded. `None` for components that fail to
     /// load; `Some("")` for plain commands, which have no name.
-    fn described_name(&self, bytes: &[u8], path: &Path) -> Option<String> {
-        let digest = digest_of(bytes);
+    fn described_name(&self, bytes: &[u8], digest: &str, path: &Path) -> Option<String> {
         let record = self.cache.dir().map(|d| d.join(format!("{digest}.name")));
         if let Some(text) = record
             .as_ref()
@@ -208,7 +269,7 @@ impl StepResolver {
         {
             return Some(text);
         }
-        let component = load_bytes(bytes, path, &self.cache).ok()?;
+        let component = load_digested(bytes, digest.to_string(), path, &self.cache).ok()?;
         remember_name(&self.cache, &component);
         Some(component.meta().map(|m| m.name.clone()).unwrap_or_default())
     }

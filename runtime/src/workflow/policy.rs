@@ -51,6 +51,18 @@ pub fn check_workflow(wf: &Workflow, ctx: &Context) -> Result<()> {
     Err(refusal(&out))
 }
 
+/// What the policy refuses in `wf` (the walk), without the pins of
+/// `lobster.lock`: for `lobster lock`, which pins anew.
+pub fn check_workflow_refusals(wf: &Workflow, ctx: &Context) -> Result<()> {
+    let cache = ArtifactCache::in_state_dir(ctx.state.dir());
+    let out = walk(wf, &ctx.registry, ctx.authority(), &cache).refused;
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(refusal(&out))
+    }
+}
+
 /// Judge a sub-workflow loaded while the run goes (its path templated, or
 /// its file rewritten since the plan was checked) exactly as the top file
 /// was judged: the same walk, before any of its steps runs.
@@ -266,7 +278,11 @@ impl Walker<'_> {
                     return;
                 }
                 let full = workflow_dir(wf).join(uses);
-                match crate::sandbox::load_file(&full, self.cache) {
+                let loaded = match crate::sandbox::resolver_of(self.registry) {
+                    Some(steps) => steps.load_uses(uses, workflow_dir(wf)).map(|(_, c)| c),
+                    None => crate::sandbox::load_file(&full, self.cache),
+                };
+                match loaded {
                     Ok(c) => {
                         let asked = Request::Component {
                             imports: c.imports(),
@@ -280,6 +296,11 @@ impl Walker<'_> {
                     // The run refuses a component that does not link (an
                     // import the host lacks): so does the check. A missing
                     // file is the loader's error, reported by validation.
+                    // An admission refusal (signature, registry) says
+                    // what to do about it.
+                    Err(e @ crate::sandbox::SandboxError::Refused { .. }) => {
+                        self.out.refused.push(format!("{at}: step {id}: {e}"))
+                    }
                     Err(e) if full.is_file() => self
                         .out
                         .refused
@@ -480,8 +501,7 @@ pub fn capabilities_after(wf: &Workflow, index: usize, ctx: &Context) -> Vec<Str
                 }
             }
             Action::Wasm { uses, .. } => {
-                let full = super::steps::compose::resolve_path(&wf.source.path, uses);
-                let reqs = crate::sandbox::load_file(&full, &step_cache(ctx))
+                let reqs = uses_component(wf, uses, ctx)
                     .ok()
                     .and_then(|c| c.meta().map(|m| m.requires.clone()))
                     .unwrap_or_default();
@@ -506,6 +526,25 @@ fn step_cache(ctx: &Context) -> crate::sandbox::ArtifactCache {
     crate::sandbox::ArtifactCache::in_state_dir(ctx.state.dir())
 }
 
+/// The component of a `uses:` step, through the run's resolver (an
+/// `oci://` reference is fetched; every component is admitted first).
+fn uses_component(
+    wf: &Workflow,
+    uses: &str,
+    ctx: &Context,
+) -> std::result::Result<
+    std::sync::Arc<crate::sandbox::LoadedComponent>,
+    crate::sandbox::SandboxError,
+> {
+    match crate::sandbox::resolver_of(&ctx.registry) {
+        Some(steps) => steps.load_uses(uses, workflow_dir(wf)).map(|(_, c)| c),
+        None => crate::sandbox::load_file(
+            &super::steps::compose::resolve_path(&wf.source.path, uses),
+            &step_cache(ctx),
+        ),
+    }
+}
+
 /// Whether every top-level step after step `index` is pure (see
 /// [`crate::policy::recovery`]): a resume of this gate whose resumer died
 /// may then run again instead of stopping for a human.
@@ -524,9 +563,8 @@ fn action_is_pure(wf: &Workflow, action: &Action, ctx: &Context) -> bool {
             crate::dsl::parse(text).is_ok_and(|p| recovery::pipeline_pure_from(&p, 0, ctx))
         }
         Action::Wasm { uses, .. } => {
-            let full = super::steps::compose::resolve_path(&wf.source.path, uses);
             recovery::wasm_steps_pure(&ctx.grants)
-                && crate::sandbox::load_file(&full, &step_cache(ctx))
+                && uses_component(wf, uses, ctx)
                     .is_ok_and(|c| recovery::imports_are_pure(c.imports()))
         }
         Action::Parallel(p) => p

@@ -235,12 +235,30 @@ fn verify(
     }
     // Plans are pinned: every stage name resolves, on a fresh resolver over
     // the recorded step path, to the file and digest it had at the pause.
+    // The run's admission judges them again (signatures, registries): a
+    // refusal is reported as itself, not as a changed step.
     if let Some(steps) = crate::sandbox::resolver_of(&ctx.registry) {
-        let fresh = crate::sandbox::StepResolver::new(steps.path().clone(), steps.cache().clone());
-        crate::policy::pins::verify(&state.components, |name| {
-            let step = fresh.resolve(name).ok()??;
-            Some((step.path().display().to_string(), step.digest().to_string()))
-        })?;
+        let mut fresh =
+            crate::sandbox::StepResolver::new(steps.path().clone(), steps.cache().clone());
+        if let Some(a) = steps.admission() {
+            fresh = fresh.with_admission(a.clone());
+        }
+        let refused = std::cell::RefCell::new(None);
+        let verified =
+            crate::policy::pins::verify(&state.components, |name| match fresh.resolve(name) {
+                Ok(step) => {
+                    let step = step?;
+                    Some((step.path().display().to_string(), step.digest().to_string()))
+                }
+                Err(e) => {
+                    refused.borrow_mut().get_or_insert(e);
+                    None
+                }
+            });
+        if let Some(e) = refused.into_inner() {
+            return Err(e.into());
+        }
+        verified?;
     }
     super::steps::wasm::prepare(&wf, ctx)?;
     let idx = state.resume_at_index;

@@ -7,7 +7,8 @@
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
 use crate::kernel::{collect, stream_of, Command, Context, Output};
-use crate::sandbox::{load_file, ArtifactCache, WasmStep};
+use crate::sandbox::file_memo::load_admitted;
+use crate::sandbox::{ArtifactCache, WasmStep};
 use crate::value::{to_js_json, Item};
 use crate::workflow::model::{Action, Workflow};
 use crate::workflow::template::{render, Scope, Style};
@@ -20,15 +21,31 @@ pub fn load(
     uses: &str,
     ctx: &Context,
 ) -> Result<&'static WasmStep> {
-    let full = super::compose::resolve_path(workflow_path, uses);
-    if !full.is_file() {
-        return Err(Error::runtime(format!(
-            "Workflow step {step_id} component not found: {}",
-            full.display()
-        )));
-    }
-    let component = load_file(&full, &ArtifactCache::in_state_dir(ctx.state.dir()))
-        .map_err(|e| Error::from(e).context(&format!("Workflow step {step_id}: ")))?;
+    let at_step = |e: crate::sandbox::SandboxError| {
+        Error::from(e).context(&format!("Workflow step {step_id}: "))
+    };
+    // The run's admission: fetches `oci://` components, and judges every
+    // component (signatures) before it is compiled.
+    let admission = crate::sandbox::resolver_of(&ctx.registry).and_then(|s| s.admission().cloned());
+    let full = match admission.as_ref().and_then(|a| a.fetch(uses)) {
+        Some(fetched) => fetched.map_err(at_step)?,
+        None => {
+            let full = super::compose::resolve_path(workflow_path, uses);
+            if !full.is_file() {
+                return Err(Error::runtime(format!(
+                    "Workflow step {step_id} component not found: {}",
+                    full.display()
+                )));
+            }
+            full
+        }
+    };
+    let component = load_admitted(
+        &full,
+        &ArtifactCache::in_state_dir(ctx.state.dir()),
+        admission.as_deref().map(|a| (uses, a)),
+    )
+    .map_err(at_step)?;
     // Judged here, where every `uses:` component is loaded (templated paths
     // too), as a pipeline stage's component is judged at plan time.
     ctx.authority()

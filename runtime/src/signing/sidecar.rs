@@ -1,0 +1,46 @@
+//! Where a signature travels with its component: beside a file as
+//! `FILE.minisig` (minisign's own convention, so `minisign -V -m FILE`
+//! finds it), which for a bundle is `step.wasm.minisig` inside the bundle,
+//! and for a pulled component the same beside its cached file. (In a
+//! registry it is a manifest under the tag `sha256-<hex>.sig`; see
+//! `crate::registry`.)
+
+use super::signature::Signature;
+use super::SigningError;
+use std::path::{Path, PathBuf};
+
+/// The suffix of a signature file.
+pub const SUFFIX: &str = ".minisig";
+
+/// The signature file of `file`.
+pub fn path_of(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(SUFFIX);
+    PathBuf::from(name)
+}
+
+/// The signature beside `file`: `None` when there is none; an error when
+/// one is there but unreadable or malformed.
+pub fn read(file: &Path) -> Result<Option<Signature>, SigningError> {
+    let path = path_of(file);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Signature::parse(&text, &path.display().to_string()).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SigningError::Io {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+/// Write `sig` beside `file` (atomically); returns the signature's path.
+pub fn write(file: &Path, sig: &Signature) -> Result<PathBuf, SigningError> {
+    let path = path_of(file);
+    crate::state::write_atomic(&path, sig.text().as_bytes()).map_err(|source| {
+        SigningError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    })?;
+    Ok(path)
+}
