@@ -1002,7 +1002,12 @@ fn memoised_component_files_follow_changes_and_pins() {
     settle();
     let run = |ctx_dir: &Path| {
         let mut ctx = context(ctx_dir, &cwd.join("state"), Grants::none());
-        ctx.registry = lobster::executor::registry(StepPath::new(vec![steps.clone()]), &ctx.state);
+        ctx.registry = lobster::executor::registry(
+            StepPath::new(vec![steps.clone()]),
+            &ctx.state,
+            ctx.authority().shared_policy(),
+            ctx.cwd.clone(),
+        );
         run_pipeline(&parse("memo").unwrap(), 0, vec![json!({"n": 1})], &ctx)
     };
     assert!(run(&cwd).is_ok());

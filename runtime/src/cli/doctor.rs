@@ -426,13 +426,8 @@ fn check_policy(ctx: &Context) -> Check {
             p.insecure_registries.join(", ")
         ));
     }
-    if !p.signers.parsed.is_empty() || p.signers.require_signed {
-        let ids: Vec<String> = p
-            .signers
-            .parsed
-            .iter()
-            .map(|k| k.id().to_string())
-            .collect();
+    if !p.signers.keys.is_empty() || p.signers.require_signed {
+        let ids = p.signers.key_ids();
         shipping.push_str(&format!(
             ", signers [{}]{}",
             ids.join(", "),

@@ -159,8 +159,13 @@ pub fn signature_line(path: &Path, digest: &str, policy: &Policy) -> String {
         Ok(None) => return "unsigned".into(),
         Err(e) => return format!("unreadable ({e})"),
     };
-    let keys = &policy.signers.parsed;
-    match signing::signature::verify_digest(digest, || std::fs::read(path), &sig, keys) {
+    let keys: Vec<signing::PublicKey> = policy
+        .signers
+        .keys
+        .iter()
+        .filter_map(|line| signing::PublicKey::from_line(line, "[signers] keys").ok())
+        .collect();
+    match signing::signature::verify_digest(digest, || std::fs::read(path), &sig, &keys) {
         Verdict::Trusted(s) => format!("signed by {s}, a trusted signer"),
         Verdict::UnknownKey(s) if keys.is_empty() => {
             format!("signed by {s} (not checked: the policy lists no [signers] keys)")

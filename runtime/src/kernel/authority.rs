@@ -69,7 +69,7 @@ pub enum Request<'a> {
     /// (`None`: it has no signature), before it is compiled.
     Signed {
         /// What the signature check said.
-        verdict: Option<&'a crate::signing::Verdict>,
+        verdict: Option<SignatureCheck<'a>>,
     },
     /// Hand `grants` to a step as it starts: every directory and name must
     /// be allowed by the policy and be part of the run's grants (at most
@@ -77,6 +77,30 @@ pub enum Request<'a> {
     HandOver {
         /// What the step is about to receive.
         grants: &'a Grants,
+    },
+}
+
+/// What checking a component's signature against the policy's
+/// `[signers] keys` found (the check is `crate::signing`'s; the judgement,
+/// [`Request::Signed`], is the authority's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureCheck<'a> {
+    /// Made by a listed key over exactly these bytes.
+    Trusted {
+        /// Who signed (name and key id).
+        signer: &'a str,
+    },
+    /// Made by a key the policy does not list.
+    UnknownKey {
+        /// Who it claims to be (name and key id).
+        signer: &'a str,
+    },
+    /// Claims a listed key but does not verify.
+    Invalid {
+        /// The listed signer it names.
+        signer: &'a str,
+        /// Why it failed.
+        reason: &'a str,
     },
 }
 
@@ -258,16 +282,15 @@ impl Authority {
         }
     }
 
-    fn judge_signature(&self, verdict: Option<&crate::signing::Verdict>) -> Result<(), Refusal> {
-        use crate::signing::Verdict;
+    fn judge_signature(&self, verdict: Option<SignatureCheck>) -> Result<(), Refusal> {
         let required = self.policy.signers.require_signed;
         match verdict {
-            Some(Verdict::Trusted(_)) => Ok(()),
+            Some(SignatureCheck::Trusted { .. }) => Ok(()),
             // Tampering is refused whether or not signatures are required.
-            Some(Verdict::Invalid { signer, reason }) => Err(Refusal::new(format!(
+            Some(SignatureCheck::Invalid { signer, reason }) => Err(Refusal::new(format!(
                 "has a signature by trusted signer {signer} that does not verify: {reason}"
             ))),
-            Some(Verdict::UnknownKey(signer)) if required => Err(Refusal::new(format!(
+            Some(SignatureCheck::UnknownKey { signer }) if required => Err(Refusal::new(format!(
                 "is signed by {signer}, which is not among the policy's [signers] keys"
             ))),
             None if required => Err(Refusal::new(

@@ -28,7 +28,7 @@ pub mod registry;
 pub mod stage;
 pub mod steps;
 
-pub use authority::{Authority, Refusal, Request};
+pub use authority::{Authority, Refusal, Request, SignatureCheck};
 pub use cancel::{pause_deadlines, Cancel, CancelReason, DeadlinePause, GroupGuard};
 pub use context::{Context, ContextBuilder, Mode};
 pub use grants::{Access, DirGrant, GrantError, Grants, GrantsBuilder, ResolvedDir};

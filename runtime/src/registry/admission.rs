@@ -20,7 +20,7 @@
 //! happens before the component is compiled.
 
 use super::{Access, Cache, Credentials, Fetcher, Pin, Reference, RegistryError};
-use crate::kernel::{Authority, Request};
+use crate::kernel::{Authority, Request, SignatureCheck};
 use crate::policy::lock::{LockFile, LOCK_FILE};
 use crate::registry;
 use crate::sandbox::{Admission, SandboxError};
@@ -192,13 +192,33 @@ impl Admission for Admitter {
             message: format!("policy refuses step {name}: {e}"),
             hint: "remove or replace the broken signature file".into(),
         })?;
-        let verdict = signature.as_ref().map(|s| {
-            signing::signature::verify_digest(digest, &mut *bytes, s, &policy.signers.parsed)
+        // Validated when the policy was read.
+        let keys: Vec<signing::PublicKey> = policy
+            .signers
+            .keys
+            .iter()
+            .filter_map(|line| signing::PublicKey::from_line(line, "[signers] keys").ok())
+            .collect();
+        let verdict = signature
+            .as_ref()
+            .map(|s| signing::signature::verify_digest(digest, &mut *bytes, s, &keys));
+        let shown = verdict.as_ref().map(|v| match v {
+            Verdict::Trusted(s) | Verdict::UnknownKey(s) | Verdict::Invalid { signer: s, .. } => {
+                s.to_string()
+            }
         });
+        let check = match (&verdict, shown.as_deref()) {
+            (Some(Verdict::Trusted(_)), Some(signer)) => Some(SignatureCheck::Trusted { signer }),
+            (Some(Verdict::UnknownKey(_)), Some(signer)) => {
+                Some(SignatureCheck::UnknownKey { signer })
+            }
+            (Some(Verdict::Invalid { reason, .. }), Some(signer)) => {
+                Some(SignatureCheck::Invalid { signer, reason })
+            }
+            _ => None,
+        };
         self.authority
-            .judge(&Request::Signed {
-                verdict: verdict.as_ref(),
-            })
+            .judge(&Request::Signed { verdict: check })
             .map_err(|reason| SandboxError::Refused {
                 message: format!(
                     "policy refuses step {name}: its component {} {reason}",

@@ -5,14 +5,14 @@
 //! host. Nothing a workflow, a step or a tenant agent writes is read here.
 //!
 //! Each credential's secret is a [`BoundSecret`] (S1's origin rule, in
-//! `policy::credential`): bound to the origin of the registry it was
+//! `kernel::credential`): bound to the origin of the registry it was
 //! configured for — `https://host:port`, or `http://` for the policy's
 //! `insecure_registries` — and handed out only for that origin, so a
 //! workflow naming another registry never makes Lobster send it there. (A credential
 //! helper — docker's `credsStore`/`credHelpers` — is a host program; it is
 //! not run: put the token in `LOBSTER_REGISTRY_AUTH` instead.)
 
-use crate::policy::credential::{BoundSecret, Origin, Scheme, Secret};
+use crate::kernel::credential::{BoundSecret, Origin, Scheme, Secret};
 use base64::Engine;
 use std::path::PathBuf;
 
