@@ -24,8 +24,3 @@ pub use store::{
     Writer, DEFAULT_LEASE, DEFAULT_TENANT, RERUN_SAFE,
 };
 pub use sweep::{sweep_now_and_then, sweep_orphans, ORPHAN_AGE};
-
-#[cfg(test)]
-mod conformance;
-#[cfg(test)]
-pub(crate) use conformance::pg_url as conformance_pg_url;

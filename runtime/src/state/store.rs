@@ -204,7 +204,7 @@ impl StateStore {
     }
 
     /// The PostgreSQL view, when this is a PostgreSQL store.
-    pub(crate) fn pg(&self) -> Result<Option<&pg::Tenant>> {
+    pub fn pg(&self) -> Result<Option<&pg::Tenant>> {
         match &self.backend {
             Backend::Files => Ok(None),
             Backend::Postgres(t) => Ok(Some(t)),

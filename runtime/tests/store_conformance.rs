@@ -2,11 +2,14 @@
 //! against PostgreSQL (`LOBSTER_TEST_PG_URL`, e.g. from `bash tests/pg.sh
 //! start`; each test in a tenant of its own). Without that URL the
 //! PostgreSQL half fails under `CI=true` and skips loudly elsewhere.
+//!
+//! It drives the store through its public items only (and the resume
+//! room's claims, tokens and approval ids, which sit on top of it).
 
-use super::{random_hex, StateStore};
-use crate::resume::claim::claim;
-use crate::resume::interrupted::error_for;
-use crate::resume::token::{self, TokenKind};
+use lobster::resume::claim::claim;
+use lobster::resume::interrupted::error_for;
+use lobster::resume::token::{self, TokenKind};
+use lobster::state::{pg, random_hex, StateStore};
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -19,7 +22,7 @@ enum Kind {
 }
 
 /// The PostgreSQL URL for tests, or why there is none.
-pub(crate) fn pg_url() -> Option<String> {
+fn pg_url() -> Option<String> {
     match std::env::var("LOBSTER_TEST_PG_URL") {
         Ok(url) if !url.trim().is_empty() => Some(url),
         _ => {
@@ -314,7 +317,7 @@ fn a_pure_run_whose_claimer_died_is_claimed_again(kind: Kind) {
     let s = f.store.clone().with_lease(Duration::from_millis(600));
     let key = "workflow_resume_rerun";
     let mut state: serde_json::Value = serde_json::from_str(WF_STATE).unwrap();
-    state[super::RERUN_SAFE] = json!(true);
+    state[lobster::state::RERUN_SAFE] = json!(true);
     s.set(key, &state).unwrap();
     let held = claim(&s, key).unwrap().unwrap();
     let first_epoch = held.epoch();
@@ -323,7 +326,7 @@ fn a_pure_run_whose_claimer_died_is_claimed_again(kind: Kind) {
     assert!(e.to_string().contains("being resumed right now"), "{e}");
     let hint = e.hint().unwrap_or_default().to_string();
     assert!(hint.contains("every step after the gate is pure"), "{hint}");
-    let record_key = crate::resume::interrupted::record_key(key);
+    let record_key = lobster::resume::interrupted::record_key(key);
     if kind == Kind::Files {
         // A claimer that is another live process (pid 1) is not taken over.
         let mut record = s.get(&record_key).unwrap().unwrap();
@@ -358,7 +361,7 @@ fn a_pure_run_whose_claimer_died_is_claimed_again(kind: Kind) {
     if let (Some(old), Some(new)) = (first_epoch, second.epoch()) {
         assert!(new > old, "a new epoch fences the dead claimer off");
         let pg = s.pg().unwrap().unwrap().clone();
-        let name = super::key_to_file_name(key).unwrap();
+        let name = lobster::state::key_to_file_name(key).unwrap();
         assert!(!pg.heartbeat(&name, old).unwrap());
         assert!(!pg.release(&name, old).unwrap());
     }
@@ -402,7 +405,7 @@ fn epoch_fencing_rejects_a_stale_holder(kind: Kind) {
         return;
     };
     let pg = s.pg().unwrap().unwrap().clone();
-    let name = super::key_to_file_name(key).unwrap();
+    let name = lobster::state::key_to_file_name(key).unwrap();
     // Another epoch cannot write to the claimed row.
     assert!(!pg.heartbeat(&name, epoch + 1).unwrap());
     assert!(!pg.release(&name, epoch - 1).unwrap());
@@ -441,10 +444,10 @@ fn tenants_are_isolated(kind: Kind) {
         token::decode(&a, &t).unwrap().state_key,
         "pipeline_resume_iso"
     );
-    let id = crate::resume::approval_id::publish(&a, "pipeline_resume_iso")
+    let id = lobster::resume::approval_id::publish(&a, "pipeline_resume_iso")
         .unwrap()
         .unwrap();
-    assert!(crate::resume::approval_id::lookup(&b, &id).is_err());
+    assert!(lobster::resume::approval_id::lookup(&b, &id).is_err());
     assert!(claim(&a, "pipeline_resume_iso").unwrap().is_some());
     // Names that are not plain ids cannot collide with one.
     assert_ne!(f.store.for_tenant("Alpha").tenant(), "alpha");
@@ -491,7 +494,7 @@ fn token_key_is_stable_and_created_once(kind: Kind) {
 
 fn approval_ids_alias_once(kind: Kind) {
     let Some(f) = fixture(kind) else { return };
-    use crate::resume::approval_id;
+    use lobster::resume::approval_id;
     let s = &f.store;
     let ids: std::collections::HashSet<String> = (0..50)
         .map(|i| {
@@ -541,7 +544,7 @@ fn works_inside_a_tokio_runtime(kind: Kind) {
 }
 
 fn dangling_approval_aliases_are_swept(kind: Kind) {
-    use crate::resume::approval_id;
+    use lobster::resume::approval_id;
     let Some(f) = fixture(kind) else { return };
     let s = &f.store;
     s.set("pipeline_resume_live", &json!({"p": 1})).unwrap();
@@ -553,7 +556,7 @@ fn dangling_approval_aliases_are_swept(kind: Kind) {
         .unwrap()
         .unwrap();
     // Young: maybe a pause in progress.
-    s.sweep_orphans(super::ORPHAN_AGE);
+    s.sweep_orphans(lobster::state::ORPHAN_AGE);
     assert!(approval_id::lookup(s, &dangling).is_ok());
     assert_eq!(s.sweep_orphans(Duration::ZERO), 1);
     assert!(approval_id::lookup(s, &dangling).is_err());
@@ -564,7 +567,7 @@ fn dangling_approval_aliases_are_swept(kind: Kind) {
 }
 
 fn queued_jobs_are_taken_in_order_once_each(kind: Kind) {
-    use super::JobStatus;
+    use lobster::state::JobStatus;
     let Some(f) = fixture(kind) else { return };
     let s = &f.store;
     for (i, id) in ["Job-A", "job-b", "job-c"].iter().enumerate() {
@@ -623,7 +626,7 @@ fn fifty_racing_takers_take_each_job_exactly_once(kind: Kind) {
 }
 
 fn a_taken_job_whose_lease_expires_is_interrupted_not_requeued(kind: Kind) {
-    use super::JobStatus;
+    use lobster::state::JobStatus;
     let Some(f) = fixture(kind) else { return };
     let s = f.store.clone().with_lease(Duration::from_millis(600));
     assert!(s.enqueue("slow", &json!(1)).unwrap());
@@ -714,7 +717,7 @@ fn a_lost_connection_fails_one_call_then_reconnects() {
         .for_tenant(&format!("test-{}", random_hex(6)));
     s.set("k", &json!(1)).unwrap();
     // Every connection this pool opened is cut (the pool may hold several).
-    let other = super::pg::open(&url);
+    let other = pg::open(&url);
     let killed: i64 = other
         .run(move |c| {
             c.query_one(
@@ -723,7 +726,7 @@ fn a_lost_connection_fails_one_call_then_reconnects() {
                 &[&tag],
             )
             .map(|r| r.get(0))
-            .map_err(|e| crate::error::Error::runtime(e.to_string()))
+            .map_err(|e| lobster::error::Error::runtime(e.to_string()))
         })
         .unwrap();
     assert!(killed >= 1);
@@ -777,25 +780,22 @@ fn the_pool_never_opens_more_than_its_cap_under_load() {
     }
     let db = s.pg().unwrap().unwrap().db.clone();
     let n = db.connections();
-    assert!((1..=super::pg::MAX_CONNECTIONS).contains(&n), "{n}");
+    assert!((1..=pg::MAX_CONNECTIONS).contains(&n), "{n}");
     assert_eq!(s.get("k49_9").unwrap(), Some(json!(9)));
 }
 
 #[test]
 fn statements_run_under_a_timeout_and_say_so_when_they_hit_it() {
     let Some(url) = pg_url() else { return };
-    let db = super::pg::open(&url);
+    let db = pg::open(&url);
     let shown: String = db
         .run(|c| {
             c.query_one("SHOW statement_timeout", &[])
                 .map(|r| r.get(0))
-                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+                .map_err(|e| lobster::error::Error::runtime(e.to_string()))
         })
         .unwrap();
-    assert_eq!(
-        shown,
-        format!("{}s", super::pg::STATEMENT_TIMEOUT.as_secs())
-    );
+    assert_eq!(shown, format!("{}s", pg::STATEMENT_TIMEOUT.as_secs()));
     // The same cancellation, with a timeout short enough for a test.
     let inner = db.clone();
     let e = db
@@ -821,14 +821,14 @@ fn statements_run_under_a_timeout_and_say_so_when_they_hit_it() {
 #[test]
 fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
     let Some(url) = pg_url() else { return };
-    let admin = super::pg::open(&url);
+    let admin = pg::open(&url);
     let db_name = format!("lobster_mig_{}", random_hex(6));
     let create = format!("CREATE DATABASE {db_name}");
     admin
         .run(move |c| {
             c.client()
                 .batch_execute(&create)
-                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+                .map_err(|e| lobster::error::Error::runtime(e.to_string()))
         })
         .unwrap();
     let sep = if url.contains('?') { '&' } else { '?' };
@@ -840,7 +840,7 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
                 let dir = tempfile::tempdir().unwrap();
                 let s = StateStore::postgres(&u, dir.path());
                 s.set(&format!("k{i}"), &json!(i)).unwrap();
-                super::pg::open(&u)
+                pg::open(&u)
             })
         })
         .collect();
@@ -849,10 +849,10 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
         .run(|c| {
             c.query("SELECT version, name FROM lobster_schema_version", &[])
                 .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+                .map_err(|e| lobster::error::Error::runtime(e.to_string()))
         })
         .unwrap();
-    let all: Vec<(i32, String)> = super::pg::MIGRATIONS
+    let all: Vec<(i32, String)> = pg::MIGRATIONS
         .iter()
         .map(|(v, name, _)| (*v, name.to_string()))
         .collect();
@@ -862,12 +862,12 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
         .run(move |c| {
             c.client()
                 .batch_execute(&drop_db)
-                .map_err(|e| crate::error::Error::runtime(e.to_string()))
+                .map_err(|e| lobster::error::Error::runtime(e.to_string()))
         })
         .unwrap();
 }
 
-#[path = "../../../tests/own_pg.rs"]
+#[path = "../../tests/own_pg.rs"]
 mod own_pg;
 use own_pg::{pg_sh, OwnCluster};
 
