@@ -175,7 +175,11 @@ fn publish_pull_and_run_by_digest_over_plain_http() {
     // plain registry is not spoken to over http.
     let r = env.run(&["step", "pull", &target, "-o", "x.wasm"]);
     assert_ne!(r.code, 0, "{r:?}");
-    assert!(r.stderr.contains(&reg.addr), "{r:?}");
+    assert!(
+        r.stderr.contains(&format!("https://{}/", reg.addr))
+            && r.stderr.contains("insecure_registries"),
+        "the https attempt and the fix are named: {r:?}"
+    );
     assert!(!env.work_path("x.wasm").exists());
 }
 
@@ -426,6 +430,33 @@ fn untrusted_policies_name_the_registries_a_workflow_may_use() {
         r.stdout.contains("not among the policy's registries"),
         "{r:?}"
     );
+    // A templated `uses:` is decided only when the step loads: check can
+    // but warn, and the load refuses it (the step named, nothing compiled).
+    let templated = write(
+        &env,
+        "templated.lobster",
+        &format!("name: t\nargs:\n  c:\n    default: {pinned}\nsteps:\n  - id: later\n    uses: ${{c}}\n    stdin: [1]\n"),
+    );
+    let templated = templated.to_str().unwrap();
+    let r = env.run(&["check", "--policy", "closed.toml", templated]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("decided at run time"), "{r:?}");
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "--policy",
+        "closed.toml",
+        templated,
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains("step later")
+            && r.stdout
+                .contains("not among the policy's registries [ghcr.io/acme]"),
+        "{r:?}"
+    );
+    assert!(nothing_compiled(&env));
     // Listing the registry (with a repository prefix) lets it run.
     write(
         &env,
@@ -596,6 +627,31 @@ fn credentials_never_go_to_another_registry_or_a_foreign_token_realm() {
         !requests.to_ascii_lowercase().contains("authorization"),
         "{requests}"
     );
+    // A workflow naming that other registry (by digest, so the run fetches
+    // it): the run's fetch offers it nothing either.
+    let before = other_seen.lock().unwrap().len();
+    let digest = "0".repeat(64);
+    let wf = wf(&env, &format!("oci://{other}/a/b:1@sha256:{digest}"));
+    let mut c = env.command(&[
+        "run",
+        "--mode",
+        "tool",
+        "--policy",
+        "policy2.toml",
+        wf.to_str().unwrap(),
+    ]);
+    c.env("LOBSTER_REGISTRY_AUTH", format!("{addr}=me:sekrit-token"));
+    let r = crate::common::finish(c.output().unwrap());
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("hello"), "the step is named: {r:?}");
+    let seen_now = other_seen.lock().unwrap();
+    assert!(seen_now.len() > before, "the workflow's registry was asked");
+    let requests = seen_now[before..].join("\n");
+    assert!(
+        !requests.to_ascii_lowercase().contains("authorization"),
+        "{requests}"
+    );
+    assert!(!r.stdout.contains("sekrit-token") && !r.stderr.contains("sekrit-token"));
     drop(seen);
 }
 
@@ -736,4 +792,101 @@ fn signatures_and_bundles_travel_through_the_registry() {
     }
     let r = fresh.run(&["bundle", "verify", "back.bundle"]);
     assert_eq!(r.code, 0, "{r:?}");
+}
+
+#[test]
+fn registry_signatures_by_unknown_keys_or_over_other_bytes_are_refused_before_compile() {
+    let (Some(reg), Some(wasm), Some(other)) =
+        (OwnRegistry::start(false), greet(), other_component())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let trusted = crate::signing::new_key(&env, "ci");
+    crate::signing::new_key(&env, "stranger");
+    let policy = insecure_policy(
+        &env,
+        &reg,
+        &format!("[signers]\nkeys = [\"{trusted}\"]\nrequire_signed = true\n"),
+    );
+    let steps = env.work_path("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    std::fs::copy(&wasm, steps.join("greet.wasm")).unwrap();
+    std::fs::copy(&other, steps.join("list.wasm")).unwrap();
+    let sign = |key: &str, what: &str| {
+        let r = env.run(&["step", "sign", "--key", key, what, "--policy", &policy]);
+        assert_eq!(r.code, 0, "{r:?}");
+    };
+    sign("ci.key", "steps/greet.wasm");
+    // Published with the trusted signature, then signed over in the
+    // registry by a key the policy does not list.
+    let target = format!("{}:0.1", reg.oci("team/greet"));
+    let r = env.run(&[
+        "step",
+        "publish",
+        "steps/greet.wasm",
+        &target,
+        "--policy",
+        &policy,
+    ]);
+    assert!(r.stdout.contains("signature by ci"), "{r:?}");
+    let greet_ref = published_ref(&r);
+    sign("stranger.key", &target);
+    // A trusted signature over other bytes: greet's, moved onto list.
+    std::fs::copy(
+        steps.join("greet.wasm.minisig"),
+        steps.join("list.wasm.minisig"),
+    )
+    .unwrap();
+    let list_ref = published_ref(&env.run(&[
+        "step",
+        "publish",
+        "steps/list.wasm",
+        &format!("{}:0.1", reg.oci("team/list")),
+        "--policy",
+        &policy,
+    ]));
+    for (reference, lax, refusal) in [
+        (&greet_ref, false, "signed by stranger"),
+        (&list_ref, false, "over other bytes"),
+        // A signature that does not verify is refused without require_signed.
+        (&list_ref, true, "over other bytes"),
+    ] {
+        // A fresh machine: nothing cached, the signature from the registry.
+        let fresh = Env::new();
+        let policy = if lax {
+            insecure_policy(
+                &fresh,
+                &reg,
+                &format!("[signers]\nkeys = [\"{trusted}\"]\n"),
+            )
+        } else {
+            std::fs::copy(env.work_path("policy.toml"), fresh.work_path("policy.toml")).unwrap();
+            "policy.toml".to_string()
+        };
+        let wf = wf(&fresh, reference);
+        let r = fresh.run(&[
+            "run",
+            "--mode",
+            "tool",
+            "--policy",
+            &policy,
+            wf.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(
+            r.stdout.contains("step hello") && r.stdout.contains(refusal),
+            "{reference} ({refusal}): {r:?}"
+        );
+        if refusal == "signed by stranger" {
+            assert!(
+                r.stdout.contains("not among the policy's [signers] keys"),
+                "{r:?}"
+            );
+        }
+        assert!(nothing_compiled(&fresh), "{reference}");
+        let r = fresh.run(&["check", "--policy", &policy, wf.to_str().unwrap()]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stdout.contains(refusal), "{r:?}");
+    }
 }

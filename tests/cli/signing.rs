@@ -134,6 +134,18 @@ fn keys_are_private_and_minisign_verifies_what_lobster_signs() {
     );
     let mk = std::fs::read_to_string(env.work_path("mk.pub")).unwrap();
     let mk_line = mk.lines().nth(1).unwrap();
+    // The key id lobster shows is the one minisign wrote into its comment.
+    let mk_id = mk
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("untrusted comment: minisign public key "))
+        .unwrap_or_else(|| panic!("{mk}"))
+        .trim();
+    let r = env.run(&["help", "--steps", "steps", "greet"]);
+    assert!(
+        r.stdout.contains(&format!("signed by key {mk_id}")),
+        "{mk_id}: {r:?}"
+    );
     write(
         &env,
         "policy.toml",
@@ -319,9 +331,20 @@ fn help_and_doctor_show_who_signed_a_step() {
     };
     let trusted = new_key(&env, "release");
     assert_eq!(sign(&env, "release.key", "steps/greet.wasm").code, 0);
+    // The key's id, as minisign writes it into the public key's comment.
+    let pubfile = std::fs::read_to_string(env.work_path("release.pub")).unwrap();
+    let id = pubfile
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("untrusted comment: minisign public key "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no key id in {pubfile}"))
+        .to_string();
+    assert_eq!(id.len(), 16, "{pubfile}");
+    let shown = format!("signed by release (key {id})");
     let r = env.run(&["help", "--steps", "steps", "greet"]);
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stdout.contains("signed by release (key "), "{r:?}");
+    assert!(r.stdout.contains(&shown), "{r:?}");
     write(
         &env,
         "policy.toml",
@@ -334,7 +357,7 @@ fn help_and_doctor_show_who_signed_a_step() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("signed by release (key ") && text.contains("trusted signer"),
+        text.contains(&shown) && text.contains("trusted signer"),
         "{text}"
     );
 }

@@ -340,10 +340,7 @@ impl Client {
             .get(format!("{scheme}://{}/v2/", r.registry))
             .send()
             .await
-            .map_err(|e| RegistryError::Unreachable {
-                reference: r.to_string(),
-                detail: chain(&e),
-            })?;
+            .map_err(|e| RegistryError::unreachable(r.to_string(), chain(&e)))?;
         let challenge = probe
             .headers()
             .get(reqwest::header::WWW_AUTHENTICATE)
@@ -379,10 +376,7 @@ impl Client {
             .basic_auth(user, Some(secret))
             .send()
             .await
-            .map_err(|e| RegistryError::Unreachable {
-                reference: r.to_string(),
-                detail: chain(&e),
-            })?;
+            .map_err(|e| RegistryError::unreachable(r.to_string(), chain(&e)))?;
         if !answer.status().is_success() {
             return Err(RegistryError::Unauthorized {
                 reference: r.to_string(),
@@ -397,10 +391,7 @@ impl Client {
         let body = answer
             .bytes()
             .await
-            .map_err(|e| RegistryError::Unreachable {
-                reference: r.to_string(),
-                detail: chain(&e),
-            })?;
+            .map_err(|e| RegistryError::unreachable(r.to_string(), chain(&e)))?;
         let token: Token = serde_json::from_slice(&body[..body.len().min(MAX_SMALL_BYTES)])
             .map_err(|_| {
                 RegistryError::bad(r, "its token service did not answer a token".to_string())

@@ -39,6 +39,27 @@ pub use credential::{Credentials, RegistryCredential};
 pub use fetch::{Fetched, Fetcher, Pin};
 pub use reference::{is_reference, Reference, ReferenceError};
 
+impl RegistryError {
+    /// No connection to the registry of `reference`. A plain-http registry
+    /// answering lobster's https (the default) gets the fix named: the
+    /// operator lists it in the policy's `insecure_registries`.
+    pub fn unreachable(reference: String, detail: String) -> RegistryError {
+        let plain_http = [
+            "InvalidContentType",
+            "wrong version number",
+            "http request to an https",
+        ]
+        .iter()
+        .any(|m| detail.contains(m));
+        let detail = if plain_http {
+            format!("{detail} (it does not speak https: a plain-http registry on a trusted network must be listed in the policy's insecure_registries)")
+        } else {
+            detail
+        };
+        RegistryError::Unreachable { reference, detail }
+    }
+}
+
 /// Everything that can go wrong with a registry; each message names the
 /// reference and, where there is one, the fix.
 #[derive(Debug, thiserror::Error)]
@@ -180,10 +201,7 @@ impl RegistryError {
             {
                 RegistryError::NotFound(reference)
             }
-            E::RequestError(_) => RegistryError::Unreachable {
-                reference,
-                detail: client::chain(&e),
-            },
+            E::RequestError(_) => RegistryError::unreachable(reference, client::chain(&e)),
             E::DigestError(_) => RegistryError::Digest {
                 reference,
                 what: "component".into(),
