@@ -145,6 +145,7 @@ workflows = ["workflows/"]
 steps = ["steps/"]
 max_concurrent_runs = 256
 requests_per_minute = 1000000000
+self_approve = true
 TOML
 
 pipeline='commands.list | where name==exec | pick name,description'

@@ -9,6 +9,13 @@
 // value="approve"> and value="deny", and no JavaScript — clicks the chosen
 // button, waits for the result page and prints its <h1> text on stdout.
 //
+// When the page asks the approver to sign in first (a <form
+// action="/a/{link}/sign-in"> with inputs name and secret), the harness
+// types $LOBSTER_APPROVER_NAME and $LOBSTER_APPROVER_SECRET into it, submits,
+// and goes on with the gate page the server returns (its session cookie is
+// in the browser's profile, as for a human). Without those variables a
+// sign-in page fails the run.
+//
 // Exit codes: 0 done (the <h1> is on stdout); 3 Chromium is missing (a
 // caller may skip, loudly); 1 anything else, with the reason on stderr (a
 // page that is not 200, a missing form or button, a timeout, ...).
@@ -97,9 +104,29 @@ async function main() {
     });
     const page = context.pages()[0] || (await context.newPage());
     page.setDefaultTimeout(timeout);
-    const shown = await page.goto(url, { waitUntil: 'load' });
+    let shown = await page.goto(url, { waitUntil: 'load' });
     if (!shown || shown.status() !== 200) {
       fail(`the approval page answered ${shown ? shown.status() : 'nothing'}: ${await heading(page)}`);
+    }
+    const signIn = page.locator(`form[action="${target.pathname}/sign-in"]`);
+    if ((await signIn.count()) === 1) {
+      const name = process.env.LOBSTER_APPROVER_NAME;
+      const secret = process.env.LOBSTER_APPROVER_SECRET;
+      if (!name || !secret) {
+        fail('the page asks an approver to sign in; set LOBSTER_APPROVER_NAME and LOBSTER_APPROVER_SECRET');
+      }
+      if ((await page.locator('script').count()) !== 0) {
+        fail('the sign-in page carries <script>: it must work without JavaScript');
+      }
+      await signIn.locator('input[name="name"]').fill(name);
+      await signIn.locator('input[name="secret"]').fill(secret);
+      [shown] = await Promise.all([
+        page.waitForNavigation({ waitUntil: 'load' }),
+        signIn.locator('button[type="submit"]').click(),
+      ]);
+      if (!shown || shown.status() !== 200) {
+        fail(`signing in answered ${shown ? shown.status() : 'nothing'}: ${await heading(page)}`);
+      }
     }
     const forms = page.locator(`form[action="${target.pathname}"]`);
     if ((await forms.count()) !== 1) {

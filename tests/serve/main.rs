@@ -18,6 +18,34 @@ const BIN: &str = env!("CARGO_BIN_EXE_lobster");
 const ACME: &str = "acme-token";
 const BETA: &str = "beta-token";
 const SELF: &str = "self-token";
+/// acme's approver, who signs in with a token of their own.
+const ALICE: (&str, &str) = ("alice", "alice-approver-token");
+/// beta's approver, who signs in with a password (argon2 hash in the config).
+const BOB: (&str, &str) = ("bob", "correct horse battery");
+
+/// `lobster serve hash-password` of bob's password (made once per process).
+fn bob_hash() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| {
+        let mut child = Command::new(BIN)
+            .args(["serve", "hash-password"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{}\n", BOB.1).as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let phc = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        assert!(phc.starts_with("$argon2id$"), "{phc}");
+        phc
+    })
+}
 
 /// A running server over a state directory that outlives it (for restarts).
 struct Server {
@@ -42,16 +70,23 @@ fn sha(token: &str) -> String {
 }
 
 /// A config dir with three tenants: `acme` (trusted policy, self_approve
-/// false), `beta` (no policy: untrusted), `selfy` (trusted, self_approve
-/// true). `extra` goes at the top; `acme_extra` into acme's table.
+/// false, approver alice with a token), `beta` (no policy: untrusted,
+/// approver bob with a password), `selfy` (trusted, self_approve true, no
+/// approvers). `extra` goes at the top; `acme_extra` into acme's table.
 fn setup(dir: &Path, extra: &str, acme_extra: &str) -> PathBuf {
     std::fs::write(dir.join("trusted.toml"), "trust = \"trusted\"\n").unwrap();
     let config = format!(
         "listen = \"127.0.0.1:9\"\nstate = \"state\"\n{extra}\n\
 [[tenant]]\nname = \"acme\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\n{acme_extra}\n\
+[[tenant.approver]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\n\
 [[tenant]]\nname = \"beta\"\ntoken_env = \"BETA_TOKEN\"\n\
+[[tenant.approver]]\nname = \"{}\"\npassword_hash = \"{}\"\n\
 [[tenant]]\nname = \"selfy\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\n",
         sha(ACME),
+        ALICE.0,
+        sha(ALICE.1),
+        BOB.0,
+        bob_hash(),
         sha(SELF)
     );
     let path = dir.join("serve.toml");
@@ -93,6 +128,7 @@ impl Server {
     }
 }
 
+#[derive(Debug)]
 struct Resp {
     status: u16,
     headers: Vec<(String, String)>,
@@ -214,6 +250,46 @@ impl Server {
             &[("Content-Type", "application/x-www-form-urlencoded")],
             body.as_bytes(),
         )
+    }
+
+    /// `form` with an approver's session cookie.
+    fn form_as(&self, path: &str, body: &str, cookie: &str) -> Resp {
+        let c = format!("lobster_approver={cookie}");
+        self.raw(
+            "POST",
+            path,
+            &[
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("Cookie", c.as_str()),
+            ],
+            body.as_bytes(),
+        )
+    }
+
+    /// Sign in on the page of `link` as `who` (name, secret): the session
+    /// cookie's value, or the refusal.
+    fn sign_in(&self, link: &str, who: (&str, &str)) -> Result<String, Resp> {
+        let body = format!("name={}&secret={}", who.0, who.1.replace(' ', "+"));
+        let r = self.form(&format!("{link}/sign-in"), &body);
+        if r.status != 303 {
+            return Err(r);
+        }
+        let set = r.header("set-cookie").unwrap_or_default().to_string();
+        let value = set
+            .split(';')
+            .next()
+            .and_then(|kv| kv.strip_prefix("lobster_approver="))
+            .unwrap_or_else(|| panic!("no session cookie: {set}"))
+            .to_string();
+        Ok(value)
+    }
+
+    /// Approve (or deny) through the page of `link` as `who`: sign in, decide.
+    fn decide_as(&self, link: &str, who: (&str, &str), decision: &str) -> Resp {
+        let cookie = self
+            .sign_in(link, who)
+            .unwrap_or_else(|r| panic!("sign-in refused: {} {}", r.status, r.body));
+        self.form_as(link, &format!("decision={decision}"), &cookie)
     }
 
     fn sigterm(&mut self) -> std::process::ExitStatus {
@@ -453,12 +529,13 @@ fn run_poll_resume_cancel_and_exactly_once() {
 #[test]
 fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
     let dir = tempfile::tempdir().unwrap();
-    let s = start(&setup(dir.path(), "", ""));
+    let s = start(&setup(dir.path(), "journal = true", ""));
     let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
         .as_str()
         .unwrap()
         .to_string();
-    // The tenant's own token cannot approve (self_approve = false) …
+    // The tenant's own token cannot approve (self_approve = false); the
+    // refusal hands the agent a link to forward …
     let r = s.call(
         "POST",
         &format!("/v1/runs/{id}/resume"),
@@ -466,10 +543,8 @@ fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
         Some(json!({"approve": true})),
     );
     assert_eq!(r.status, 403, "{}", r.body);
-    assert!(r.json()["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("approveUrl"));
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains(&format!("{}/a/", s.base)), "{msg}");
     let token = s.get_run(ACME, &id).json()["envelope"]["requiresApproval"]["resumeToken"]
         .as_str()
         .unwrap()
@@ -481,15 +556,79 @@ fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
         Some(json!({"token": token, "approve": true})),
     );
     assert_eq!(r.status, 403, "{}", r.body);
+    // … and cannot name an approver either.
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        ACME,
+        Some(json!({"approve": true, "approver": "alice"})),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body.contains("approver is not accepted here"),
+        "{}",
+        r.body
+    );
     assert_eq!(s.get_run(ACME, &id).json()["status"], "needs_approval");
-    // … the human does, through the page.
+    // The link alone shows a sign-in form, and posting a decision with it
+    // alone decides nothing (the link stays usable).
     let a = s.approvals(ACME);
     assert_eq!(a[0]["prompt"], "Send <both>?");
     assert_eq!(a[0]["items"], json!([1, 2]));
     let link = s.link_for(ACME, &id);
     let page = s.raw("GET", &link, &[], b"");
     assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("<h1>Sign in to decide</h1>"),
+        "{}",
+        page.body
+    );
+    assert!(page
+        .body
+        .contains(&format!("<form method=\"post\" action=\"{link}/sign-in\">")));
+    assert!(!page.body.contains("value=\"approve\""), "{}", page.body);
+    let r = s.form(&link, "decision=approve");
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.body.contains("Sign in first"), "{}", r.body);
+    // A bearer token on the page counts for nothing either.
+    let auth = format!("Bearer {ACME}");
+    let r = s.raw(
+        "POST",
+        &link,
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Authorization", auth.as_str()),
+        ],
+        b"decision=approve",
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(s.get_run(ACME, &id).json()["status"], "needs_approval");
+    // Signing in with the tenant's token, a wrong secret, another tenant's
+    // approver: refused.
+    let r = s.sign_in(&link, ("alice", ACME)).unwrap_err();
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(r.body.contains("agent token"), "{}", r.body);
+    let r = s.sign_in(&link, ("alice", "guess")).unwrap_err();
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(s.sign_in(&link, BOB).unwrap_err().status, 401);
+    // The approver signs in: a short-lived, HttpOnly, SameSite=Strict cookie.
+    let r = s.form(
+        &format!("{link}/sign-in"),
+        &format!("name={}&secret={}", ALICE.0, ALICE.1),
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.header("location"), Some(link.as_str()));
+    let set = r.header("set-cookie").unwrap();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/a/", "Max-Age=900"] {
+        assert!(set.contains(attr), "{set}");
+    }
+    let cookie = s.sign_in(&link, ALICE).unwrap();
+    let c = format!("lobster_approver={cookie}");
+    let page = s.raw("GET", &link, &[("Cookie", c.as_str())], b"");
     assert!(page.body.contains("Send &lt;both&gt;?"), "{}", page.body);
+    assert!(page
+        .body
+        .contains("Signed in as <b id=\"approver\">alice</b>"));
     assert!(!page.body.contains("<script"));
     assert!(page
         .body
@@ -497,32 +636,96 @@ fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
     assert!(page
         .body
         .contains("<button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>"));
-    let r = s.form(&link, "decision=approve");
+    // A forged or altered cookie is nobody.
+    let r = s.form_as(&link, "decision=approve", &format!("{cookie}0"));
+    assert_eq!(r.status, 401, "{}", r.body);
+    let r = s.form_as(&link, "decision=approve", &cookie);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
     let rec = s.get_run(ACME, &id).json();
     assert_eq!(rec["status"], "ok");
     assert_eq!(rec["envelope"]["output"], json!([1, 2]));
+    assert_eq!(rec["decidedBy"], "approver alice", "{rec}");
+    // The run's journal records the decision under the approver's name.
+    let journal = s.call("GET", &format!("/v1/runs/{id}/journal"), ACME, None);
+    assert_eq!(journal.status, 200, "{}", journal.body);
+    let decisions: Vec<Value> = journal
+        .body
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .filter(|e| e["kind"] == "decision")
+        .collect();
+    assert_eq!(decisions.len(), 1, "{}", journal.body);
+    assert_eq!(decisions[0]["decision"], "approve", "{}", journal.body);
+    assert_eq!(decisions[0]["approver"], "alice", "{}", journal.body);
     // Reused: 410.
-    let r = s.form(&link, "decision=approve");
+    let r = s.form_as(&link, "decision=approve", &cookie);
     assert_eq!(r.status, 410, "{}", r.body);
     assert_eq!(s.raw("GET", &link, &[], b"").status, 410);
-    // Deny through the form.
-    let id2 = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+    // alice's session is acme's: on beta's link it is nobody; bob (a
+    // password, argon2) decides beta's gate. Deny through the form.
+    let id2 = s
+        .run(BETA, json!({"pipeline": "approve --prompt 'p'"}))
+        .json();
+    let id2 = id2["runId"]
         .as_str()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{id2}"))
         .to_string();
-    let link2 = s.link_for(ACME, &id2);
-    let r = s.form(&link2, "decision=deny");
+    let link2 = s.link_for(BETA, &id2);
+    assert_eq!(s.form_as(&link2, "decision=deny", &cookie).status, 401);
+    let r = s.decide_as(&link2, BOB, "deny");
     assert!(r.body.contains("<h1>Denied</h1>"), "{}", r.body);
-    assert_ne!(s.get_run(ACME, &id2).json()["status"], "needs_approval");
-    assert_ne!(s.get_run(ACME, &id2).json()["status"], "ok");
+    let rec = s.get_run(BETA, &id2).json();
+    assert_ne!(rec["status"], "needs_approval");
+    assert_ne!(rec["status"], "ok");
+    assert_eq!(rec["decidedBy"], "approver bob", "{rec}");
     // A tampered link: 404.
     let mut bad = link2.clone();
     bad.pop();
     bad.push(if link2.ends_with('0') { '1' } else { '0' });
     assert_eq!(s.raw("GET", &bad, &[], b"").status, 404);
     assert_eq!(s.form(&bad, "decision=approve").status, 404);
+    // The agent may still deny its own run.
+    let id3 = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id3}/resume"),
+        ACME,
+        Some(json!({"approve": false})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        s.get_run(ACME, &id3).json()["decidedBy"],
+        "tenant acme's agent"
+    );
+}
+
+/// An approver's session ends with its lifetime (the link's,
+/// `approval_link_ttl`): an expired cookie posted on a fresh link decides
+/// nothing, and the approver signs in again.
+#[test]
+fn an_expired_approver_session_decides_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "approval_link_ttl = \"3s\"", ""));
+    let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cookie = s
+        .sign_in(&s.link_for(ACME, &id), ALICE)
+        .unwrap_or_else(|r| panic!("{}", r.body));
+    std::thread::sleep(Duration::from_millis(4500));
+    let link = s.link_for(ACME, &id);
+    let r = s.form_as(&link, "decision=approve", &cookie);
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.body.contains("Sign in first"), "{}", r.body);
+    assert_eq!(s.get_run(ACME, &id).json()["status"], "needs_approval");
+    let r = s.decide_as(&link, ALICE, "approve");
+    assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
+    assert_eq!(s.get_run(ACME, &id).json()["decidedBy"], "approver alice");
 }
 
 /// The approval page in a real browser: headless Debian Chromium (driven by
@@ -556,12 +759,42 @@ fn a_human_approves_in_a_real_browser() {
         .unwrap()
         .to_string();
     let url = format!("{}{}", s.base, s.link_for(ACME, &id));
-    let out = Command::new("node")
-        .arg(root.join("tests/serve/approve-in-browser.mjs"))
-        .args([url.as_str(), "approve"])
-        .env("NODE_PATH", &node_path)
-        .output()
-        .expect("node runs");
+    let browser = |approver: Option<(&str, &str)>| {
+        let mut c = Command::new("node");
+        c.arg(root.join("tests/serve/approve-in-browser.mjs"))
+            .args([url.as_str(), "approve"])
+            .env("NODE_PATH", &node_path)
+            .env_remove("LOBSTER_APPROVER_NAME")
+            .env_remove("LOBSTER_APPROVER_SECRET");
+        if let Some((name, secret)) = approver {
+            c.env("LOBSTER_APPROVER_NAME", name)
+                .env("LOBSTER_APPROVER_SECRET", secret);
+        }
+        c.output().expect("node runs")
+    };
+    // The link alone: the page asks for a sign-in, nothing is decided.
+    let out = browser(None);
+    if out.status.code() == Some(3) {
+        return skip(&format!(
+            "chromium not found: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("asks an approver to sign in"),
+        "{out:?}"
+    );
+    // The tenant's own token typed into the form: refused.
+    let out = browser(Some(("alice", ACME)));
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("signing in answered 403"),
+        "{out:?}"
+    );
+    assert_eq!(s.get_run(ACME, &id).json()["status"], "needs_approval");
+    // The approver signs in, then clicks Approve.
+    let out = browser(Some(ALICE));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(3) {
@@ -575,6 +808,7 @@ fn a_human_approves_in_a_real_browser() {
     let rec = s.get_run(ACME, &id).json();
     assert_eq!(rec["status"], "ok", "{rec}");
     assert_eq!(rec["envelope"]["output"], json!([1, 2]));
+    assert_eq!(rec["decidedBy"], "approver alice", "{rec}");
     // The link is spent: the browser cannot approve twice.
     let path = url.strip_prefix(&s.base).unwrap();
     assert_eq!(s.raw("GET", path, &[], b"").status, 410);
@@ -730,7 +964,7 @@ fn sigterm_drains_then_restart_resumes() {
     assert!(!acme.join(format!("serve_run_{answered}.json")).exists());
     assert!(std::fs::read_dir(acme.join("runs")).unwrap().count() >= 1);
     let link = s.link_for(ACME, &paused);
-    let r = s.form(&link, "decision=approve");
+    let r = s.decide_as(&link, ALICE, "approve");
     assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
     assert_eq!(
         s.get_run(ACME, &paused).json()["envelope"]["output"],
@@ -876,7 +1110,7 @@ fn mcp_runs_are_the_gateways_runs() {
     assert!(text.contains(&format!("{}/a/", s.base)), "{text}");
     // The human approves through the link; the run completes.
     let link = s.link_for(ACME, &run_id);
-    let page = s.form(&link, "decision=approve");
+    let page = s.decide_as(&link, ALICE, "approve");
     assert!(page.body.contains("<h1>Approved</h1>"), "{}", page.body);
     let rec = s.get_run(ACME, &run_id).json();
     assert_eq!(rec["envelope"]["output"], json!([1, 2]), "{rec}");
@@ -1348,4 +1582,373 @@ fn a_tenant_requiring_signatures_refuses_an_unsigned_step_another_tenant_loaded(
     lobster::signing::sidecar::write(&steps.join("noop.wasm"), &sig).unwrap();
     let r = s.run(ACME, json!({"pipeline": "noop"}));
     assert_eq!(r.json()["ok"], true, "{}", r.body);
+}
+
+/// A `tools/call` through `/mcp` as a 2026-07-28 client that can ask its
+/// user ("input required" with elicitation), with `extra` params
+/// (`requestState`, `inputResponses` of a retried call): the JSON-RPC result.
+fn mcp_modern(s: &Server, token: &str, name: &str, args: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": name,
+        "arguments": args,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
+        }
+    });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let body = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params": params});
+    let auth = format!("Bearer {token}");
+    let r = s.raw(
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", name),
+        ],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["result"].clone()
+}
+
+/// MCP "input required" answers count as a human's only where the tenant
+/// says so: with `elicitation_is_human = false` (the default) an agent that
+/// can answer its own elicitation is refused with the link to forward, a
+/// retried call carrying an answer is refused too, and naming an approver
+/// is refused; with `elicitation_is_human = true` the client asks, and the
+/// answer decides (recorded as the elicited human's).
+#[test]
+fn mcp_elicitation_counts_only_where_the_tenant_says_it_is_a_human() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("trusted.toml"), "trust = \"trusted\"\n").unwrap();
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "state = \"state\"\n\
+[[tenant]]\nname = \"linky\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\n\
+[[tenant.approver]]\nname = \"alice\"\ntoken_sha256 = \"{}\"\n\
+[[tenant]]\nname = \"asky\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nelicitation_is_human = true\n\
+[[tenant.approver]]\nname = \"alice\"\ntoken_sha256 = \"{}\"\n",
+            sha(ACME),
+            sha(ALICE.1),
+            sha(SELF),
+            sha(ALICE.1)
+        ),
+    )
+    .unwrap();
+    let s = start(&config);
+    // linky: the agent can elicit, but its answers are not a human's.
+    let r = mcp_modern(
+        &s,
+        ACME,
+        "lobster_run",
+        json!({"pipeline": GATED}),
+        json!({}),
+    );
+    let token = r["structuredContent"]["requiresApproval"]["resumeToken"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string();
+    let run_id = s.approvals(ACME)[0]["runId"].as_str().unwrap().to_string();
+    let r = mcp_modern(
+        &s,
+        ACME,
+        "lobster_resume",
+        json!({"token": token, "approve": true}),
+        json!({}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.get("inputRequests").is_none(), "{r}");
+    assert!(r.to_string().contains(&format!("{}/a/", s.base)), "{r}");
+    // A retried call with an "answer" (and a made-up state) decides nothing.
+    let answer = json!({
+        "requestState": "e30.00",
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}
+    });
+    let r = mcp_modern(
+        &s,
+        ACME,
+        "lobster_resume",
+        json!({"token": token, "approve": true}),
+        answer.clone(),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let r = mcp_modern(
+        &s,
+        ACME,
+        "lobster_resume",
+        json!({"token": token, "approve": false, "approver": "alice"}),
+        json!({}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r.to_string().contains("approver is not accepted here"),
+        "{r}"
+    );
+    assert_eq!(s.get_run(ACME, &run_id).json()["status"], "needs_approval");
+    // asky: the client asks its human; the answer decides.
+    let r = mcp_modern(
+        &s,
+        SELF,
+        "lobster_run",
+        json!({"pipeline": GATED}),
+        json!({}),
+    );
+    let token = r["structuredContent"]["requiresApproval"]["resumeToken"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string();
+    let run_id = s.approvals(SELF)[0]["runId"].as_str().unwrap().to_string();
+    let asked = mcp_modern(
+        &s,
+        SELF,
+        "lobster_resume",
+        json!({"token": token, "approve": true}),
+        json!({}),
+    );
+    let state = asked["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no input required: {asked}"))
+        .to_string();
+    assert!(asked["inputRequests"]["approval"].is_object(), "{asked}");
+    let r = mcp_modern(
+        &s,
+        SELF,
+        "lobster_resume",
+        json!({"token": token, "approve": true}),
+        json!({
+            "requestState": state,
+            "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}
+        }),
+    );
+    assert_eq!(r["structuredContent"]["output"], json!([1, 2]), "{r}");
+    let rec = s.get_run(SELF, &run_id).json();
+    assert_eq!(rec["decidedBy"], "a human through the MCP client", "{rec}");
+    // Its REST door still refuses the agent's own yes.
+    let r = s.run(SELF, json!({"pipeline": GATED})).json();
+    let id = r["runId"].as_str().unwrap().to_string();
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        SELF,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+}
+
+/// A loopback webhook receiver: answers each request with the next status
+/// of `plan` (0: never answers), then 200; keeps every request's head and body.
+struct Hook {
+    url: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+impl Hook {
+    fn start(plan: Vec<u16>) -> Hook {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for (n, conn) in listener.incoming().enumerate() {
+                let Ok(mut conn) = conn else { continue };
+                let status = plan.get(n).copied().unwrap_or(200);
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(conn.try_clone().unwrap());
+                    let mut head = String::new();
+                    let mut len = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                        head.push_str(&line);
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    reader.read_exact(&mut body).unwrap();
+                    log.lock()
+                        .unwrap()
+                        .push((head, String::from_utf8_lossy(&body).into_owned()));
+                    if status == 0 {
+                        std::thread::sleep(Duration::from_secs(30));
+                        return;
+                    }
+                    let _ = conn.write_all(
+                        format!(
+                            "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    );
+                });
+            }
+        });
+        Hook { url, seen }
+    }
+
+    /// The requests received, once `n` arrived (or 20 s passed).
+    fn wait_for(&self, n: usize) -> Vec<(String, String)> {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = self.seen.lock().unwrap().clone();
+            if got.len() >= n || Instant::now() > until {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// HMAC-SHA256, as a receiver computes it (RFC 2104 over sha2).
+fn hmac_hex(key: &[u8], msg: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut k = [0u8; 64];
+    k[..key.len()].copy_from_slice(key);
+    let inner = Sha256::new()
+        .chain_update(k.map(|b| b ^ 0x36))
+        .chain_update(msg)
+        .finalize();
+    Sha256::new()
+        .chain_update(k.map(|b| b ^ 0x5c))
+        .chain_update(inner)
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+const NOTIFY_KEY: &str = "notify-key-0123456789abcdef";
+
+/// The operator's notifier: a paused gate posts its prompt and a fresh
+/// approval link to `notify_url`, signed (HMAC-SHA256 over "t.body" with the
+/// key from `notify_key_env`, checked here as a receiver would), retried on
+/// a failure and on a receiver that never answers (`notify_timeout_ms`),
+/// at most `notify_attempts` times; no tenant or approver credential goes
+/// with it, and the link it carries is one a human signs in on.
+#[test]
+fn the_notifier_delivers_signed_links_with_bounded_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    // First attempt 500, second never answers, third 200.
+    let hook = Hook::start(vec![500, 0, 200]);
+    let config = setup(
+        dir.path(),
+        "notify_key_env = \"LOBSTER_TEST_NOTIFY_KEY\"\nnotify_timeout_ms = 700\nnotify_attempts = 3",
+        &format!("notify_url = \"{}\"", hook.url),
+    );
+    let s = Server::spawn(
+        Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&config)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("BETA_TOKEN", BETA)
+            .env("LOBSTER_TEST_NOTIFY_KEY", NOTIFY_KEY)
+            .env_remove("LOBSTER_POLICY"),
+    );
+    let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let got = hook.wait_for(3);
+    assert_eq!(got.len(), 3, "{got:?}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        hook.wait_for(4).len(),
+        3,
+        "more attempts than notify_attempts"
+    );
+    let (head, body) = &got[2];
+    assert!(head.starts_with("POST /hook HTTP/1.1\r\n"), "{head}");
+    let lower = head.to_ascii_lowercase();
+    assert!(!lower.contains("authorization"), "{head}");
+    for secret in [ACME, ALICE.1, BETA, NOTIFY_KEY] {
+        assert!(!head.contains(secret) && !body.contains(secret), "{secret}");
+    }
+    let sig = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("x-lobster-signature:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let (t, v1) = sig
+        .strip_prefix("t=")
+        .and_then(|r| r.split_once(",v1="))
+        .unwrap();
+    assert_eq!(
+        v1,
+        hmac_hex(NOTIFY_KEY.as_bytes(), format!("{t}.{body}").as_bytes())
+    );
+    assert_ne!(
+        v1,
+        hmac_hex(b"another key", format!("{t}.{body}").as_bytes())
+    );
+    let v: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["event"], "approval_requested");
+    assert_eq!(
+        (v["tenant"].as_str(), v["runId"].as_str()),
+        (Some("acme"), Some(id.as_str()))
+    );
+    assert_eq!(v["prompt"], "Send <both>?");
+    // The link works — for a signed-in approver only.
+    let link = v["approveUrl"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&s.base)
+        .unwrap()
+        .to_string();
+    assert_eq!(s.form(&link, "decision=approve").status, 401);
+    let r = s.decide_as(&link, ALICE, "approve");
+    assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
+    // Tenants without a notify_url notify nobody; a notify_url without the
+    // key is refused at start.
+    s.run(SELF, json!({"pipeline": GATED}));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(hook.wait_for(4).len(), 3);
+    let bad = setup(dir.path(), "", &format!("notify_url = \"{}\"", hook.url));
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&bad)
+        .env("BETA_TOKEN", BETA)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notify_key_env"));
+    // A tenant whose token may not approve and that has no approver is
+    // refused at start, with the fix named.
+    let text = std::fs::read_to_string(&bad).unwrap();
+    let cut = text.find("[[tenant.approver]]\nname = \"alice\"").unwrap();
+    let end = cut + text[cut..].find("[[tenant]]").unwrap();
+    std::fs::write(
+        &bad,
+        format!("{}{}", &text[..cut], &text[end..])
+            .replace(&format!("notify_url = \"{}\"", hook.url), ""),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&bad)
+        .env("BETA_TOKEN", BETA)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tenant acme: self_approve = false and no [[tenant.approver]]")
+            && err.contains("lobster serve hash-password"),
+        "{err}"
+    );
 }

@@ -88,10 +88,13 @@ impl Cluster {
         let config = format!(
             "state = \"{}\"\nnode_id = \"{node_id}\"\n{extra}\n\
 [[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nmax_concurrent_runs = 64\nrequests_per_minute = 100000\n\
+[[tenant.approver]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\n\
 [[tenant]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\nmax_concurrent_runs = {max_runs}\nrequests_per_minute = 100000\n{s_extra}\n",
             self.url,
             self.h,
             sha(H),
+            ALICE.0,
+            sha(ALICE.1),
             self.s,
             sha(S)
         );
@@ -162,22 +165,27 @@ fn a_gate_paused_on_one_node_is_decided_on_the_other() {
         Some(json!({"approve": true})),
     );
     assert_eq!(r.status, 409, "{}", r.body);
-    // Through an approval link: issued by A, used on B, spent on A too.
+    // Through an approval link: issued by A, the approver signed in on A,
+    // the session used on B (one key for every node), spent on A too.
     let id = paused(a, H, GATED);
     let link = a.link_for(H, &id);
-    let r = b.form(&link, "decision=approve");
+    let cookie = a
+        .sign_in(&link, ALICE)
+        .unwrap_or_else(|r| panic!("{}", r.body));
+    let r = b.form_as(&link, "decision=approve", &cookie);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("Approved"), "{}", r.body);
     assert_eq!(a.get_run(H, &id).json()["status"], "ok");
-    let r = a.form(&link, "decision=approve");
+    assert_eq!(a.get_run(H, &id).json()["decidedBy"], "approver alice");
+    let r = a.form_as(&link, "decision=approve", &cookie);
     assert_eq!(r.status, 410, "{}", r.body);
     // A link used on both nodes at once: one decides, the other is refused.
     let id = paused(b, H, GATED);
     let link = b.link_for(H, &id);
     let statuses: Vec<u16> = std::thread::scope(|sc| {
         let hs = [&a, &b].map(|n| {
-            let link = &link;
-            sc.spawn(move || n.form(link, "decision=approve").status)
+            let (link, cookie) = (&link, &cookie);
+            sc.spawn(move || n.form_as(link, "decision=approve", cookie).status)
         });
         hs.map(|h| h.join().unwrap()).to_vec()
     });
@@ -514,7 +522,7 @@ fn a_tenant_called_default_cannot_read_the_server_s_rows() {
     std::fs::write(
         &config,
         format!(
-            "state = \"{}\"\n[[tenant]]\nname = \"default\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\n",
+            "state = \"{}\"\n[[tenant]]\nname = \"default\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\n",
             c.url,
             sha(H)
         ),

@@ -4,7 +4,7 @@
 
 use crate::cli::limits::LimitArgs;
 use crate::error::{Error, Result};
-use crate::resume::{Decision, ResumeRequest, ResumeTarget};
+use crate::resume::{Decider, Decision, ResumeRequest, ResumeTarget};
 use crate::value::Item;
 use serde_json::{Map, Value};
 
@@ -191,10 +191,11 @@ pub fn resume_fields(obj: &Map<String, Value>) -> Result<ResumeCall> {
         request: ResumeRequest {
             target,
             decision,
-            approver: obj
-                .get("approver")
-                .and_then(Value::as_str)
-                .map(String::from),
+            decider: Decider::Operator(
+                obj.get("approver")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+            ),
         },
         limits: limit_fields(obj)?,
     })

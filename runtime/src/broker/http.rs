@@ -221,6 +221,17 @@ impl Post<'_> {
     /// bytes of body. Every blocking step re-checks `cancel` at least every
     /// [`POLL`].
     pub fn send(&self, cancel: &Cancel, max_body: Option<usize>) -> Result<Response, HttpError> {
+        self.send_with(&[], cancel, max_body)
+    }
+
+    /// [`Post::send`] with `extra` headers (names and values the caller
+    /// made: no CR or LF).
+    pub fn send_with(
+        &self,
+        extra: &[(&str, &str)],
+        cancel: &Cancel,
+        max_body: Option<usize>,
+    ) -> Result<Response, HttpError> {
         let stream = connect(self.url, cancel)?;
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: lobster/{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -235,6 +246,11 @@ impl Post<'_> {
         ));
         if let Some(token) = self.bearer {
             head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+        }
+        for (k, v) in extra {
+            if !k.contains(['\r', '\n']) && !v.contains(['\r', '\n']) {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
         }
         head.push_str("\r\n");
         stream

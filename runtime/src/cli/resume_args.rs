@@ -125,7 +125,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
         request: ResumeRequest {
             target,
             decision,
-            approver: approver.filter(|a| !a.trim().is_empty()),
+            decider: crate::resume::Decider::Operator(approver.filter(|a| !a.trim().is_empty())),
         },
         limits,
         cwd,

@@ -16,6 +16,7 @@ pub const SERVE_HELP: &str = "lobster serve — a multi-tenant HTTP gateway for 
 
 Usage:
   lobster serve --config serve.toml [--listen ADDR]
+  lobster serve hash-password      reads a password on stdin, prints an approver's password_hash
 
 Flags:
   --config FILE   the server's configuration (TOML; see below)
@@ -24,10 +25,11 @@ Flags:
 API (Authorization: Bearer <tenant token>):
   POST /v1/runs                  {pipeline | workflow | workflowText, args?, timeoutMs?, maxStdoutBytes?, wait?}
   GET  /v1/runs/{runId}          the run's record (another tenant's run is a 404)
-  POST /v1/runs/{runId}/resume   {approve? | response? | cancel?, approver?}
+  POST /v1/runs/{runId}/resume   {approve? | response? | cancel?}
   POST /v1/resume                {token | approvalId, approve? | response? | cancel?}
   GET  /v1/approvals             paused gates, each with an approveUrl for a human
-  GET  /a/{link}, POST /a/{link} the approval page (signed, single-use, expiring link)
+  GET  /a/{link}, POST /a/{link} the approval page (signed, single-use, expiring link;
+                                 an approver signs in there with their own credential)
   POST /mcp                      the MCP tools over streamable HTTP
   GET  /healthz, GET /metrics    no token
 
@@ -38,6 +40,8 @@ Example config:
   max_body_bytes = 1048576
   request_timeout_ms = 60000
   shutdown_grace_ms = 10000
+  header_timeout_ms = 10000
+  notify_key_env = \"LOBSTER_NOTIFY_KEY\"  # signs approval notifications (HMAC-SHA256)
 
   [[tenant]]
   name = \"acme\"
@@ -47,7 +51,11 @@ Example config:
   steps = [\"steps/\"]
   max_concurrent_runs = 16
   requests_per_minute = 600
-  self_approve = false
+  self_approve = false                 # then at least one approver:
+  notify_url = \"https://hooks.example/lobster\"  # told of every approval gate
+  [[tenant.approver]]
+  name = \"alice\"
+  password_hash = \"$argon2id$v=19$...\" # lobster serve hash-password
 
 Examples:
   ACME_TOKEN=s3cret lobster serve --config serve.toml
@@ -89,6 +97,41 @@ pub fn parse_serve_args(argv: &[String]) -> Result<ServeArgs> {
     Ok(out)
 }
 
+/// `lobster serve hash-password`: the password on stdin (one line, or all of
+/// it) → an argon2id PHC string for `[[tenant.approver]] password_hash`.
+fn hash_password(rest: &[String]) -> i32 {
+    let fail = |e: Error| {
+        write_once("", &super::output::human_error(&e, None));
+        e.exit_code()
+    };
+    if let Some(extra) = rest.first() {
+        return fail(
+            Error::parse(format!(
+                "serve hash-password takes no arguments, not {extra}"
+            ))
+            .with_hint("type the password on stdin: lobster serve hash-password < file"),
+        );
+    }
+    let mut text = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+        return fail(Error::runtime(format!("cannot read the password: {e}")));
+    }
+    let password = text.strip_suffix('\n').unwrap_or(&text);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    if password.len() < 8 {
+        return fail(Error::parse(
+            "the password on stdin is shorter than 8 bytes; give an approver a longer one",
+        ));
+    }
+    match crate::serve::approver::hash_password(password) {
+        Ok(phc) => {
+            write_once(&format!("{phc}\n"), "");
+            0
+        }
+        Err(e) => fail(e),
+    }
+}
+
 /// Async worker threads (`LOBSTER_SERVE_WORKERS`, default 2); runs use the blocking pool.
 fn workers() -> usize {
     std::env::var("LOBSTER_SERVE_WORKERS")
@@ -103,6 +146,9 @@ pub(super) fn serve(argv: &[String]) -> i32 {
         write_once("", &super::output::human_error(&e, None));
         e.exit_code()
     };
+    if argv.first().map(String::as_str) == Some("hash-password") {
+        return hash_password(&argv[1..]);
+    }
     let args = match parse_serve_args(argv) {
         Ok(a) => a,
         Err(e) => return fail(e),
@@ -161,9 +207,16 @@ mod tests {
             .map(|l| l.strip_prefix("  ").unwrap_or(l))
             .collect::<Vec<_>>()
             .join("\n")
-            .replace("token_env = \"ACME_TOKEN\"", "token_sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"");
+            .replace("token_env = \"ACME_TOKEN\"", "token_sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"")
+            .replace("LOBSTER_NOTIFY_KEY", "LOBSTER_HELP_TEST_NOTIFY_KEY");
+        // The example's hash is elided: a real one in its place.
+        let phc = crate::serve::approver::hash_password("a long password").unwrap();
+        let text = text.replace("$argon2id$v=19$...", &phc);
+        std::env::set_var("LOBSTER_HELP_TEST_NOTIFY_KEY", "0123456789abcdef0123");
         let c = ServeConfig::parse(&text, std::path::Path::new("/srv/serve.toml")).unwrap();
         assert_eq!(c.tenants[0].name, "acme");
         assert_eq!(c.tenants[0].max_concurrent_runs, 16);
+        assert_eq!(c.tenants[0].approvers[0].name, "alice");
+        assert!(c.tenants[0].notify_url.is_some() && c.notify_key.is_some());
     }
 }

@@ -59,7 +59,7 @@ enum Gate {
 impl LobsterMcp {
     /// A server over `settings` (the catalog's workflows become tools).
     pub fn new(settings: Settings, approvals: ApprovalMode) -> Self {
-        let tools = tools::all(&settings.catalog, approvals == ApprovalMode::Human);
+        let tools = tools::all(&settings.catalog, approvals != ApprovalMode::Agent);
         LobsterMcp {
             inner: Arc::new(Inner {
                 settings: Arc::new(settings),
@@ -132,7 +132,7 @@ impl LobsterMcp {
     }
 
     fn human(&self) -> bool {
-        self.inner.approvals == ApprovalMode::Human
+        self.inner.approvals != ApprovalMode::Agent
     }
 
     async fn execute(&self, job: Job, cancelled: RequestContext<RoleServer>) -> Reply {
@@ -232,7 +232,8 @@ impl LobsterMcp {
             // Input gates take a response; the app layer refuses approve there.
             return Ok(Gate::Proceed(call));
         }
-        if let Some(sealed) = &request.request_state {
+        let link_only = self.inner.approvals == ApprovalMode::Link;
+        if let (false, Some(sealed)) = (link_only, &request.request_state) {
             approval::open(&store, sealed, &pending.state_key)?;
             let answer = request
                 .input_responses
@@ -258,9 +259,11 @@ impl LobsterMcp {
             };
             let mut call = call;
             call.request.decision = Decision::Approve(decision);
+            // The human answered through the client: that is who decided.
+            call.request.decider = crate::resume::Decider::Elicited;
             return Ok(Gate::Proceed(call));
         }
-        if !client_can_ask(context) {
+        if link_only || !client_can_ask(context) {
             let refused = Error::parse(
                 "approve: true is refused: this server takes approvals from the human, and this client cannot ask them (it needs MCP 2026-07-28 with elicitation)",
             );

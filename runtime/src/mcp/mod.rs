@@ -41,6 +41,11 @@ pub enum ApprovalMode {
     /// with an elicitation form) and resumes with their answer. Clients that
     /// cannot do this get a refusal; rejecting and cancelling stay open.
     Human,
+    /// `approve: true` is refused with a link a human decides on elsewhere
+    /// (`lobster serve` tenants whose client's answers do not count as a
+    /// human's: `elicitation_is_human = false`); no "input required" is
+    /// asked, and a retried call's answer is not accepted.
+    Link,
 }
 
 /// Serve `server` on stdin/stdout until the client closes the stream.

@@ -19,5 +19,5 @@ pub mod saved;
 pub mod token;
 
 pub use pause::{finish_run, Paused};
-pub use request::{Decision, ResumeRequest, ResumeTarget};
+pub use request::{Decider, Decision, ResumeRequest, ResumeTarget};
 pub use resume_run::resume_pipeline;

@@ -22,12 +22,103 @@ pub enum Decision {
     Cancel,
 }
 
+/// Who decides a gate, as the door that took the decision authenticated
+/// them — never a name a request body or a step's environment chose in
+/// `lobster serve`. Workflow gates with identity rules check
+/// [`Decider::name`]; the decision's record says [`Decider::describe`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Decider {
+    /// The operator's own command line or agent (`lobster resume`,
+    /// `lobster call`, stdio `lobster mcp`): the name given with `--approver`
+    /// (or the call's `approver`), else `LOBSTER_APPROVAL_APPROVED_BY` of
+    /// the operator's environment.
+    Operator(Option<String>),
+    /// A `lobster serve` tenant's agent, known by its bearer token. It has
+    /// no approver's name: a gate that requires one refuses it.
+    TenantAgent(String),
+    /// An approver of the tenant, signed in on the approval page: the name
+    /// is their session's.
+    Approver {
+        /// The tenant.
+        tenant: String,
+        /// The approver's configured name.
+        name: String,
+    },
+    /// A human who answered an MCP client's "input required" request, where
+    /// the front door counts that as a human (`lobster mcp --approvals
+    /// human`, a tenant with `elicitation_is_human = true`). No name.
+    Elicited,
+    /// Nobody said (in-process callers and tests): the operator's
+    /// environment may name them.
+    #[default]
+    Unnamed,
+}
+
+impl Decider {
+    /// The approver's name that identity rules check and `approvedBy`
+    /// records: the operator's given name (else `approved_by_env`, the
+    /// operator's `LOBSTER_APPROVAL_APPROVED_BY`) or the approver's; none
+    /// for a tenant's agent or an elicited answer.
+    pub fn name(&self, approved_by_env: Option<&str>) -> Option<String> {
+        let given = match self {
+            Decider::Operator(n) => n.as_deref().or(approved_by_env),
+            Decider::Unnamed => approved_by_env,
+            Decider::Approver { name, .. } => Some(name.as_str()),
+            Decider::TenantAgent(_) | Decider::Elicited => None,
+        };
+        given
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    }
+
+    /// Who decided, for a run's record: `approver alice`, `tenant acme's
+    /// agent`, `a human through the MCP client`, `the operator`.
+    pub fn describe(&self) -> String {
+        match self {
+            Decider::Operator(Some(n)) => format!("the operator ({n})"),
+            Decider::Operator(None) | Decider::Unnamed => "the operator".into(),
+            Decider::TenantAgent(t) => format!("tenant {t}'s agent"),
+            Decider::Approver { name, .. } => format!("approver {name}"),
+            Decider::Elicited => "a human through the MCP client".into(),
+        }
+    }
+}
+
 /// A complete resume request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResumeRequest {
     pub target: ResumeTarget,
     pub decision: Decision,
-    /// Who approves (`--approver NAME`); workflow gates with identity rules
-    /// check it (else `LOBSTER_APPROVAL_APPROVED_BY`).
-    pub approver: Option<String>,
+    /// Who decides; workflow gates with identity rules check its name.
+    pub decider: Decider,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_who_authenticated() {
+        let env = Some("from-env");
+        assert_eq!(
+            Decider::Operator(Some(" al ".into())).name(env).as_deref(),
+            Some("al")
+        );
+        assert_eq!(
+            Decider::Operator(None).name(env).as_deref(),
+            Some("from-env")
+        );
+        assert_eq!(Decider::Unnamed.name(None), None);
+        let alice = Decider::Approver {
+            tenant: "acme".into(),
+            name: "alice".into(),
+        };
+        assert_eq!(alice.name(env).as_deref(), Some("alice"));
+        // A tenant's agent and an elicited answer never take a name from
+        // the environment.
+        assert_eq!(Decider::TenantAgent("acme".into()).name(env), None);
+        assert_eq!(Decider::Elicited.name(env), None);
+        assert_eq!(alice.describe(), "approver alice");
+    }
 }

@@ -45,7 +45,7 @@ pub fn resume_pipeline(
                 ctx,
                 state.journal.as_ref(),
                 &request.decision,
-                request.approver.as_deref(),
+                request.decider.name(None).as_deref(),
                 &step,
             )?;
         }
@@ -100,7 +100,7 @@ pub fn resume_pipeline(
         ctx,
         state.journal.as_ref(),
         &request.decision,
-        request.approver.as_deref(),
+        request.decider.name(None).as_deref(),
         &step,
     )?;
     let Some(input) = input else {

@@ -1,11 +1,13 @@
 //! Approvals: the tenant's list of paused gates (each with a fresh signed
 //! link for a human), and the link's page and form (`/a/{link}`).
 
+use super::approver;
 use super::link::{self, LinkError};
 use super::page;
 use super::runs::{self, load_record};
 use super::state::AppState;
 use super::{authed, ApiError};
+use crate::resume::Decider;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -46,6 +48,40 @@ pub async fn list(
         }));
     }
     Ok(Json(Value::Array(out)).into_response())
+}
+
+/// Tell the tenant's notifier (if the operator configured one) that the run
+/// `rec` waits at an approval gate: its prompt and a fresh link, signed
+/// with the operator's key. Delivered on a thread of its own (an attempt
+/// waits at most `notify_timeout_ms`); a failure is logged, the run stays
+/// listed in `GET /v1/approvals`.
+pub fn notify_gate(app: &AppState, tenant: &super::tenant::Tenant, rec: &Value) {
+    let Some(notifier) = tenant.notifier.clone() else {
+        return;
+    };
+    let gate = runs::envelope_gate(rec);
+    let expires = link::now_secs() + app.config.approval_link_ttl.as_secs();
+    let body = json!({
+        "event": "approval_requested",
+        "tenant": tenant.name,
+        "runId": rec["runId"],
+        "approvalId": gate["approvalId"],
+        "prompt": gate["prompt"],
+        "approveUrl": link_for(app, tenant, rec),
+        "expiresAt": chrono::DateTime::from_timestamp(expires as i64, 0)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        "sentAt": crate::resume::approval_id::now_iso(),
+    });
+    let (log, name) = (app.log.clone(), tenant.name.clone());
+    std::thread::spawn(move || {
+        if let Err(e) = notifier.deliver(&body) {
+            log(&format!(
+                "lobster serve: tenant {name}: the approval notifier at {} failed ({} attempts): {e}",
+                notifier.url.origin(),
+                notifier.attempts
+            ));
+        }
+    });
 }
 
 /// A fresh signed link for a human to decide the gate of the paused run
@@ -136,12 +172,23 @@ fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
     })
 }
 
-/// `GET /a/{link}`: the page.
-pub async fn show(State(app): State<Arc<AppState>>, Path(raw): Path<String>) -> Response {
-    let o = match open(&app, &raw) {
-        Ok(o) => o,
-        Err(r) => return *r,
-    };
+/// The approver signed in on this request for `tenant` (their session
+/// cookie), if any. Nothing else — no bearer token, no form field — names
+/// an approver.
+fn signed_in(
+    app: &AppState,
+    tenant: &super::tenant::Tenant,
+    headers: &HeaderMap,
+) -> Option<String> {
+    let cookies = headers.get(header::COOKIE)?.to_str().ok()?;
+    let value = approver::cookie_value(cookies, approver::COOKIE)?;
+    app.session_key
+        .verify(value, &tenant.name, &tenant.approvers)
+        .map(|s| s.name)
+}
+
+/// The gate page for `o` (`approver`: who is signed in).
+fn gate_page(raw: &str, o: &Opened, approver: Option<&str>) -> Response {
     let gate = runs::envelope_gate(&o.record);
     let caps: Vec<String> = gate["capabilities"]
         .as_array()
@@ -158,7 +205,7 @@ pub async fn show(State(app): State<Arc<AppState>>, Path(raw): Path<String>) -> 
     html(
         StatusCode::OK,
         page::approval(
-            &raw,
+            raw,
             &page::Gate {
                 tenant: &o.tenant.name,
                 run_id: &o.link.run_id,
@@ -166,15 +213,146 @@ pub async fn show(State(app): State<Arc<AppState>>, Path(raw): Path<String>) -> 
                 preview: preview.as_deref(),
                 capabilities: &caps,
                 expires_at: &expires,
+                approver,
             },
         ),
     )
 }
 
-/// `POST /a/{link}` with `decision=approve|deny`.
+/// `GET /a/{link}`: the gate page, or the sign-in form when the tenant's
+/// gates are decided by signed-in approvers and nobody is signed in.
+pub async fn show(
+    State(app): State<Arc<AppState>>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let a = app.clone();
+    let r = raw.clone();
+    let o = match offload_page(move || open(&a, &r)).await {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    if !o.tenant.needs_sign_in() {
+        return gate_page(&raw, &o, None);
+    }
+    match signed_in(&app, &o.tenant, &headers) {
+        Some(name) => gate_page(&raw, &o, Some(&name)),
+        None => html(
+            StatusCode::OK,
+            page::sign_in(&raw, &o.tenant.name, &o.link.run_id, None),
+        ),
+    }
+}
+
+/// `POST /a/{link}/sign-in` with `name` and `secret`: an approver of the
+/// link's tenant signs in (a session cookie, then back to the page). The
+/// tenant's own token is refused: the agent is not an approver.
+pub async fn sign_in(
+    State(app): State<Arc<AppState>>,
+    Path(raw): Path<String>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return html(e.status(), page::refused("Request refused", &e.body_text())),
+    };
+    let form = form_urlencoded(&body);
+    let field = |k: &str| {
+        form.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let (name, secret) = (field("name"), field("secret"));
+    let a = app.clone();
+    let r = raw.clone();
+    let o = match offload_page(move || open(&a, &r)).await {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let again = |status: StatusCode, why: &str| {
+        html(
+            status,
+            page::sign_in(&raw, &o.tenant.name, &o.link.run_id, Some(why)),
+        )
+    };
+    if !o.tenant.admit_sign_in() {
+        return again(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many sign-in attempts for this tenant; wait a minute and try again.",
+        );
+    }
+    if o.tenant.is_own_token(&secret) {
+        (app.log)(&format!(
+            "lobster serve: tenant {}: the agent's token was refused at an approver sign-in",
+            o.tenant.name
+        ));
+        return again(
+            StatusCode::FORBIDDEN,
+            "That is the tenant's agent token. An approver signs in with a credential of their own.",
+        );
+    }
+    // A password check is deliberately slow: off the async threads.
+    let tenant = o.tenant.clone();
+    let who = tokio::task::spawn_blocking(move || {
+        approver::sign_in(&tenant.approvers, &name, &secret).cloned()
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(who) = who else {
+        return again(
+            StatusCode::UNAUTHORIZED,
+            "That name and password (or token) are not an approver's of this tenant.",
+        );
+    };
+    let ttl = app.config.approval_link_ttl;
+    let cookie = app.session_key.issue(&o.tenant.name, &who, ttl);
+    let secure = if app.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let set = format!(
+        "{}={cookie}; Path=/a/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        approver::COOKIE,
+        ttl.as_secs()
+    );
+    let mut resp = (
+        StatusCode::SEE_OTHER,
+        [
+            (header::LOCATION, format!("/a/{raw}")),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+        ],
+    )
+        .into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&set) {
+        resp.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    resp
+}
+
+/// [`open`] on the blocking pool (it reads the store).
+async fn offload_page(
+    f: impl FnOnce() -> Result<Opened, Box<Response>> + Send + 'static,
+) -> Result<Opened, Response> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(o)) => Ok(o),
+        Ok(Err(r)) => Err(*r),
+        Err(_) => Err(html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            page::refused("Not available", "The page could not be made; try again."),
+        )),
+    }
+}
+
+/// `POST /a/{link}` with `decision=approve|deny`: decided by the signed-in
+/// approver (where the tenant has approvers, or its token may not approve:
+/// the link alone decides nothing), else by the link.
 pub async fn decide(
     State(app): State<Arc<AppState>>,
     Path(raw): Path<String>,
+    headers: HeaderMap,
     body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
     let body = match body {
@@ -199,9 +377,34 @@ pub async fn decide(
             )
         }
     };
-    let o = match open(&app, &raw) {
+    let a = app.clone();
+    let r = raw.clone();
+    let o = match offload_page(move || open(&a, &r)).await {
         Ok(o) => o,
-        Err(r) => return *r,
+        Err(r) => return r,
+    };
+    let decider = if o.tenant.needs_sign_in() {
+        match signed_in(&app, &o.tenant, &headers) {
+            Some(name) => Decider::Approver {
+                tenant: o.tenant.name.clone(),
+                name,
+            },
+            None => {
+                return html(
+                    StatusCode::UNAUTHORIZED,
+                    page::sign_in(
+                        &raw,
+                        &o.tenant.name,
+                        &o.link.run_id,
+                        Some("Sign in first: this link shows the gate, but only a signed-in approver decides it."),
+                    ),
+                )
+            }
+        }
+    } else {
+        // self_approve and no approvers: whoever holds the link decides,
+        // as the tenant's agent could.
+        Decider::TenantAgent(o.tenant.name.clone())
     };
     let decision = if approve { "approve" } else { "deny" };
     match link::spend(&o.tenant.store, &o.link, decision) {
@@ -230,9 +433,8 @@ pub async fn decide(
     }
     let mut fields = Map::new();
     fields.insert("approve".into(), json!(approve));
-    fields.insert("approver".into(), json!("approval link"));
     let wait = app.config.request_timeout;
-    match runs::decide(&app, &o.tenant, &o.record, fields, wait, true).await {
+    match runs::decide(&app, &o.tenant, &o.record, fields, wait, decider).await {
         Ok(resp) => {
             let status = resp.status();
             let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)

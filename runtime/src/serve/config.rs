@@ -27,6 +27,9 @@ struct RawConfig {
     journal: Option<bool>,
     journal_retention: Option<String>,
     journal_keep_runs: Option<usize>,
+    notify_key_env: Option<String>,
+    notify_timeout_ms: Option<u64>,
+    notify_attempts: Option<u32>,
     #[serde(default)]
     tenant: Vec<RawTenant>,
 }
@@ -45,6 +48,18 @@ struct RawTenant {
     max_concurrent_runs: Option<usize>,
     requests_per_minute: Option<u32>,
     self_approve: Option<bool>,
+    elicitation_is_human: Option<bool>,
+    notify_url: Option<String>,
+    #[serde(default)]
+    approver: Vec<RawApprover>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApprover {
+    name: String,
+    token_sha256: Option<String>,
+    password_hash: Option<String>,
 }
 
 /// The checked configuration.
@@ -81,6 +96,12 @@ pub struct ServeConfig {
     /// At most this many settled runs' journals are kept per tenant
     /// (`journal_keep_runs`, default [`DEFAULT_JOURNAL_KEEP_RUNS`]).
     pub journal_keep_runs: usize,
+    /// The approval notifier's signing key (`notify_key_env`'s value).
+    pub notify_key: Option<Vec<u8>>,
+    /// Each notification attempt's deadline (`notify_timeout_ms`, 5000).
+    pub notify_timeout: Duration,
+    /// Attempts per notification in all (`notify_attempts`, 3).
+    pub notify_attempts: u32,
     pub tenants: Vec<TenantConfig>,
 }
 
@@ -103,6 +124,13 @@ pub struct TenantConfig {
     pub max_concurrent_runs: usize,
     pub requests_per_minute: u32,
     pub self_approve: bool,
+    /// The humans who may decide this tenant's gates (`[[tenant.approver]]`).
+    pub approvers: Vec<super::approver::Approver>,
+    /// An MCP client's "input required" answer counts as a human's
+    /// (`elicitation_is_human`, default false).
+    pub elicitation_is_human: bool,
+    /// The webhook told of every approval gate (`notify_url`).
+    pub notify_url: Option<crate::broker::http::Url>,
 }
 
 impl ServeConfig {
@@ -241,16 +269,108 @@ impl ServeConfig {
                     t.name
                 )));
             }
+            let mut approvers: Vec<super::approver::Approver> = Vec::new();
+            for a in &t.approver {
+                if !super::approver::valid_name(&a.name) {
+                    return Err(bad(format!(
+                        "tenant {}: approver name {:?} must be 1 to 64 of [A-Za-z0-9._@-]",
+                        t.name, a.name
+                    )));
+                }
+                if approvers.iter().any(|o| o.name == a.name) {
+                    return Err(bad(format!(
+                        "tenant {}: approver {} is configured twice",
+                        t.name, a.name
+                    )));
+                }
+                let credential = match (&a.token_sha256, &a.password_hash) {
+                    (Some(hex), None) => {
+                        let h = parse_sha256(hex).ok_or_else(|| {
+                            bad(format!(
+                                "tenant {}: approver {}: token_sha256 must be 64 hex digits",
+                                t.name, a.name
+                            ))
+                        })?;
+                        if h == token_sha256 {
+                            return Err(bad(format!(
+                                "tenant {}: approver {} has the tenant's own token: an approver signs in with a credential of their own, not the agent's",
+                                t.name, a.name
+                            )));
+                        }
+                        super::approver::Credential::TokenSha256(h)
+                    }
+                    (None, Some(phc)) => super::approver::Credential::password(phc).map_err(|e| {
+                        bad(format!(
+                            "tenant {}: approver {}: password_hash is not an argon2 PHC string ({e}); make one with `lobster serve hash-password`",
+                            t.name, a.name
+                        ))
+                    })?,
+                    _ => {
+                        return Err(bad(format!(
+                            "tenant {}: approver {}: give exactly one of token_sha256 and password_hash",
+                            t.name, a.name
+                        )))
+                    }
+                };
+                approvers.push(super::approver::Approver {
+                    name: a.name.clone(),
+                    credential,
+                });
+            }
+            let self_approve = t.self_approve.unwrap_or(false);
+            let elicitation_is_human = t.elicitation_is_human.unwrap_or(false);
+            if !self_approve && approvers.is_empty() {
+                return Err(bad(format!(
+                    "tenant {}: self_approve = false and no [[tenant.approver]]: nobody could approve its gates. Add an approver under the tenant (name = \"…\" and token_sha256 = \"…\" or password_hash from `lobster serve hash-password`), or set self_approve = true to let the tenant's token approve",
+                    t.name
+                )));
+            }
+            let notify_url = match &t.notify_url {
+                None => None,
+                Some(u) => {
+                    crate::policy::credential::Origin::parse(u)
+                        .map_err(|e| bad(format!("tenant {}: notify_url: {e}", t.name)))?;
+                    Some(
+                        crate::broker::http::Url::parse(u)
+                            .map_err(|e| bad(format!("tenant {}: notify_url: {e}", t.name)))?,
+                    )
+                }
+            };
             tenants.push(TenantConfig {
+                approvers,
+                elicitation_is_human,
+                notify_url,
                 policy: t.policy.as_deref().map(rel),
                 workflows: t.workflows.iter().map(|p| rel(p)).collect(),
                 steps: t.steps.iter().map(|p| rel(p)).collect(),
                 max_concurrent_runs,
                 requests_per_minute,
-                self_approve: t.self_approve.unwrap_or(false),
+                self_approve,
                 token_sha256,
                 name: t.name,
             });
+        }
+        let notify_key = match &raw.notify_key_env {
+            None => None,
+            Some(var) => Some(
+                std::env::var(var)
+                    .ok()
+                    .filter(|v| v.len() >= 16)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "notify_key_env {var} is not set, or shorter than 16 bytes (the key that signs approval notifications)"
+                        ))
+                    })?
+                    .into_bytes(),
+            ),
+        };
+        if notify_key.is_none() {
+            if let Some(t) = tenants.iter().find(|t| t.notify_url.is_some()) {
+                return Err(bad(format!(
+                    "tenant {}: notify_url needs notify_key_env at the top of the file (the variable holding the key that signs notifications)",
+                    t.name
+                )));
+            }
         }
         let positive = |v: Option<u64>, key: &str, default: u64| -> Result<u64> {
             match v {
@@ -279,6 +399,17 @@ impl ServeConfig {
                 "header_timeout_ms",
                 10_000,
             )?),
+            notify_key,
+            notify_timeout: Duration::from_millis(positive(
+                raw.notify_timeout_ms,
+                "notify_timeout_ms",
+                5_000,
+            )?),
+            notify_attempts: match raw.notify_attempts {
+                Some(n) if (1..=10).contains(&n) => n,
+                None => 3,
+                Some(_) => return Err(bad("notify_attempts must be from 1 to 10".into())),
+            },
             max_connections_per_ip: match raw.max_connections_per_ip {
                 Some(0) => {
                     return Err(bad(
@@ -368,7 +499,7 @@ mod tests {
         ServeConfig::parse(text, Path::new("/etc/lobster/serve.toml"))
     }
 
-    const TENANT: &str = "[[tenant]]\nname = \"acme\"\ntoken_sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n";
+    const TENANT: &str = "[[tenant]]\nname = \"acme\"\ntoken_sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\nself_approve = true\n";
 
     #[test]
     fn defaults_and_relative_paths() {
@@ -394,7 +525,9 @@ mod tests {
         let t = &c.tenants[0];
         assert_eq!(t.policy.as_deref(), Some(Path::new("/etc/lobster/p.toml")));
         assert_eq!((t.max_concurrent_runs, t.requests_per_minute), (8, 600));
-        assert!(!t.self_approve);
+        assert!(t.self_approve && t.approvers.is_empty() && !t.elicitation_is_human);
+        assert_eq!((c.notify_key.as_deref(), c.notify_attempts), (None, 3));
+        assert_eq!(c.notify_timeout, Duration::from_secs(5));
         assert_eq!(t.token_sha256, super::super::tenant::sha256(b"test"));
         assert_eq!(c.journal_retention, DEFAULT_JOURNAL_RETENTION);
         assert_eq!(c.journal_keep_runs, DEFAULT_JOURNAL_KEEP_RUNS);
@@ -462,6 +595,94 @@ mod tests {
         assert!(e.contains("approval_link_ttl"), "{e}");
         let e = parse("").unwrap_err().to_string();
         assert!(e.contains("[[tenant]]"), "{e}");
+    }
+
+    /// sha256("alice-token").
+    const ALICE_SHA: &str = "9c220f200955d76c0a38d308225e0ef10c5f971acaf2f8d1d8f732affa5bd1dc";
+
+    #[test]
+    fn a_tenant_that_may_not_self_approve_needs_an_approver() {
+        let head = "[[tenant]]\nname = \"acme\"\ntoken_sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n";
+        // self_approve = false (the default) and nobody to approve: refused
+        // with the fix named, even where elicited answers count.
+        for extra in ["", "elicitation_is_human = true\n"] {
+            let e = parse(&format!("{head}{extra}")).unwrap_err().to_string();
+            assert!(
+                e.contains("no [[tenant.approver]]")
+                    && e.contains("lobster serve hash-password")
+                    && e.contains("self_approve = true"),
+                "{e}"
+            );
+        }
+        let approver =
+            format!("[[tenant.approver]]\nname = \"alice\"\ntoken_sha256 = \"{ALICE_SHA}\"\n");
+        let c = parse(&format!("{head}{approver}")).unwrap();
+        assert_eq!(c.tenants[0].approvers.len(), 1);
+        assert_eq!(c.tenants[0].approvers[0].name, "alice");
+        // The tenant's own token as an approver's, both or neither
+        // credential, a hash that is not argon2, a bad or repeated name.
+        let own = "[[tenant.approver]]\nname = \"a\"\ntoken_sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n";
+        for (bad, says) in [
+            (own.to_string(), "the tenant's own token"),
+            (
+                format!("[[tenant.approver]]\nname = \"a\"\ntoken_sha256 = \"{ALICE_SHA}\"\npassword_hash = \"x\"\n"),
+                "exactly one of",
+            ),
+            ("[[tenant.approver]]\nname = \"a\"\n".to_string(), "exactly one of"),
+            (
+                "[[tenant.approver]]\nname = \"a\"\npassword_hash = \"$2b$12$abcdefghijklmnopqrstuu\"\n".to_string(),
+                "lobster serve hash-password",
+            ),
+            (
+                format!("[[tenant.approver]]\nname = \"a b\"\ntoken_sha256 = \"{ALICE_SHA}\"\n"),
+                "[A-Za-z0-9._@-]",
+            ),
+            (format!("{approver}{approver}"), "configured twice"),
+        ] {
+            let e = parse(&format!("{head}{bad}")).unwrap_err().to_string();
+            assert!(e.contains(says), "{says}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_notifier_needs_the_operator_s_key_and_bounds() {
+        let url = "notify_url = \"http://127.0.0.1:9/hook\"\n";
+        let e = parse(&format!("{TENANT}{url}")).unwrap_err().to_string();
+        assert!(e.contains("notify_key_env"), "{e}");
+        std::env::set_var("LOBSTER_CONFIG_TEST_NOTIFY_KEY", "0123456789abcdef-key");
+        std::env::set_var("LOBSTER_CONFIG_TEST_SHORT_KEY", "short");
+        let c = parse(&format!(
+            "notify_key_env = \"LOBSTER_CONFIG_TEST_NOTIFY_KEY\"\nnotify_timeout_ms = 700\nnotify_attempts = 2\n{TENANT}{url}"
+        ))
+        .unwrap();
+        assert_eq!(c.notify_key.as_deref(), Some(&b"0123456789abcdef-key"[..]));
+        assert_eq!(
+            (c.notify_timeout, c.notify_attempts),
+            (Duration::from_millis(700), 2)
+        );
+        assert!(c.tenants[0].notify_url.is_some());
+        for (bad, says) in [
+            (
+                "notify_key_env = \"LOBSTER_CONFIG_TEST_SHORT_KEY\"",
+                "shorter than 16",
+            ),
+            (
+                "notify_key_env = \"LOBSTER_CONFIG_TEST_UNSET_KEY\"",
+                "is not set",
+            ),
+            ("notify_attempts = 0", "notify_attempts"),
+            ("notify_attempts = 11", "notify_attempts"),
+            ("notify_timeout_ms = 0", "notify_timeout_ms"),
+        ] {
+            let e = parse(&format!("{bad}\n{TENANT}")).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let e = parse(&format!(
+            "notify_key_env = \"LOBSTER_CONFIG_TEST_NOTIFY_KEY\"\n{TENANT}notify_url = \"ftp://x/\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("notify_url"), "{e}");
     }
 
     #[test]

@@ -62,6 +62,11 @@ impl LinkKey {
         )))
     }
 
+    /// The key's bytes (other keys are derived from it: approver sessions).
+    pub(crate) fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     fn tag(&self, payload: &str) -> String {
         let mut h = blake3::Hasher::new_keyed(&self.0);
         h.update(b"lobster serve approval link v1\0");

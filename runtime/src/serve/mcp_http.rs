@@ -11,10 +11,13 @@
 //! decides the gate exactly once over every door and node, like
 //! `POST /v1/resume`.
 //!
-//! With `self_approve = false` the tenant's MCP server runs in human
-//! approval mode: `approve: true` from the agent is refused unless the
-//! client can ask the human itself (MCP elicitation), as in
-//! `lobster mcp --approvals human`.
+//! With `self_approve = false`, `approve: true` from the agent is refused
+//! with an approval link for a human approver ([`ApprovalMode::Link`]);
+//! only a tenant that says its client's "input required" answers are a
+//! human's (`elicitation_is_human = true`) has the client ask ([`ApprovalMode::Human`]).
+//! Every resume's decider is who the door authenticated: the tenant's
+//! agent, or the elicited human — never the call's `approver` argument,
+//! which is refused.
 
 use super::offload::offload;
 use super::runs::{self, Attach, Job, Launch};
@@ -26,7 +29,7 @@ use crate::error::Error;
 use crate::kernel::{Cancel, LogSink};
 use crate::mcp::runner::ReplyFuture;
 use crate::mcp::{ApprovalMode, LobsterMcp, Runner};
-use crate::resume::ResumeTarget;
+use crate::resume::{Decider, ResumeTarget};
 use crate::state::runlog::time_prefixed_id;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -48,8 +51,10 @@ pub fn services(app: &Arc<AppState>, max_body: usize) -> HashMap<String, TenantM
         .map(|t| {
             let mode = if t.self_approve {
                 ApprovalMode::Agent
-            } else {
+            } else if t.elicitation_is_human {
                 ApprovalMode::Human
+            } else {
+                ApprovalMode::Link
             };
             let runner = TenantRunner {
                 app: Arc::downgrade(app),
@@ -119,6 +124,22 @@ impl TenantRunner {
             cancel: Some(cancel),
             log,
         };
+        let call = match call {
+            Call::Resume(mut c) => {
+                c.request.decider = match c.request.decider {
+                    // Set by the MCP server when the client asked the human.
+                    Decider::Elicited => Decider::Elicited,
+                    Decider::Operator(Some(_)) => {
+                        return Err(ApiError::bad_request(
+                            "approver is not accepted here: a decision's identity is who authenticated it (the tenant's token, or an approver signed in on the approval page)",
+                        ))
+                    }
+                    _ => Decider::TenantAgent(tenant.name.clone()),
+                };
+                Call::Resume(c)
+            }
+            run => run,
+        };
         // Store calls (PostgreSQL round trips) stay off the async threads.
         let mut rx = offload(move || {
             let tenant = &tenant;
@@ -132,10 +153,22 @@ impl TenantRunner {
                 }
                 (_, call) => {
                     // A run, or the resume of a gate the gateway did not list
-                    // (the resume state's own claim still decides it once).
+                    // (the resume state's own claim still decides it once;
+                    // a yes still needs a decider who may approve).
                     let job = match call {
                         Call::Run(r) => Job::Run(r),
-                        Call::Resume(c) => Job::Resume(c),
+                        Call::Resume(c) => {
+                            if c.request.decision == crate::resume::Decision::Approve(true)
+                                && !runs::may_approve(tenant, &c.request.decider)
+                            {
+                                return Err(ApiError::new(
+                                    axum::http::StatusCode::FORBIDDEN,
+                                    "approval_required",
+                                    "approve: true is refused: this tenant's token cannot approve (self_approve = false), and this gate is not among the tenant's listed ones",
+                                ));
+                            }
+                            Job::Resume(c)
+                        }
                     };
                     let launch = Launch {
                         slot: runs::slot(&app, tenant)?,

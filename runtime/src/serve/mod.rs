@@ -23,6 +23,7 @@
 //! hands in.
 
 pub mod approvals;
+pub mod approver;
 pub mod config;
 pub mod inline;
 pub mod journal;
@@ -30,6 +31,7 @@ pub mod link;
 pub mod listen;
 pub mod mcp_http;
 pub mod metrics;
+pub mod notify;
 pub mod offload;
 pub mod page;
 pub mod queue;
@@ -217,6 +219,7 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/v1/resume", post(runs::resume_by_token))
         .route("/v1/approvals", get(approvals::list))
         .route("/a/{link}", get(approvals::show).post(approvals::decide))
+        .route("/a/{link}/sign-in", post(approvals::sign_in))
         .route("/mcp", any(mcp_http::handle))
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics_text))
@@ -290,11 +293,21 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
     let metrics = Arc::new(metrics::Metrics::default());
     let mut tenants = Vec::new();
     for t in &config.tenants {
-        let mut tenant = Tenant::new(t, &root, &metrics, config.request_timeout)?;
+        let notifier = match (&t.notify_url, &config.notify_key) {
+            (Some(url), Some(key)) => Some(notify::Notifier {
+                url: url.clone(),
+                key: key.clone(),
+                timeout: config.notify_timeout,
+                attempts: config.notify_attempts,
+            }),
+            _ => None,
+        };
+        let mut tenant = Tenant::new(t, &root, &metrics, config.request_timeout, notifier)?;
         Arc::make_mut(&mut tenant.settings).no_journal = !config.journal;
         tenants.push(Arc::new(tenant));
     }
     let link_key = link::LinkKey::load_or_create(&root)?;
+    let session_key = approver::SessionKey::derive(link_key.bytes());
     Ok(AppState {
         public_url: config.public_url.clone().unwrap_or_default(),
         node: config.node_id.clone(),
@@ -302,6 +315,7 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
         tenants,
         root,
         link_key,
+        session_key,
         metrics,
         live: Default::default(),
         run_ended: Default::default(),

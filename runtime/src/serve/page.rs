@@ -43,6 +43,8 @@ pub struct Gate<'a> {
     /// What runs after the gate, one line each.
     pub capabilities: &'a [String],
     pub expires_at: &'a str,
+    /// The signed-in approver deciding (`None`: the link alone decides).
+    pub approver: Option<&'a str>,
 }
 
 /// The page with the Approve and Deny buttons for `link`.
@@ -58,6 +60,12 @@ pub fn approval(link: &str, gate: &Gate) -> String {
         "<h2>Prompt</h2>\n<p id=\"prompt\">{}</p>\n",
         escape(gate.prompt)
     ));
+    if let Some(a) = gate.approver {
+        body.push_str(&format!(
+            "<p>Signed in as <b id=\"approver\">{}</b>; your name is recorded with the decision.</p>\n",
+            escape(a)
+        ));
+    }
     if let Some(p) = gate.preview {
         body.push_str(&format!(
             "<h2>Items</h2>\n<pre id=\"preview\">{}</pre>\n",
@@ -83,6 +91,31 @@ pub fn approval(link: &str, gate: &Gate) -> String {
         escape(gate.expires_at)
     ));
     shell("Approval needed", &body)
+}
+
+/// The sign-in form an approver fills before deciding (`failed`: why the
+/// last attempt was not accepted).
+pub fn sign_in(link: &str, tenant: &str, run_id: &str, failed: Option<&str>) -> String {
+    let mut body = String::new();
+    body.push_str("<h1>Sign in to decide</h1>\n");
+    body.push_str(&format!(
+        "<p>Tenant <b>{}</b> asks one of its approvers to decide run <code>{}</code>. \
+Sign in with your own approver name and password (or approver token) — not the agent's token.</p>\n",
+        escape(tenant),
+        escape(run_id)
+    ));
+    if let Some(why) = failed {
+        body.push_str(&format!("<p id=\"error\"><b>{}</b></p>\n", escape(why)));
+    }
+    body.push_str(&format!(
+        "<form method=\"post\" action=\"/a/{}/sign-in\">\n\
+<p><label>Name <input type=\"text\" name=\"name\" autocomplete=\"username\" required></label></p>\n\
+<p><label>Password or token <input type=\"password\" name=\"secret\" autocomplete=\"current-password\" required></label></p>\n\
+<button type=\"submit\" name=\"action\" value=\"sign-in\">Sign in</button>\n\
+</form>",
+        escape(link)
+    ));
+    shell("Sign in to decide", &body)
 }
 
 /// The page after a decision: `<h1>Approved</h1>` or `<h1>Denied</h1>`, then
@@ -139,6 +172,7 @@ mod tests {
                 preview: Some("[\"</pre><b>\"]"),
                 capabilities: &caps,
                 expires_at: "soon",
+                approver: Some("<al>"),
             },
         );
         assert!(!html.contains("<script>alert"), "{html}");
@@ -152,6 +186,13 @@ mod tests {
         assert!(
             html.contains("<button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button>")
         );
+        assert!(html.contains("Signed in as <b id=\"approver\">&lt;al&gt;</b>"));
+        let s = sign_in("l.t", "<t>", "r", Some("<no>"));
+        assert!(
+            s.contains("<form method=\"post\" action=\"/a/l.t/sign-in\">"),
+            "{s}"
+        );
+        assert!(s.contains("&lt;t&gt;") && s.contains("&lt;no&gt;") && !s.contains("<script"));
         assert!(decided(true, "r", Some("ok")).contains("<h1>Approved</h1>"));
         assert!(decided(false, "r", None).contains("<h1>Denied</h1>"));
     }

@@ -31,6 +31,7 @@ use crate::app::request::{limit_fields, resume_fields};
 use crate::app::{self, ResumeCall, RunRequest, RunTarget};
 use crate::kernel::{Cancel, CancelReason};
 use crate::resume::approval_id::now_iso;
+use crate::resume::{Decider, Decision};
 use crate::state::runlog::time_prefixed_id;
 use crate::state::StateStore;
 use crate::value::Item;
@@ -438,6 +439,10 @@ pub fn start_attached(
     if let Some(paused) = paused {
         record["gate"] = paused;
     }
+    if let Job::Resume(c) = &job {
+        // Who decided: the door's authenticated decider, never a body's word.
+        record["decidedBy"] = json!(c.request.decider.describe());
+    }
     let cancel = attach.cancel.unwrap_or_default();
     let log_sink = attach.log;
     let by_shutdown = Arc::new(AtomicBool::new(false));
@@ -554,6 +559,9 @@ pub fn start_attached(
                     save_retrying(&tenant.store, &pending_key(&run_id), &entry, log);
                 }
                 save_settled(&tenant.store, &rec, log);
+                if status == "needs_approval" {
+                    super::approvals::notify_gate(&app, &tenant, &rec);
+                }
             }
             if g.is_none() {
                 g = Some(tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
@@ -836,7 +844,15 @@ pub async fn resume_run(
     let rec = offload(move || current_record(&a, &t, &id))
         .await?
         .ok_or_else(|| ApiError::no_run(&run_id))?;
-    decide(&app, &tenant, &rec, body, wait, false).await
+    decide(
+        &app,
+        &tenant,
+        &rec,
+        body,
+        wait,
+        Decider::TenantAgent(tenant.name.clone()),
+    )
+    .await
 }
 
 /// `POST /v1/resume` `{token | approvalId, …}`.
@@ -868,7 +884,8 @@ pub async fn resume_by_token(
     );
     let found = offload(move || find_paused(&t, token.as_deref(), approval.as_deref())).await?;
     if let Some(rec) = found {
-        return decide(&app, &tenant, &rec, body, wait, false).await;
+        let agent = Decider::TenantAgent(tenant.name.clone());
+        return decide(&app, &tenant, &rec, body, wait, agent).await;
     }
     Err(ApiError::decided(
         "no paused run of this tenant has that token or approvalId: it was already decided, or it never existed",
@@ -885,32 +902,29 @@ pub fn gate_token(rec: &Value) -> Option<String> {
 }
 
 /// Decide the gate of the paused run `rec` with the fields of `body`
-/// (`approve`, `response`, `cancel`, `approver`, limits). `human` is true
-/// for a decision made through an approval link.
+/// (`approve`, `response`, `cancel`, limits) as `decider` — who the door
+/// authenticated (the tenant's token, a signed-in approver). A body's
+/// `approver` is refused: nothing a request says names who decided.
 pub async fn decide(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
     rec: &Value,
     mut body: Map<String, Value>,
     wait: Duration,
-    human: bool,
+    decider: Decider,
 ) -> Result<Response, ApiError> {
-    let status = paused_status(rec)?;
-    let approving = body.get("approve") == Some(&Value::Bool(true))
-        && body.get("cancel") != Some(&Value::Bool(true))
-        && body.get("response").is_none_or(Value::is_null);
-    if approving && status == "needs_approval" && !human && !tenant.self_approve {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "approval_required",
-            "this tenant's token cannot approve its own runs (self_approve = false): send the human the approveUrl of this gate (GET /v1/approvals) and let them decide; you may still deny or cancel",
+    paused_status(rec)?;
+    if body.contains_key("approver") {
+        return Err(ApiError::bad_request(
+            "approver is not accepted here: a decision's identity is who authenticated it (the tenant's token, or an approver signed in on the approval page)",
         ));
     }
     let token =
         gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
     body.remove("approvalId");
     body.insert("token".into(), json!(token));
-    let call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let mut call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    call.request.decider = decider;
     let (a, t, r) = (app.clone(), tenant.clone(), rec.clone());
     let (run_id, rx) = offload(move || decide_call(&a, &t, &r, call, Attach::default())).await?;
     let settled = settle(rx, wait).await;
@@ -921,10 +935,48 @@ pub async fn decide(
     Ok(answer(&run_id, settled))
 }
 
+/// Whether `call`'s decider may make its decision at the gate of `rec`:
+/// approving an approval gate takes a signed-in approver of the tenant, the
+/// tenant's agent where `self_approve = true`, or an elicited answer where
+/// `elicitation_is_human = true`; denying, cancelling and answering an
+/// input gate take any decider of the tenant. A refusal carries a fresh
+/// approval link to forward to a human.
+pub fn may_decide(
+    app: &AppState,
+    tenant: &Tenant,
+    rec: &Value,
+    call: &ResumeCall,
+) -> Result<(), ApiError> {
+    let approving = call.request.decision == Decision::Approve(true)
+        && rec["status"].as_str() == Some("needs_approval");
+    if !approving || may_approve(tenant, &call.request.decider) {
+        return Ok(());
+    }
+    let link = super::approvals::link_for(app, tenant, rec);
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "approval_required",
+        format!(
+            "this tenant's token cannot approve its own runs (self_approve = false): send a human approver this approval link (also in GET /v1/approvals as approveUrl): {link} — they sign in and decide; you may still deny or cancel"
+        ),
+    ))
+}
+
+/// Whether `decider` may say yes at an approval gate of `tenant`.
+pub fn may_approve(tenant: &Tenant, decider: &Decider) -> bool {
+    match decider {
+        Decider::Approver { tenant: t, .. } => *t == tenant.name,
+        Decider::TenantAgent(t) => *t == tenant.name && tenant.self_approve,
+        Decider::Elicited => tenant.elicitation_is_human,
+        Decider::Operator(_) | Decider::Unnamed => false,
+    }
+}
+
 /// Start the resume `call` of the paused run `rec` (its gate token is the
 /// call's target), exactly once over every node: the run's id and the
-/// receiver of its settled record. Whether this caller may decide the gate
-/// at all (`self_approve`) is the caller's check.
+/// receiver of its settled record. Every door comes through here, so the
+/// decider's permission ([`may_decide`]) is checked here, before the gate
+/// is taken.
 pub fn decide_call(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
@@ -933,6 +985,7 @@ pub fn decide_call(
     attach: Attach,
 ) -> Result<(String, tokio::sync::watch::Receiver<Option<Value>>), ApiError> {
     paused_status(rec)?;
+    may_decide(app, tenant, rec, &call)?;
     let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
     let token =
         gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;

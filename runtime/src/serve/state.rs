@@ -32,6 +32,8 @@ pub struct AppState {
     /// The server's own store (the link key).
     pub root: StateStore,
     pub link_key: LinkKey,
+    /// Signs approvers' session cookies (derived from the link key).
+    pub session_key: super::approver::SessionKey,
     /// This node's id (`node` in run records; its heartbeat key with a
     /// PostgreSQL store).
     pub node: String,

@@ -42,6 +42,14 @@ pub struct Tenant {
     /// [`crate::state::runlog`]). PostgreSQL keeps every record in its table.
     pub run_log: Option<RunLog>,
     pub self_approve: bool,
+    /// The humans who may approve (`[[tenant.approver]]`).
+    pub approvers: Vec<super::approver::Approver>,
+    /// An MCP client's "input required" answer counts as a human's.
+    pub elicitation_is_human: bool,
+    /// The webhook told of every approval gate, with its signing key.
+    pub notifier: Option<super::notify::Notifier>,
+    /// Sign-in attempts on the approval page (a bucket of 10 a minute).
+    sign_ins: Mutex<Bucket>,
     pub max_concurrent_runs: usize,
     running: AtomicUsize,
     rate: Mutex<Bucket>,
@@ -75,6 +83,7 @@ impl Tenant {
         root: &StateStore,
         metrics: &Arc<super::metrics::Metrics>,
         longest_wait: Duration,
+        notifier: Option<super::notify::Notifier>,
     ) -> Result<Tenant> {
         let policy = match &cfg.policy {
             Some(path) => {
@@ -136,6 +145,13 @@ impl Tenant {
             store,
             run_log,
             self_approve: cfg.self_approve,
+            approvers: cfg.approvers.clone(),
+            elicitation_is_human: cfg.elicitation_is_human,
+            notifier,
+            sign_ins: Mutex::new(Bucket {
+                tokens: SIGN_INS_PER_MINUTE,
+                at: Instant::now(),
+            }),
             max_concurrent_runs: cfg.max_concurrent_runs,
             running: AtomicUsize::new(0),
             rate: Mutex::new(Bucket {
@@ -162,6 +178,35 @@ impl Tenant {
             let wait = ((1.0 - b.tokens) / per_sec).ceil().max(1.0);
             Err(OverBudget::Rate(wait as u64))
         }
+    }
+
+    /// Take one sign-in attempt from the approval page's budget
+    /// ([`SIGN_INS_PER_MINUTE`], refilled continuously): guessing an
+    /// approver's password is slow whatever the guesser's speed.
+    pub fn admit_sign_in(&self) -> bool {
+        let mut b = self.sign_ins.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * SIGN_INS_PER_MINUTE / 60.0)
+            .min(SIGN_INS_PER_MINUTE);
+        b.at = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether the approval page asks the human to sign in: the tenant has
+    /// approvers, or its token may not approve (then a link alone decides
+    /// nothing).
+    pub fn needs_sign_in(&self) -> bool {
+        !self.approvers.is_empty() || !self.self_approve
+    }
+
+    /// Whether `token` is this tenant's own (agent) token.
+    pub fn is_own_token(&self, token: &str) -> bool {
+        ct_eq(&self.token_sha256, &sha256(token.as_bytes()))
     }
 
     /// Take a run slot; the slot is given back when the guard drops.
@@ -203,13 +248,17 @@ pub fn authenticate<'a>(tenants: &'a [Arc<Tenant>], token: &str) -> Option<&'a A
     found
 }
 
-fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+/// Whether two digests are equal, compared in constant time.
+pub(crate) fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     let mut diff = 0u8;
     for (x, y) in a.iter().zip(b) {
         diff |= x ^ y;
     }
     std::hint::black_box(diff) == 0
 }
+
+/// Sign-in attempts per tenant per minute on the approval page.
+pub const SIGN_INS_PER_MINUTE: f64 = 10.0;
 
 /// How long a client should wait before retrying a run refused for
 /// concurrency: runs are short; one second is an honest guess.
@@ -229,7 +278,10 @@ mod tests {
             steps: vec![],
             max_concurrent_runs: runs,
             requests_per_minute: rpm,
-            self_approve: false,
+            self_approve: true,
+            approvers: vec![],
+            elicitation_is_human: false,
+            notify_url: None,
         };
         Arc::new(
             Tenant::new(
@@ -237,6 +289,7 @@ mod tests {
                 &StateStore::new(dir.path()),
                 &Default::default(),
                 Duration::from_secs(60),
+                None,
             )
             .unwrap(),
         )

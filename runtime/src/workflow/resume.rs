@@ -46,7 +46,14 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
                 ctx,
                 state.journal.as_ref(),
                 &request.decision,
-                request.approver.as_deref(),
+                request
+                    .decider
+                    .name(
+                        ctx.env
+                            .get("LOBSTER_APPROVAL_APPROVED_BY")
+                            .map(String::as_str),
+                    )
+                    .as_deref(),
                 &state.step_id,
             )?;
         }
@@ -58,12 +65,13 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     )?;
     let restored = restore(ctx, &state);
     let ctx = &restored;
-    let approver = request
-        .approver
-        .clone()
-        .or_else(|| ctx.env.get("LOBSTER_APPROVAL_APPROVED_BY").cloned())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    // The door authenticated the decider; only the operator's own decisions
+    // may take the name from the operator's environment.
+    let approver = request.decider.name(
+        ctx.env
+            .get("LOBSTER_APPROVAL_APPROVED_BY")
+            .map(String::as_str),
+    );
     match (&state.halt_type, &request.decision) {
         (HaltType::Approval, Decision::Respond(_)) => {
             return Err(Error::parse(
