@@ -424,10 +424,9 @@ struct CancelRead {
 impl CancelRead {
     fn cancelled(&self) -> std::io::Result<()> {
         if self.cancel.is_cancelled() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::Interrupted,
-                CANCELLED,
-            ));
+            // Not ErrorKind::Interrupted: std's read_until and read_exact
+            // retry on it, spinning forever on a cancelled read.
+            return Err(std::io::Error::other(CANCELLED));
         }
         Ok(())
     }
@@ -467,7 +466,7 @@ impl Read for CancelRead {
 const CANCELLED: &str = "lobster: request cancelled";
 
 fn map_read(e: std::io::Error) -> HttpError {
-    if e.kind() == std::io::ErrorKind::Interrupted && e.to_string() == CANCELLED {
+    if e.kind() == std::io::ErrorKind::Other && e.to_string() == CANCELLED {
         HttpError::Cancelled
     } else {
         io(e)
