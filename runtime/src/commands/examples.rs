@@ -4,7 +4,7 @@
 
 use super::Command;
 use crate::executor::{run_pipeline, Outcome};
-use crate::kernel::Mode;
+use crate::kernel::{Context, Mode};
 use crate::state::StateStore;
 use crate::value::{to_js_json, Item};
 
@@ -23,18 +23,7 @@ pub fn check_examples(cmd: &dyn Command) {
         let input: Vec<Item> =
             serde_json::from_str(ex.input).expect("example input is a JSON array");
         let want: Item = serde_json::from_str(ex.output).expect("example output is JSON");
-        let pipeline = crate::dsl::parse(ex.pipeline).expect("example pipeline parses");
-        let got = match run_pipeline(&pipeline, 0, input, &ctx) {
-            Ok(Outcome::Completed {
-                rendered: Some(text),
-                ..
-            }) => Item::String(text),
-            Ok(Outcome::Completed { items, .. }) => Item::Array(items),
-            Ok(Outcome::Halted { halt, .. }) => {
-                panic!("example `{}` halted: {halt:?}", ex.pipeline)
-            }
-            Err(e) => panic!("example `{}` failed: {e}", ex.pipeline),
-        };
+        let got = run(ex.pipeline, input, &ctx);
         assert_eq!(
             to_js_json(&got),
             to_js_json(&want),
@@ -42,5 +31,37 @@ pub fn check_examples(cmd: &dyn Command) {
             ex.pipeline,
             ex.description
         );
+        // The same input as unparsed items from `exec --json` (see
+        // `Command::run_lazy`) gives the same output.
+        let file = dir.path().join("input.json");
+        std::fs::write(&file, ex.input).expect("input file");
+        let dir2 = tempfile::tempdir().expect("temp dir");
+        let ctx = crate::commands::test_context(Mode::Human, StateStore::new(dir2.path()));
+        let lazy = format!(
+            "exec --json --shell 'cat {}' | {}",
+            file.display(),
+            ex.pipeline
+        );
+        assert_eq!(
+            to_js_json(&run(&lazy, Vec::new(), &ctx)),
+            to_js_json(&want),
+            "example `{lazy}`: {}",
+            ex.description
+        );
+    }
+}
+
+fn run(pipeline: &str, input: Vec<Item>, ctx: &Context) -> Item {
+    let parsed = crate::dsl::parse(pipeline).expect("example pipeline parses");
+    match run_pipeline(&parsed, 0, input, ctx) {
+        Ok(Outcome::Completed {
+            rendered: Some(text),
+            ..
+        }) => Item::String(text),
+        Ok(Outcome::Completed { items, .. }) => Item::Array(items),
+        Ok(Outcome::Halted { halt, .. }) => {
+            panic!("example `{pipeline}` halted: {halt:?}")
+        }
+        Err(e) => panic!("example `{pipeline}` failed: {e}"),
     }
 }

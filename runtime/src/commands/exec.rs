@@ -9,7 +9,7 @@ use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
 use crate::kernel::Context;
 use crate::process::{Decoder, Ended, Invocation, Next, OutputStream};
-use crate::value::{to_js_json, Item};
+use crate::value::{to_js_json, Item, Lazy};
 
 /// `exec [--json] [--stdin raw|json|jsonl] <command...>` or `exec --shell "<line>"`.
 pub struct Exec;
@@ -276,7 +276,7 @@ impl Command for Exec {
             Decoder::Lines
         };
         let out = invocation.stream(ctx, decoder)?;
-        Ok(Output::Items(Box::new(ExecItems {
+        Ok(Output::Lazy(Box::new(ExecItems {
             out: Some(out),
             display: plan.display().to_string(),
         })))
@@ -294,9 +294,9 @@ struct ExecItems {
 }
 
 impl Iterator for ExecItems {
-    type Item = Result<Item>;
+    type Item = Result<Lazy>;
 
-    fn next(&mut self) -> Option<Result<Item>> {
+    fn next(&mut self) -> Option<Result<Lazy>> {
         let out = self.out.as_mut()?;
         let next = out.pull();
         match next {

@@ -1,6 +1,6 @@
 //! `head`: the first N items, lazily (upstream stops being pulled after N).
 
-use super::{Command, Example, FlagSpec, ItemStream, Output, Signature};
+use super::{Command, Example, FlagSpec, ItemStream, LazyStream, Output, Signature};
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
 use crate::kernel::Context;
@@ -83,17 +83,32 @@ impl Command for Head {
     fn prefix_limit(&self, args: &Args) -> Option<usize> {
         Self::count(args).ok()
     }
+
+    /// The first N items, still unparsed.
+    fn run_lazy(
+        &self,
+        args: &Args,
+        input: LazyStream,
+        _limit: Option<usize>,
+        _ctx: &Context,
+    ) -> Result<Output> {
+        let n = Self::count(args)?;
+        Ok(Output::Lazy(Box::new(Take {
+            input: Some(input),
+            left: n,
+        })))
+    }
 }
 
 /// `input.take(n)` that drops the upstream as soon as it has enough, so an
 /// upstream `exec` child is killed at once rather than when the run ends.
-struct Take {
-    input: Option<ItemStream>,
+struct Take<S> {
+    input: Option<S>,
     left: usize,
 }
 
-impl Iterator for Take {
-    type Item = Result<crate::value::Item>;
+impl<T, S: Iterator<Item = Result<T>>> Iterator for Take<S> {
+    type Item = Result<T>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {

@@ -7,9 +7,12 @@
 
 #[cfg(test)]
 pub mod examples;
+#[cfg(test)]
+mod lazy_tests;
 
 pub use crate::kernel::{
-    collect, stream_of, Command, Example, FlagSpec, Halt, ItemStream, Output, Registry, Signature,
+    collect, parsed, stream_of, Command, Example, FlagSpec, Halt, ItemStream, LazyStream, Output,
+    Registry, Signature,
 };
 
 mod approve;

@@ -1,11 +1,13 @@
 //! `sort`: stable sort by a dot-path key or by the item itself.
 
 use super::js::{dot_path, flag_string, flag_truthy};
-use super::{stream_of, Command, Example, FlagSpec, ItemStream, Output, Signature};
+use super::{
+    parsed, stream_of, Command, Example, FlagSpec, ItemStream, LazyStream, Output, Signature,
+};
 use crate::dsl::Args;
 use crate::error::Result;
 use crate::kernel::Context;
-use crate::value::{js_to_string, Item};
+use crate::value::{js_to_string, Field, FieldPath, Item, Lazy};
 use serde_json::Value;
 use std::cmp::Ordering;
 
@@ -16,7 +18,7 @@ const HELP: &str = "sort — sort items (stable) by a key\n\nUsage:\n  ... | sor
 
 /// A sort key computed once per item: JavaScript's comparator needs a number
 /// or `String(value)`, so both are prepared up front instead of per comparison.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Key {
     /// `undefined` or `null`: last in both directions.
     Absent,
@@ -117,14 +119,25 @@ struct RunStack<T> {
     /// The odd item waiting for a partner.
     pending: Option<T>,
     limit: usize,
+    /// Empty buffers of merged runs, reused (see [`RunStack::recycle`]).
+    spare: Vec<Vec<T>>,
+    /// Called once on every item of a run that reaches [`SETTLE_AT`] items
+    /// (kept for long): unparsed items copy their text out of the batch
+    /// they came in, so a few kept items do not keep whole batches.
+    settle: Box<dyn Fn(&mut T)>,
 }
 
+/// The untruncated run size from which items are [`RunStack::settle`]d.
+const SETTLE_AT: usize = 2048;
+
 impl<T> RunStack<T> {
-    fn new(limit: usize) -> Self {
+    fn new(limit: usize, settle: Box<dyn Fn(&mut T)>) -> Self {
         RunStack {
             runs: Vec::new(),
             pending: None,
             limit,
+            spare: Vec::new(),
+            settle,
         }
     }
 
@@ -134,12 +147,13 @@ impl<T> RunStack<T> {
             self.pending = Some(item);
             return;
         };
-        // A merge of two single items, without allocating for each.
-        let mut pair = if less(&item, &first) {
-            vec![item, first]
+        // A merge of two single items.
+        let mut pair = self.spare.pop().unwrap_or_default();
+        if less(&item, &first) {
+            pair.extend([item, first]);
         } else {
-            vec![first, item]
-        };
+            pair.extend([first, item]);
+        }
         pair.truncate(self.limit);
         self.runs.push((2, pair));
         while self.runs.len() >= 2
@@ -165,37 +179,162 @@ impl<T> RunStack<T> {
         let (Some((nb, b)), Some((na, a))) = (self.runs.pop(), self.runs.pop()) else {
             return;
         };
-        let merged = self.merge(a, b, less);
+        let mut merged = self.merge(a, b, less);
+        if na + nb >= SETTLE_AT && (na < SETTLE_AT || nb < SETTLE_AT) {
+            merged.iter_mut().for_each(|item| (self.settle)(item));
+        }
         self.runs.push((na + nb, merged));
     }
 
     /// Merge two sorted runs, keeping the first `limit` outputs; on a tie
     /// the left run's item comes first.
-    fn merge(&self, a: Vec<T>, b: Vec<T>, less: &dyn Fn(&T, &T) -> bool) -> Vec<T> {
+    fn merge(&mut self, mut a: Vec<T>, mut b: Vec<T>, less: &dyn Fn(&T, &T) -> bool) -> Vec<T> {
         let want = (a.len() + b.len()).min(self.limit);
-        let mut out = Vec::with_capacity(want);
-        let mut a = a.into_iter().peekable();
-        let mut b = b.into_iter().peekable();
-        while out.len() < want {
-            let take_b = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) => less(y, x),
-                (None, Some(_)) => true,
-                (_, None) => false,
-            };
-            let next = if take_b { b.next() } else { a.next() };
-            match next {
-                Some(item) => out.push(item),
-                None => break,
+        let mut out = self.spare.pop().unwrap_or_default();
+        out.reserve(want);
+        {
+            let mut a = a.drain(..).peekable();
+            let mut b = b.drain(..).peekable();
+            while out.len() < want {
+                let take_b = match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) => less(y, x),
+                    (None, Some(_)) => true,
+                    (_, None) => false,
+                };
+                let next = if take_b { b.next() } else { a.next() };
+                match next {
+                    Some(item) => out.push(item),
+                    None => break,
+                }
             }
         }
+        self.recycle(a);
+        self.recycle(b);
         out
     }
+
+    /// Keep an emptied run's buffer for the next merge (a bounded sort
+    /// would otherwise allocate and free one per merge).
+    fn recycle(&mut self, run: Vec<T>) {
+        let bytes = run.capacity() * std::mem::size_of::<T>();
+        if self.spare.len() < SPARE_RUNS && bytes <= SPARE_BYTES {
+            self.spare.push(run);
+        }
+    }
 }
+
+/// At most this many emptied run buffers are kept for reuse, each at most
+/// this large.
+const SPARE_RUNS: usize = 16;
+const SPARE_BYTES: usize = 16 << 10;
 
 fn key_of(item: &Item, key: Option<&str>) -> Key {
     match key {
         Some(path) => Key::of(dot_path(item, path).as_deref()),
         None => Key::of(Some(item)),
+    }
+}
+
+/// [`key_of`] for an item that may be unparsed, with `path` split into
+/// its non-empty segments (`starts` are where they begin in `path`).
+fn lazy_key_of(item: &Lazy, path: &str, field: &FieldPath, starts: &[usize]) -> Key {
+    let raw = match item {
+        Lazy::Parsed(item) => return key_of(item, Some(path)),
+        Lazy::Raw(raw) => raw,
+    };
+    match raw.field(field) {
+        Field::Missing => Key::of(None),
+        Field::Value { value, used } => match starts.get(used) {
+            None => Key::of(Some(&value)),
+            Some(&at) => Key::of(dot_path(&value, &path[at..]).as_deref()),
+        },
+    }
+}
+
+/// The items a bounded sort (first K) may drop as they arrive, before they
+/// reach the [`RunStack`].
+///
+/// While every key seen is a number or absent, or every key is text or
+/// absent, the comparator is a total preorder on them. An item with at
+/// least K earlier items whose keys sort before or equal to its own is then
+/// never among the first K, whatever comes later: every run to the left of
+/// its run holds only earlier items, all of that pure kind, so they are
+/// sorted exactly, and a merge puts it behind each of their items that
+/// sorts before or with it (the left run wins ties); those are at least K
+/// by the time all earlier runs have merged into its run. Once both numbers
+/// and text have been seen, later items all go to the merge sort, and the
+/// items dropped before stay correctly dropped.
+struct Cutoff {
+    limit: usize,
+    desc: bool,
+    /// The `limit` smallest keys so far, the largest on top; `None` once
+    /// keys of both kinds were seen.
+    best: Option<std::collections::BinaryHeap<Ranked>>,
+    seen_num: bool,
+    seen_text: bool,
+}
+
+/// A key ordered by [`compare_keys`] (a total preorder while [`Cutoff`]
+/// uses it).
+struct Ranked(Key, bool);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_keys(&self.0, &other.0, self.1)
+    }
+}
+
+impl Cutoff {
+    fn new(limit: usize, desc: bool) -> Cutoff {
+        Cutoff {
+            limit,
+            desc,
+            best: Some(std::collections::BinaryHeap::new()),
+            seen_num: false,
+            seen_text: false,
+        }
+    }
+
+    /// Whether the next item, whose key is `key`, cannot be in the result.
+    fn drops(&mut self, key: &Key) -> bool {
+        if self.limit == 0 {
+            return true;
+        }
+        match key {
+            Key::Num(..) => self.seen_num = true,
+            Key::Text { .. } => self.seen_text = true,
+            Key::Absent => {}
+        }
+        if self.seen_num && self.seen_text {
+            self.best = None;
+        }
+        let Some(best) = &mut self.best else {
+            return false;
+        };
+        if best.len() == self.limit {
+            if let Some(top) = best.peek() {
+                if compare_keys(key, &top.0, self.desc) != Ordering::Less {
+                    return true;
+                }
+            }
+            best.pop();
+        }
+        best.push(Ranked(key.clone(), self.desc));
+        false
     }
 }
 
@@ -205,19 +344,26 @@ fn key_of(item: &Item, key: Option<&str>) -> Key {
 /// key table, so merges move 4 bytes per item; a bounded one keeps (key,
 /// item) pairs so that items falling out of the top K are freed at once.
 /// Both use the same merge tree, hence the same result.
-fn sort_stream(
-    items: impl Iterator<Item = Result<Item>>,
-    key: Option<&str>,
+fn sort_stream<T: 'static>(
+    items: impl Iterator<Item = Result<T>>,
+    key_of: impl Fn(&T) -> Key,
     desc: bool,
     limit: usize,
-) -> Result<Vec<Item>> {
+    settle: fn(&mut T),
+) -> Result<Vec<T>> {
     if limit < u32::MAX as usize {
-        let mut runs: RunStack<(Key, Item)> = RunStack::new(limit);
-        let less =
-            |a: &(Key, Item), b: &(Key, Item)| compare_keys(&a.0, &b.0, desc) == Ordering::Less;
+        let mut runs: RunStack<(Key, T)> = RunStack::new(
+            limit,
+            Box::new(move |pair: &mut (Key, T)| settle(&mut pair.1)),
+        );
+        let less = |a: &(Key, T), b: &(Key, T)| compare_keys(&a.0, &b.0, desc) == Ordering::Less;
+        let mut cutoff = Cutoff::new(limit, desc);
         for item in items {
             let item = item?;
-            runs.push((key_of(&item, key), item), &less);
+            let key = key_of(&item);
+            if !cutoff.drops(&key) {
+                runs.push((key, item), &less);
+            }
         }
         return Ok(runs
             .finish(&less)
@@ -226,13 +372,15 @@ fn sort_stream(
             .collect());
     }
     let (mut keys, mut slots) = (Vec::new(), Vec::new());
-    let mut runs: RunStack<u32> = RunStack::new(limit);
+    let mut runs: RunStack<u32> = RunStack::new(limit, Box::new(|_| {}));
     for item in items {
-        let item = item?;
+        let mut item = item?;
         let Ok(index) = u32::try_from(keys.len()) else {
             return Err(crate::error::Error::runtime("sort: too many items"));
         };
-        keys.push(key_of(&item, key));
+        keys.push(key_of(&item));
+        // Every item is kept until the end.
+        settle(&mut item);
         slots.push(Some(item));
         let keys = &keys;
         runs.push(index, &|a: &u32, b: &u32| {
@@ -252,7 +400,14 @@ fn sort_stream(
 /// Sort `items` as `sort --key key [--desc]` does.
 #[cfg(test)]
 fn sort_items(items: Vec<Item>, key: Option<&str>, desc: bool) -> Vec<Item> {
-    sort_stream(items.into_iter().map(Ok), key, desc, usize::MAX).unwrap_or_default()
+    sort_stream(
+        items.into_iter().map(Ok),
+        |item| key_of(item, key),
+        desc,
+        usize::MAX,
+        |_| {},
+    )
+    .unwrap_or_default()
 }
 
 impl Command for Sort {
@@ -311,14 +466,7 @@ impl Command for Sort {
     }
 
     fn run(&self, args: &Args, input: ItemStream, _ctx: &Context) -> Result<Output> {
-        let key = flag_string(args, "key");
-        let desc = flag_truthy(args.flag("desc"));
-        Ok(Output::Items(stream_of(sort_stream(
-            input,
-            key,
-            desc,
-            usize::MAX,
-        )?)))
+        Self::sorted(args, input, usize::MAX)
     }
 
     /// `sort | head --n K`: a bounded top-K, identical to the first K items
@@ -330,11 +478,51 @@ impl Command for Sort {
         limit: usize,
         _ctx: &Context,
     ) -> Result<Output> {
+        Self::sorted(args, input, limit)
+    }
+
+    /// With `--key`, unparsed items are sorted by the field alone and come
+    /// out unparsed.
+    fn run_lazy(
+        &self,
+        args: &Args,
+        input: LazyStream,
+        limit: Option<usize>,
+        _ctx: &Context,
+    ) -> Result<Output> {
+        let Some(path) = flag_string(args, "key") else {
+            return Self::sorted(args, parsed(input), limit.unwrap_or(usize::MAX));
+        };
+        let desc = flag_truthy(args.flag("desc"));
+        // dot_path's segments: empty ones are skipped.
+        let mut segments = Vec::new();
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for seg in path.split('.') {
+            if !seg.is_empty() {
+                segments.push(seg);
+                starts.push(at);
+            }
+            at += seg.len() + 1;
+        }
+        let field = FieldPath::new(segments);
+        let sorted = sort_stream(
+            input,
+            |item| lazy_key_of(item, path, &field, &starts),
+            desc,
+            limit.unwrap_or(usize::MAX),
+            Lazy::settle,
+        )?;
+        Ok(Output::Lazy(Box::new(sorted.into_iter().map(Ok))))
+    }
+}
+
+impl Sort {
+    fn sorted(args: &Args, input: ItemStream, limit: usize) -> Result<Output> {
         let key = flag_string(args, "key");
         let desc = flag_truthy(args.flag("desc"));
-        Ok(Output::Items(stream_of(sort_stream(
-            input, key, desc, limit,
-        )?)))
+        let sorted = sort_stream(input, |item| key_of(item, key), desc, limit, |_| {})?;
+        Ok(Output::Items(stream_of(sorted)))
     }
 }
 
@@ -445,6 +633,33 @@ mod tests {
     }
 
     #[test]
+    fn top_k_after_a_long_run_of_numbers_then_mixed_keys_equals_the_full_sort_prefix() {
+        // Items dropped early (numbers only so far) stay dropped when text
+        // keys arrive later and the comparator stops being a total order.
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for round in 0..200 {
+            let n = 20 + rng.below(60) as usize;
+            let pure = rng.below(n as u64) as usize;
+            let mut items = random_items(&mut rng, pure, false);
+            items.extend(random_items(&mut rng, n - pure, true));
+            for desc in [false, true] {
+                let full = sort_items(items.clone(), Some("k"), desc);
+                for k in [1, 2, 3, 7, 20] {
+                    let top = sort_stream(
+                        items.clone().into_iter().map(Ok),
+                        |item| key_of(item, Some("k")),
+                        desc,
+                        k,
+                        |_| {},
+                    )
+                    .unwrap();
+                    assert_eq!(top, full[..k.min(n)], "round {round} k {k} desc {desc}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn top_k_equals_the_full_sort_prefix() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for round in 0..300 {
@@ -456,8 +671,14 @@ mod tests {
                     let full = sort_items(items.clone(), key, desc);
                     assert_eq!(full.len(), n);
                     for k in [0, 1, 5, n, n + 3] {
-                        let top =
-                            sort_stream(items.clone().into_iter().map(Ok), key, desc, k).unwrap();
+                        let top = sort_stream(
+                            items.clone().into_iter().map(Ok),
+                            |item| key_of(item, key),
+                            desc,
+                            k,
+                            |_| {},
+                        )
+                        .unwrap();
                         assert_eq!(
                             top,
                             full[..k.min(n)],

@@ -2,11 +2,13 @@
 //! loose `==`/`<` coercions (as the reference). Lazy.
 
 use super::js::{array_index, is_js_space, js_trim};
-use super::{Command, Example, ItemStream, Output, Signature};
+use super::{Command, Example, ItemStream, LazyStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
 use crate::kernel::Context;
-use crate::value::{js_less_than, js_loose_eq, js_to_number, string_to_number, Item};
+use crate::value::{
+    js_less_than, js_loose_eq, js_to_number, string_to_number, Field, FieldPath, Item, Lazy,
+};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -240,6 +242,46 @@ impl Command for Where {
                 Err(_) => true,
             },
         ))))
+    }
+
+    /// The same filter over unparsed items: only the field the predicate
+    /// names is read, and the items pass on unparsed.
+    fn run_lazy(
+        &self,
+        args: &Args,
+        input: LazyStream,
+        _limit: Option<usize>,
+        _ctx: &Context,
+    ) -> Result<Output> {
+        let pred = Self::predicate(args)?;
+        // Where each segment of the path starts (for the part after the
+        // objects, read by `where_path` itself).
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(pred.path.match_indices('.').map(|(i, _)| i + 1))
+            .collect();
+        let field = FieldPath::new(pred.path.split('.'));
+        Ok(Output::Lazy(Box::new(input.filter(move |item| {
+            let lazy = match item {
+                Ok(lazy) => lazy,
+                Err(_) => return true,
+            };
+            match lazy {
+                Lazy::Parsed(item) => {
+                    let left = where_path(item, &pred.path);
+                    matches(left.as_deref(), pred.op, &pred.value)
+                }
+                Lazy::Raw(raw) => match raw.field(&field) {
+                    Field::Missing => matches(None, pred.op, &pred.value),
+                    Field::Value { value, used } => match starts.get(used) {
+                        None => matches(Some(&value), pred.op, &pred.value),
+                        Some(&at) => {
+                            let left = where_path(&value, &pred.path[at..]);
+                            matches(left.as_deref(), pred.op, &pred.value)
+                        }
+                    },
+                },
+            }
+        }))))
     }
 }
 

@@ -3,7 +3,7 @@
 use super::{plan, Context, Mode};
 use crate::dsl::Pipeline;
 use crate::error::{Error, Result};
-use crate::kernel::{stream_of, Halt, ItemStream, Output};
+use crate::kernel::{parsed, stream_of, Halt, ItemStream, LazyStream, Output};
 use crate::value::Item;
 
 /// How a pipeline run ended (errors are the `Err` side).
@@ -96,7 +96,7 @@ fn run_stages(
         })?;
     }
     let mut rendered: Option<String> = None;
-    let mut stream: ItemStream = stream_of(input);
+    let mut stream = Flow::Items(stream_of(input));
     for (offset, &cmd) in commands.iter().enumerate() {
         let index = from + offset;
         ctx.cancel.check()?;
@@ -109,13 +109,19 @@ fn run_stages(
         let limit = commands
             .get(offset + 1)
             .and_then(|next| next.prefix_limit(&pipeline.stages[index + 1].args));
-        let output = match limit {
-            Some(limit) => cmd.run_limited(&stage.args, checked(stream, ctx), limit, ctx)?,
-            None => cmd.run(&stage.args, checked(stream, ctx), ctx)?,
+        let output = match (stream, limit) {
+            (Flow::Lazy(lazy), limit) => {
+                cmd.run_lazy(&stage.args, checked_lazy(lazy, ctx), limit, ctx)?
+            }
+            (Flow::Items(items), Some(limit)) => {
+                cmd.run_limited(&stage.args, checked(items, ctx), limit, ctx)?
+            }
+            (Flow::Items(items), None) => cmd.run(&stage.args, checked(items, ctx), ctx)?,
         };
         stream = match output {
-            Output::Items(next) => next,
-            Output::Rendered { text, items } => match ctx.mode {
+            Output::Items(next) => Flow::Items(next),
+            Output::Lazy(next) => Flow::Lazy(next),
+            Output::Rendered { text, items } => Flow::Items(match ctx.mode {
                 Mode::Tool => stream_of(items),
                 Mode::Human => {
                     let out = rendered.get_or_insert_with(String::new);
@@ -123,7 +129,7 @@ fn run_stages(
                     check_output_cap(out.len(), ctx)?;
                     stream_of(Vec::new())
                 }
-            },
+            }),
             Output::Halt(halt) => {
                 return Ok(Outcome::Halted {
                     stage: index,
@@ -133,8 +139,28 @@ fn run_stages(
             }
         };
     }
-    let items = checked(stream, ctx).collect::<Result<Vec<_>>>()?;
+    let items = match stream {
+        Flow::Items(items) => checked(items, ctx),
+        Flow::Lazy(lazy) => parsed(checked_lazy(lazy, ctx)),
+    };
+    let items = items.collect::<Result<Vec<_>>>()?;
     Ok(Outcome::Completed { items, rendered })
+}
+
+/// The stream between two stages: items, or items that may still be JSON
+/// text (from `exec --json`; see [`crate::commands::Command::run_lazy`]).
+enum Flow {
+    Items(ItemStream),
+    Lazy(LazyStream),
+}
+
+/// [`checked`] for a lazy stream.
+fn checked_lazy(stream: LazyStream, ctx: &Context) -> LazyStream {
+    let cancel = ctx.cancel.clone();
+    Box::new(stream.map(move |item| {
+        cancel.check()?;
+        item
+    }))
 }
 
 /// Stop pulling as soon as the run is cancelled.

@@ -3,16 +3,24 @@
 
 use super::Context;
 use crate::dsl::Args;
-use crate::error::Result;
-use crate::value::Item;
+use crate::error::{Error, Result};
+use crate::value::{Item, Lazy};
 
 /// A lazy stream of items between stages. Pulling drives the upstream stages.
 pub type ItemStream = Box<dyn Iterator<Item = Result<Item>>>;
+
+/// A stream whose items may still be JSON text ([`Lazy`]): what `exec
+/// --json` gives, passed on unparsed by the stages that read only a field of
+/// each item (see [`Command::run_lazy`]).
+pub type LazyStream = Box<dyn Iterator<Item = Result<Lazy>>>;
 
 /// What a stage produced.
 pub enum Output {
     /// Items for the next stage (possibly lazy).
     Items(ItemStream),
+    /// Items that may not be parsed yet; a stage without a
+    /// [`Command::run_lazy`] of its own sees them parsed.
+    Lazy(LazyStream),
     /// A renderer wrote `text` for the human; `items` are what it rendered
     /// (tool mode passes them on instead of printing).
     Rendered { text: String, items: Vec<Item> },
@@ -134,6 +142,37 @@ pub trait Command: Send + Sync {
     /// Run the stage over `input`. Lazy commands return [`Output::Items`]
     /// wrapping the input iterator; nothing upstream runs until pulled.
     fn run(&self, args: &Args, input: ItemStream, ctx: &Context) -> Result<Output>;
+
+    /// Run the stage over items that may still be JSON text, with `limit`
+    /// as in [`Command::run_limited`]. The default parses each item as it
+    /// is pulled and runs [`Command::run`] (or `run_limited`); a stage that
+    /// reads only part of each item overrides it and passes items on
+    /// unparsed, which must give exactly what the default would.
+    fn run_lazy(
+        &self,
+        args: &Args,
+        input: LazyStream,
+        limit: Option<usize>,
+        ctx: &Context,
+    ) -> Result<Output> {
+        let input = parsed(input);
+        match limit {
+            Some(limit) => self.run_limited(args, input, limit, ctx),
+            None => self.run(args, input, ctx),
+        }
+    }
+}
+
+/// Parse every item of a lazy stream as it is pulled.
+pub fn parsed(input: LazyStream) -> ItemStream {
+    Box::new(input.map(|item| item.and_then(parse_lazy)))
+}
+
+/// One item in full; validated text always parses, so the error is only a
+/// guard.
+pub fn parse_lazy(item: Lazy) -> Result<Item> {
+    item.into_item()
+        .map_err(|e| Error::runtime(format!("could not parse an item: {e}")))
 }
 
 /// Collect a stream, stopping at the first error.

@@ -1,10 +1,12 @@
 //! Turning a child's stdout into items as the bytes arrive.
 //!
 //! - [`decode_json`]: `JSON.parse(stdout.trim() || "null")` with a top-level
-//!   array spread into items: a byte scanner finds where each element ends
-//!   and serde_json parses it from a slice, so a 60 MB array never sits in
-//!   memory whole. [`decode_json_to`] hands the elements' bytes to a
-//!   [`Sink`] instead, to be parsed elsewhere with [`parse_element`].
+//!   array spread into items: elements are cut (and validated, by
+//!   [`raw::scan_element`]) where they lie in the read buffer, or by a byte
+//!   scanner when one spans two reads, and serde_json parses each from a
+//!   slice, so a 60 MB array never sits in memory whole. [`decode_json_to`]
+//!   hands the elements' bytes to a [`Sink`] instead, to be parsed elsewhere
+//!   with [`parse_element`] or read unparsed when validated.
 //! - [`decode_lines`]: `stdout.split(/\r?\n/).filter(Boolean)`, line by line.
 //!
 //! Both hand every item to `emit`, which returns `false` when nobody wants
@@ -19,6 +21,7 @@
 //! whitespace after the value must be JSON whitespace, and invalid UTF-8
 //! inside a JSON string is a parse error instead of U+FFFD.
 
+use crate::value::raw::{self, Scan, Shape};
 use crate::value::Item;
 use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use std::fmt;
@@ -55,9 +58,15 @@ pub trait Sink {
     fn item(&mut self, item: Item) -> bool;
 
     /// The bytes of one element of a top-level array (not yet parsed: see
-    /// [`parse_element`]), which starts `offset` bytes after the `[`.
-    /// `false` stops decoding.
-    fn element(&mut self, bytes: &[u8], offset: usize) -> Result<bool, Stop>;
+    /// [`parse_element`]), which starts `offset` bytes after the `[`;
+    /// `checked` is `Some(shape)` when [`raw::scan_element`] accepted them
+    /// (serde_json parses them without error). `false` stops decoding.
+    fn element(
+        &mut self,
+        bytes: &[u8],
+        offset: usize,
+        checked: Option<Shape>,
+    ) -> Result<bool, Stop>;
 }
 
 /// [`decode_json`]'s sink: parse each element here and emit it.
@@ -71,7 +80,12 @@ impl Sink for Parsing<'_> {
         (self.emit)(item)
     }
 
-    fn element(&mut self, bytes: &[u8], offset: usize) -> Result<bool, Stop> {
+    fn element(
+        &mut self,
+        bytes: &[u8],
+        offset: usize,
+        _checked: Option<Shape>,
+    ) -> Result<bool, Stop> {
         let item = parse_element(bytes, offset, &self.width).map_err(Stop::Parse)?;
         Ok((self.emit)(item))
     }
@@ -149,6 +163,37 @@ fn split_array<R: BufRead>(input: &mut R, sink: &mut dyn Sink) -> Result<(), Sto
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     let mut count = 0usize;
     loop {
+        if element.is_empty() {
+            // Fast path: whole elements inside the buffer, validated as they
+            // are cut; anything it does not decide goes the byte-wise way.
+            let buf = fill(input)?;
+            let (mut used, mut last) = (0, false);
+            while !last {
+                let Scan::Element {
+                    len,
+                    last: end,
+                    shape,
+                } = raw::scan_element(&buf[used..])
+                else {
+                    break;
+                };
+                count += 1;
+                if !sink.element(&buf[used..used + len], offset + used, Some(shape))? {
+                    return Err(Stop::Consumer);
+                }
+                used += len + 1;
+                last = end;
+            }
+            if used > 0 {
+                input.consume(used);
+                offset += used;
+                element_start = offset;
+                if last {
+                    return expect_end(input, offset);
+                }
+                continue;
+            }
+        }
         let buf = fill(input)?;
         if buf.is_empty() {
             return Err(parse_error("EOF while parsing a list", offset));
@@ -202,7 +247,8 @@ fn split_array<R: BufRead>(input: &mut R, sink: &mut dyn Sink) -> Result<(), Sto
             return Err(parse_error(message, at));
         }
         count += 1;
-        if !sink.element(&element, element_start)? {
+        let checked = raw::check_element(&element);
+        if !sink.element(&element, element_start, checked)? {
             return Err(Stop::Consumer);
         }
         element.clear();
@@ -532,6 +578,68 @@ mod tests {
             let (got, err) = json_items(&text, sizes);
             assert_eq!(err, None, "{text}");
             assert_eq!(got, items, "{text}");
+        }
+    }
+
+    /// Records what the splitter hands over.
+    struct Recorder(Vec<(Vec<u8>, usize, Option<Shape>)>);
+
+    impl Sink for Recorder {
+        fn item(&mut self, _item: Item) -> bool {
+            true
+        }
+
+        fn element(
+            &mut self,
+            bytes: &[u8],
+            offset: usize,
+            checked: Option<Shape>,
+        ) -> Result<bool, Stop> {
+            self.0.push((bytes.to_vec(), offset, checked));
+            Ok(true)
+        }
+    }
+
+    #[test]
+    fn elements_marked_valid_parse_and_the_others_are_left_to_serde_json() {
+        let text = "[1, {\"a\": [2]} ,\"\\ud83d\\ude00\", {\"k\":\"v\",\"n\":2}, 1e999, [] ]";
+        for size in [1, 2, 3, 7, 64] {
+            let reader = Chunked {
+                data: text.as_bytes(),
+                sizes: vec![size],
+                call: 0,
+            };
+            let mut sink = Recorder(Vec::new());
+            // serde_json refuses 1e999; the splitter hands it over unchecked.
+            decode_json_to(BufReader::with_capacity(size, reader), &mut sink).unwrap();
+            let got: Vec<(String, usize, Option<bool>)> = sink
+                .0
+                .iter()
+                .map(|(b, o, c)| {
+                    (
+                        String::from_utf8_lossy(b).trim().to_string(),
+                        *o,
+                        c.map(|c| c.flat),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got,
+                vec![
+                    ("1".to_string(), 1, Some(false)),
+                    ("{\"a\": [2]}".to_string(), 3, Some(false)),
+                    ("\"\\ud83d\\ude00\"".to_string(), 16, None),
+                    ("{\"k\":\"v\",\"n\":2}".to_string(), 31, Some(true)),
+                    ("1e999".to_string(), 48, None),
+                    ("[]".to_string(), 55, Some(false)),
+                ],
+                "buffer of {size}"
+            );
+            for (bytes, _, checked) in &sink.0 {
+                if checked.is_some() {
+                    assert!(serde_json::from_slice::<Item>(bytes).is_ok());
+                }
+            }
         }
     }
 

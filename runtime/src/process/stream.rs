@@ -5,9 +5,12 @@
 //! stdout on a reader thread ([`super::decode`]) and hands items over in
 //! batches through a bounded channel: memory stays bounded however much the
 //! child writes, and a slow consumer makes the child block on its pipe.
-//! Array elements cross as raw bytes and are parsed by the consumer in
-//! [`OutputStream::pull`], so each item is allocated and freed on the same
-//! thread (glibc's arena lock made cross-thread frees the bottleneck).
+//! Array elements are validated by the reader as it cuts them
+//! ([`crate::value::raw::scan_element`]) and cross as raw bytes; the
+//! consumer hands valid ones on unparsed ([`Lazy::Raw`], sharing their
+//! batch) and parses the others with serde_json in [`OutputStream::pull`]
+//! (the same items, or the same error, as parsing everything), so each
+//! parsed item is allocated and freed on the consuming thread.
 //!
 //! The consumer pulls with [`OutputStream::pull`]; the exit status is known
 //! only after stdout ends ([`Next::End`]). Dropping the stream before that
@@ -20,7 +23,8 @@ use super::signals::kill_group;
 use super::spawn::{stop_after_cancel, CapSource, Finished, Invocation, Started};
 use crate::error::{Error, Result};
 use crate::kernel::{Cancel, Context, GroupGuard};
-use crate::value::Item;
+use crate::value::raw::Shape;
+use crate::value::{Item, Lazy, RawItem};
 use std::cell::{Cell, RefCell};
 use std::io::{BufReader, ErrorKind, Read};
 use std::os::fd::AsRawFd;
@@ -51,8 +55,8 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// What [`OutputStream::pull`] found.
 #[derive(Debug)]
 pub enum Next {
-    /// One more item.
-    Item(Item),
+    /// One more item (an array element may still be its validated text).
+    Item(Lazy),
     /// stdout ended and the child was reaped.
     End(Ended),
 }
@@ -81,11 +85,21 @@ enum Msg {
     },
 }
 
-/// The bytes of several array elements: `(start, end, offset in the array)`
-/// of each within `bytes`.
+/// The bytes of several array elements: where each is within `bytes`.
 struct RawBatch {
     bytes: Vec<u8>,
-    spans: Vec<(usize, usize, usize)>,
+    spans: Vec<Span>,
+}
+
+/// One element of a [`RawBatch`].
+#[derive(Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+    /// Its offset in the array (for parse errors).
+    offset: usize,
+    /// Validated (`Some(shape)`): it travels unparsed ([`Lazy::Raw`]).
+    checked: Option<Shape>,
 }
 
 enum Problem {
@@ -100,7 +114,8 @@ pub struct OutputStream {
     stderr: Receiver<(Stream, Captured)>,
     stderr_done: Option<Captured>,
     batch: std::vec::IntoIter<Item>,
-    raw: Option<RawBatch>,
+    /// The batch being handed out, shared with the raw items taken from it.
+    raw: Option<(std::rc::Rc<Vec<u8>>, Vec<Span>)>,
     raw_at: usize,
     /// Field count of the previous element (see [`parse_element`]).
     width: Cell<usize>,
@@ -161,6 +176,9 @@ impl Invocation {
         }
         let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
         out.items = rx;
+        if let Some(pipe) = &stdout {
+            widen_pipe(pipe.as_raw_fd());
+        }
         if let Some(pipe) = stdout {
             std::thread::Builder::new()
                 .name("lobster-stdout".into())
@@ -182,7 +200,7 @@ impl OutputStream {
     /// Calling again after [`Next::End`] or an error is an error.
     pub fn pull(&mut self) -> Result<Next> {
         if let Some(item) = self.batch.next() {
-            return Ok(Next::Item(item));
+            return Ok(Next::Item(Lazy::Parsed(item)));
         }
         if let Some(item) = self.next_element() {
             return Ok(Next::Item(item));
@@ -198,16 +216,25 @@ impl OutputStream {
     /// the item is allocated where it will be freed). A bad element is
     /// remembered; the rest of the output is then skipped up to the end,
     /// where the exit status decides which error wins.
-    fn next_element(&mut self) -> Option<Item> {
-        let raw = self.raw.as_ref()?;
-        let Some(&(start, end, offset)) = raw.spans.get(self.raw_at) else {
+    fn next_element(&mut self) -> Option<Lazy> {
+        let (bytes, spans) = self.raw.as_ref()?;
+        let Some(&span) = spans.get(self.raw_at) else {
             self.raw = None;
             return None;
         };
         self.raw_at += 1;
-        let bytes = raw.bytes.get(start..end).unwrap_or_default();
-        match parse_element(bytes, offset, &self.width) {
-            Ok(item) => Some(item),
+        if let Some(shape) = span.checked {
+            return Some(Lazy::Raw(RawItem::shared(
+                bytes.clone(),
+                span.start,
+                span.end,
+                span.offset,
+                shape,
+            )));
+        }
+        let text = bytes.get(span.start..span.end).unwrap_or_default();
+        match parse_element(text, span.offset, &self.width) {
+            Ok(item) => Some(Lazy::Parsed(item)),
             Err(message) => {
                 self.parse_error.get_or_insert(message);
                 self.raw = None;
@@ -229,11 +256,11 @@ impl OutputStream {
                 Ok(Msg::Items(items)) => {
                     self.batch = items.into_iter();
                     if let Some(item) = self.batch.next() {
-                        return Ok(Next::Item(item));
+                        return Ok(Next::Item(Lazy::Parsed(item)));
                     }
                 }
                 Ok(Msg::Raw(raw)) => {
-                    self.raw = Some(raw);
+                    self.raw = Some((std::rc::Rc::new(raw.bytes), raw.spans));
                     self.raw_at = 0;
                     if let Some(item) = self.next_element() {
                         return Ok(Next::Item(item));
@@ -395,12 +422,22 @@ impl Sink for BatchSink<'_> {
         self.0.borrow_mut().push(item)
     }
 
-    fn element(&mut self, bytes: &[u8], offset: usize) -> Result<bool, Stop> {
+    fn element(
+        &mut self,
+        bytes: &[u8],
+        offset: usize,
+        checked: Option<Shape>,
+    ) -> Result<bool, Stop> {
         let mut batcher = self.0.borrow_mut();
         let start = batcher.raw.bytes.len();
         batcher.raw.bytes.extend_from_slice(bytes);
         let end = batcher.raw.bytes.len();
-        batcher.raw.spans.push((start, end, offset));
+        batcher.raw.spans.push(Span {
+            start,
+            end,
+            offset,
+            checked,
+        });
         Ok(batcher.raw.spans.len() < BATCH || batcher.flush())
     }
 }
@@ -449,6 +486,20 @@ fn pump(pipe: impl Read + AsRawFd, cap: Option<usize>, decoder: Decoder, tx: Syn
         kept: tap.kept,
         truncated,
     });
+}
+
+/// Bytes the stdout pipe may hold (Linux's default is 64 KiB): a child
+/// writing a large output then wakes the reader far less often.
+const PIPE_BYTES: libc::c_int = 1 << 20;
+
+/// Ask for a [`PIPE_BYTES`] pipe; the default stays if the kernel refuses
+/// (`/proc/sys/fs/pipe-max-size`, or the user's pipe quota).
+fn widen_pipe(fd: std::os::fd::RawFd) {
+    // SAFETY: fcntl(F_SETPIPE_SZ) on a pipe fd we own; it changes only the
+    // pipe's capacity and fails harmlessly otherwise.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES);
+    }
 }
 
 /// Whether a read of `pipe` would return at once (data or end of file).

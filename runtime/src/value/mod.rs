@@ -5,10 +5,13 @@
 //! `Number(x)`) and loose comparison (`==`, `<`) follow ECMAScript here.
 
 mod coerce;
+mod lazy;
 mod path;
 mod print;
+pub mod raw;
 
 pub use coerce::{js_less_than, js_loose_eq, js_to_number, js_to_string, string_to_number};
+pub use lazy::{Field, FieldPath, Lazy, RawItem};
 pub use path::get_path;
 pub use print::{to_js_json, to_js_json_pretty, write_js_json};
 

@@ -182,6 +182,7 @@ pub fn run(
     };
     let items = match cmd.run(&args, stream_of(input), ctx)? {
         Output::Items(s) => collect(s)?,
+        Output::Lazy(s) => collect(crate::commands::parsed(s))?,
         Output::Rendered { items, .. } => items,
         Output::Halt(_) => {
             return Err(Error::runtime(format!(
