@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Whole-process benchmarks of the `lobster` binary, optionally side by side with
-# the TypeScript reference (@clawdbot/lobster), printed as a Markdown table.
+# the TypeScript reference (@clawdbot/lobster) and, for the item cases, with
+# jq doing the same selection, sort and limit; printed as Markdown tables.
 #
 #   runtime/benches/compare.sh            # from any directory
 #
@@ -8,6 +9,10 @@
 #   BENCH_RUNS=5               timed runs per case (after one warm-up)
 #   BENCH_WITH_REFERENCE=      unset: run the reference if it is installed;
 #                              1: install it first if missing (npm); 0: never
+#   BENCH_WITH_JQ=             unset: time jq on the item cases when it is
+#                              installed; 0: never
+#   BENCH_BEFORE=PATH          an earlier lobster binary, timed right before
+#                              this one in every case (a before/after table)
 #   BENCH_WASM_WORKFLOW=PATH   a workflow of 10 wasm steps to time instead of the
 #                              generated one (10 `uses:` steps of the noop guest)
 #   CARGO_TARGET_DIR           as for cargo (default: <repo>/target)
@@ -23,6 +28,8 @@ script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 repo_root=$(cd -- "$script_dir/../.." && pwd)
 runs=${BENCH_RUNS:-5}
 with_ref=${BENCH_WITH_REFERENCE:-}
+with_jq=${BENCH_WITH_JQ:-}
+before_bin=${BENCH_BEFORE:-}
 wasm_workflow=${BENCH_WASM_WORKFLOW:-}
 ref_package=@clawdbot/lobster@2026.9.13
 if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
@@ -44,6 +51,10 @@ die() {
 command -v python3 >/dev/null || die "python3 is required (runtime/benches/timeit.py)"
 if [[ -n $wasm_workflow ]]; then
     wasm_workflow=$(realpath -m -- "$wasm_workflow")
+fi
+if [[ -n $before_bin ]]; then
+    before_bin=$(realpath -m -- "$before_bin")
+    [[ -x $before_bin ]] || die "BENCH_BEFORE=$before_bin is not an executable"
 fi
 
 # GNU time gives exact peak RSS (see timeit.py); install it when we can.
@@ -145,9 +156,16 @@ if [[ $with_ref == 1 && ! -x $ref_bin ]]; then
     log "reference installed in $(($(date +%s) - install_start)) s"
 fi
 impls=(lobster)
+if [[ -n $before_bin ]]; then
+    impls+=(before)
+fi
 if [[ $with_ref != 0 && -x $ref_bin ]] && command -v node >/dev/null; then
     impls+=(reference)
 fi
+if [[ $with_jq != 0 ]] && command -v jq >/dev/null; then
+    impls+=(jq)
+fi
+has() { [[ " ${impls[*]} " == *" $1 "* ]]; }
 
 # ---------------------------------------------------------------- cases
 tmp=$(mktemp -d)
@@ -155,6 +173,8 @@ trap 'rm -rf -- "$tmp"' EXIT
 
 pipe3="exec --json --shell \"echo '[{\\\"v\\\":1},{\\\"v\\\":2},{\\\"v\\\":3}]'\" | where v>1 | json"
 items_pipe() { printf "exec --json --shell 'cat %s' | where score>50 | sort --key score | head --n 10 | json" "$1"; }
+# The same selection, sort (stable) and limit in jq, printed the same way.
+jq_filter='[.[] | select(.score > 50)] | sort_by(.score) | .[:10]'
 approve_pipe='exec --json --shell "echo [1,2]" | approve --prompt ok'
 
 wasm10=$(printf 'noop | %.0s' 1 2 3 4 5 6 7 8 9)noop
@@ -172,6 +192,8 @@ declare -A case_label=(
 )
 # Cases compared byte for byte with the reference's output.
 declare -A compare_output=([pipe3]=1 [wf10shell]=1 [items100k]=1 [items1m]=1)
+# Cases jq is timed on (the others are not jq's job).
+declare -A jq_case=([items100k]=big100k.json [items1m]=big1m.json)
 declare -A result=() # "<case>|<impl>" -> timeit.py line (ok/fail/skip)
 
 # bench CASE IMPL BIN: time one case for one implementation.
@@ -179,6 +201,16 @@ bench() {
     local id=$1 impl=$2 bin=$3 state=$tmp/state-$2
     local -a cmd roundtrip=() env=(--env "LOBSTER_STATE_DIR=$state")
     mkdir -p "$state"
+    if [[ $impl == jq ]]; then
+        if [[ -z ${jq_case[$id]:-} ]]; then
+            result[$id|$impl]=$'skip\tnot a jq case'
+            return 0
+        fi
+        log "  jq: ${case_label[$id]}"
+        result[$id|$impl]=$(python3 "$script_dir/timeit.py" --runs "$runs" --cwd "$data_dir" \
+            --save-stdout "$tmp/out-$id-$impl" -- jq "$jq_filter" "${jq_case[$id]}")
+        return 0
+    fi
     case $id in
         startup) cmd=("$bin" version) ;;
         pipe3) cmd=("$bin" "$pipe3") ;;
@@ -232,9 +264,15 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '0 0 0')
 baseline=$(python3 "$script_dir/timeit.py" --runs "$runs" -- /bin/true)
 for id in "${case_ids[@]}"; do
     log "case $id"
+    if has before; then
+        bench "$id" before "$before_bin"
+    fi
     bench "$id" lobster "$lobster"
-    if [[ ${impls[*]} == *reference* ]]; then
+    if has reference; then
         bench "$id" reference "$ref_bin"
+    fi
+    if has jq; then
+        bench "$id" jq jq
     fi
 done
 
@@ -277,7 +315,7 @@ printf -- '- date: %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
 printf -- '- machine: %s cores, %s; load average before the run: %s\n' "$(nproc)" \
     "${cpu_model:-unknown CPU}" "$load_before"
 printf -- '- lobster: %s (commit %s), release build\n' "$("$lobster" version)" "$commit"
-if [[ ${impls[*]} == *reference* ]]; then
+if has reference; then
     printf -- '- reference: %s, node %s\n' "$ref_package" "$(node --version)"
 else
     printf -- '- reference: not run (BENCH_WITH_REFERENCE=1 installs it)\n'
@@ -297,7 +335,14 @@ if awk -v ms="$(field "$baseline" 2)" -v l1="${load_before%% *}" -v l2="$load_af
 fi
 printf '\n'
 
-if [[ ${impls[*]} == *reference* ]]; then
+if has jq; then
+    printf -- '- jq: %s, reading the file itself: `jq %q FILE`\n' "$(jq --version)" "$jq_filter"
+fi
+if has before; then
+    printf -- '- before: %s\n' "$before_bin"
+fi
+printf -- '- order in each case: %s\n' "${impls[*]}"
+if has reference; then
     printf '| case | lobster wall | cpu | peak | reference wall | cpu | peak | wall ratio | cpu ratio | peak ratio | same output |\n'
     printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n'
 else
@@ -305,7 +350,7 @@ else
 fi
 for id in "${case_ids[@]}"; do
     mine=${result[$id|lobster]}
-    if [[ ${impls[*]} != *reference* ]]; then
+    if ! has reference; then
         printf '| %s | %s |\n' "${case_label[$id]}" "$(cells "$mine")"
         continue
     fi
@@ -321,6 +366,45 @@ for id in "${case_ids[@]}"; do
     printf '| %s | %s | %s | %s | %s |\n' "${case_label[$id]}" "$(cells "$mine")" "$(cells "$ref")" "$ratios" "$same"
 done
 printf '\nRatios are reference / lobster (higher is better for lobster).\n'
+
+# same_json A B: whether two outputs are the same JSON (whitespace aside).
+same_json() {
+    python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(a!=b)' "$1" "$2" 2>/dev/null
+}
+
+if has jq; then
+    printf '\n### Against jq (the same selection, sort and limit)\n\n'
+    printf '| case | lobster wall | cpu | peak | jq wall | cpu | peak | wall ratio | cpu ratio | peak ratio | same output |\n'
+    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n'
+    for id in "${!jq_case[@]}"; do
+        mine=${result[$id|lobster]} theirs=${result[$id|jq]}
+        ratios='– | – | –' same='–'
+        if [[ $mine == ok* && $theirs == ok* ]]; then
+            ratios="$(ratio "$(field "$theirs" 2)" "$(field "$mine" 2)") | $(ratio "$(field "$theirs" 3)" "$(field "$mine" 3)") | $(ratio "$(field "$theirs" 4)" "$(field "$mine" 4)")"
+            if same_json "$tmp/out-$id-lobster" "$tmp/out-$id-jq"; then same=yes; else same=NO; fi
+        fi
+        printf '| %s | %s | %s | %s | %s |\n' "${case_label[$id]}" "$(cells "$mine")" "$(cells "$theirs")" "$ratios" "$same"
+    done | sort
+    printf '\nRatios are jq / lobster.\n'
+fi
+
+if has before; then
+    printf '\n### Before and after (each case: before, then after)\n\n'
+    printf '| case | before wall | cpu | peak | after wall | cpu | peak | wall ratio | cpu ratio | same output |\n'
+    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n'
+    for id in "${case_ids[@]}"; do
+        mine=${result[$id|lobster]} old=${result[$id|before]}
+        ratios='– | –' same='–'
+        if [[ $mine == ok* && $old == ok* ]]; then
+            ratios="$(ratio "$(field "$old" 2)" "$(field "$mine" 2)") | $(ratio "$(field "$old" 3)" "$(field "$mine" 3)")"
+            if [[ -n ${compare_output[$id]:-} ]]; then
+                if cmp -s "$tmp/out-$id-lobster" "$tmp/out-$id-before"; then same=yes; else same=NO; fi
+            fi
+        fi
+        printf '| %s | %s | %s | %s | %s |\n' "${case_label[$id]}" "$(cells "$old")" "$(cells "$mine")" "$ratios" "$same"
+    done
+    printf '\nRatios are before / after.\n'
+fi
 
 # ---------------------------------------------------------------- targets
 printf '\n### Targets\n\nJudged on the median wall; the best run is shown to tell load from cost.\n\n'
@@ -351,4 +435,24 @@ else
 fi
 target 'approval round trip ≤ 20 ms' approval 2 20 ms
 target '1M items ≤ 0.6 s wall' items1m 2 600 ms
-target '1M items ≤ 100 MiB peak' items1m 4 100 MiB
+target '1M items ≤ 16 MiB peak' items1m 4 16 MiB
+# faster LABEL CASE OTHER FACTOR: lobster's median wall at least FACTOR times
+# faster than OTHER's in the same run.
+faster() {
+    local label=$1 id=$2 other=$3 factor=$4 mine=${result[$2|lobster]} theirs=${result[$2|$3]:-}
+    if [[ $mine != ok* || $theirs != ok* ]]; then
+        printf '| %s | not measured | n/a |\n' "$label"
+        return 0
+    fi
+    local r verdict
+    r=$(awk -v a="$(field "$theirs" 2)" -v b="$(field "$mine" 2)" 'BEGIN { printf "%.1f", a / b }')
+    verdict=$(awk -v r="$r" -v f="$factor" 'BEGIN { print (r >= f) ? "pass" : "MISS" }')
+    printf '| %s | %s× | %s |\n' "$label" "$r" "$verdict"
+}
+if has reference; then
+    faster '1M items ≥ 20× the reference (wall)' items1m reference 20
+    faster '100k items ≥ 15× the reference (wall)' items100k reference 15
+fi
+if has jq; then
+    faster '1M items faster than jq (wall)' items1m jq 1
+fi
