@@ -13,6 +13,8 @@
 #                              installed; 0: never
 #   BENCH_BEFORE=PATH          an earlier lobster binary, timed right before
 #                              this one in every case (a before/after table)
+#   BENCH_LOBSTER=PATH         time this lobster binary instead of building
+#                              the checkout's (cargo build --release)
 #   BENCH_WASM_WORKFLOW=PATH   a workflow of 10 wasm steps to time instead of the
 #                              generated one (10 `uses:` steps of the noop guest)
 #   CARGO_TARGET_DIR           as for cargo (default: <repo>/target)
@@ -30,6 +32,7 @@ runs=${BENCH_RUNS:-5}
 with_ref=${BENCH_WITH_REFERENCE:-}
 with_jq=${BENCH_WITH_JQ:-}
 before_bin=${BENCH_BEFORE:-}
+lobster=${BENCH_LOBSTER:-}
 wasm_workflow=${BENCH_WASM_WORKFLOW:-}
 ref_package=@clawdbot/lobster@2026.9.13
 if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
@@ -68,9 +71,13 @@ if ! /usr/bin/time --version 2>&1 | grep -q GNU; then
 fi
 
 # ---------------------------------------------------------------- build
-log "building lobster (release)"
-(cd "$repo_root" && CARGO_TARGET_DIR=$target_dir cargo build --release -p lobster) >&2
-lobster=$target_dir/release/lobster
+if [[ -n $lobster ]]; then
+    lobster=$(realpath -m -- "$lobster")
+else
+    log "building lobster (release)"
+    (cd "$repo_root" && CARGO_TARGET_DIR=$target_dir cargo build --release -p lobster) >&2
+    lobster=$target_dir/release/lobster
+fi
 [[ -x $lobster ]] || die "no binary at $lobster"
 
 # The no-op wasm step, for 10 wasm steps in one pipeline.
@@ -314,7 +321,11 @@ printf '## Lobster benchmarks\n\n'
 printf -- '- date: %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
 printf -- '- machine: %s cores, %s; load average before the run: %s\n' "$(nproc)" \
     "${cpu_model:-unknown CPU}" "$load_before"
-printf -- '- lobster: %s (commit %s), release build\n' "$("$lobster" version)" "$commit"
+if [[ -n ${BENCH_LOBSTER:-} ]]; then
+    printf -- '- lobster: %s, release build %s\n' "$("$lobster" version)" "$lobster"
+else
+    printf -- '- lobster: %s (commit %s), release build\n' "$("$lobster" version)" "$commit"
+fi
 if has reference; then
     printf -- '- reference: %s, node %s\n' "$ref_package" "$(node --version)"
 else
