@@ -8,11 +8,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-echo "==> building lobster and the example steps (first time: a few minutes)" >&2
+# cargo's progress shows while it builds (a few minutes the first time on a
+# small machine; instant afterwards). Only the two binaries the demo runs.
+echo "==> building the example steps (wasm32-wasip2) and lobster" >&2
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
-cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml" \
+cargo build --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml" \
   --target-dir "$root/examples/steps/target"
-cargo build --quiet -p lobster --manifest-path "$root/Cargo.toml" --target-dir "$root/target"
+cargo build -p lobster --bin lobster --bin lobster-stubs --manifest-path "$root/Cargo.toml" \
+  --target-dir "$root/target"
 lobster="$root/target/debug/lobster"
 
 work=$(mktemp -d)
