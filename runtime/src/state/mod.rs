@@ -11,6 +11,7 @@
 
 mod atomic;
 pub mod journal;
+mod keys;
 pub mod pg;
 mod queue;
 pub mod runlog;
@@ -18,9 +19,7 @@ mod store;
 pub(crate) mod sweep;
 
 pub use atomic::{random_hex, sync_dir, write_atomic};
+pub use keys::{checked_key, key_to_file_name, tenant_id, user_state_key, UserState, Writer};
 pub use queue::{Job, JobStatus};
-pub use store::{
-    checked_key, is_rerun_safe, key_to_file_name, tenant_id, user_state_key, StateStore, UserState,
-    Writer, DEFAULT_LEASE, DEFAULT_TENANT, RERUN_SAFE,
-};
+pub use store::{is_rerun_safe, StateStore, DEFAULT_LEASE, DEFAULT_TENANT, RERUN_SAFE};
 pub use sweep::{sweep_now_and_then, sweep_orphans, ORPHAN_AGE};
