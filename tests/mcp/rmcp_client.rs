@@ -538,3 +538,112 @@ fn alive(pid: i32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// A 2026-07-28 client whose user answers every approval form with yes.
+struct SaysYes;
+
+impl ClientHandler for SaysYes {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"approve": true})),
+        )
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        serde_json::from_value(json!({
+            "protocolVersion": "2026-07-28",
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "says-yes", "version": "1"}
+        }))
+        .unwrap()
+    }
+}
+
+/// Stdio `lobster mcp --approvals human`: the operator runs the process, so
+/// a yes the human gave through the client's form is the operator's, named
+/// by the operator's `LOBSTER_APPROVAL_APPROVED_BY` at start — a gate that
+/// requires that approver opens, and the name lands in the step's result
+/// and the run's journal. A gate requiring someone else stays refused.
+#[test]
+fn an_elicited_yes_over_stdio_carries_the_operators_name() {
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let server = Server::new();
+    server.workflow(
+        "ship.lobster",
+        "name: ship\nsteps:\n  - id: gate\n    approval:\n      prompt: Ship it?\n      required_approver: carol\n  - id: done\n    run: echo \"by $gate.approvedBy\"\n",
+    );
+    server.workflow(
+        "other.lobster",
+        "name: other\nsteps:\n  - id: gate\n    approval:\n      prompt: Ship it?\n      required_approver: dave\n  - id: done\n    run: echo never\n",
+    );
+    rt().block_on(async {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_lobster"));
+        cmd.arg("mcp")
+            .args(["--workflows", "workflows", "--approvals", "human"])
+            .current_dir(server.work.path())
+            .env("LOBSTER_STATE_DIR", server.state.path())
+            .env("LOBSTER_APPROVAL_APPROVED_BY", "carol")
+            .env_remove("LOBSTER_POLICY");
+        let transport = TokioChildProcess::new(cmd).expect("spawn lobster mcp");
+        let client = SaysYes
+            .serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("MCP discovery");
+        let r = call(&client, "ship", json!({})).await;
+        assert_eq!(envelope(&r)["status"], "needs_approval", "{}", text(&r));
+        let token = envelope(&r)["requiresApproval"]["resumeToken"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let r = call(
+            &client,
+            "lobster_resume",
+            json!({"token": token, "approve": true}),
+        )
+        .await;
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        assert_eq!(envelope(&r)["status"], "ok", "{}", text(&r));
+        assert!(text(&r).contains("by carol"), "{}", text(&r));
+        // The journal's decision event names the operator's approver.
+        let mut decisions = Vec::new();
+        for f in std::fs::read_dir(server.state.path().join("journal")).unwrap() {
+            let body = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            decisions.extend(
+                body.lines()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+                    .filter(|e| e["kind"] == "decision"),
+            );
+        }
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(decisions[0]["approver"], "carol", "{decisions:?}");
+        // The operator's name is not anyone's: a gate for dave refuses it.
+        let r = call(&client, "other", json!({})).await;
+        let token = envelope(&r)["requiresApproval"]["resumeToken"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let r = call(
+            &client,
+            "lobster_resume",
+            json!({"token": token, "approve": true}),
+        )
+        .await;
+        assert_eq!(r.is_error, Some(true), "{}", text(&r));
+        assert!(
+            text(&r).contains("requires approver 'dave', got 'carol'"),
+            "{}",
+            text(&r)
+        );
+        client.cancel().await.unwrap();
+    });
+}

@@ -1733,6 +1733,39 @@ fn mcp_elicitation_counts_only_where_the_tenant_says_it_is_a_human() {
     assert_eq!(r["structuredContent"]["output"], json!([1, 2]), "{r}");
     let rec = s.get_run(SELF, &run_id).json();
     assert_eq!(rec["decidedBy"], "a human through the MCP client", "{rec}");
+    // The agent cannot name the elicited human either: a call's `approver`
+    // leaves the decision nameless.
+    let r = mcp_modern(
+        &s,
+        SELF,
+        "lobster_run",
+        json!({"pipeline": GATED}),
+        json!({}),
+    );
+    let token = r["structuredContent"]["requiresApproval"]["resumeToken"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string();
+    let run_id = s.approvals(SELF)[0]["runId"].as_str().unwrap().to_string();
+    let args = json!({"token": token, "approve": true, "approver": "alice"});
+    let asked = mcp_modern(&s, SELF, "lobster_resume", args.clone(), json!({}));
+    let state = asked["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no input required: {asked}"))
+        .to_string();
+    let r = mcp_modern(
+        &s,
+        SELF,
+        "lobster_resume",
+        args,
+        json!({
+            "requestState": state,
+            "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}
+        }),
+    );
+    assert_eq!(r["structuredContent"]["output"], json!([1, 2]), "{r}");
+    let rec = s.get_run(SELF, &run_id).json();
+    assert_eq!(rec["decidedBy"], "a human through the MCP client", "{rec}");
     // Its REST door still refuses the agent's own yes.
     let r = s.run(SELF, json!({"pipeline": GATED})).json();
     let id = r["runId"].as_str().unwrap().to_string();

@@ -259,8 +259,13 @@ impl LobsterMcp {
             };
             let mut call = call;
             call.request.decision = Decision::Approve(decision);
-            // The human answered through the client: that is who decided.
-            call.request.decider = crate::resume::Decider::Elicited;
+            // The human answered through the client. In stdio `lobster mcp`
+            // that human is the operator's, named as the operator names them;
+            // a front door with runs of its own says who it was (serve: an
+            // elicited human, no name).
+            if let Some(runner) = &self.inner.runner {
+                call.request.decider = runner.elicited(call.request.decider);
+            }
             return Ok(Gate::Proceed(call));
         }
         if link_only || !client_can_ask(context) {

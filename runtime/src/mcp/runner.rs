@@ -7,7 +7,7 @@
 use crate::app::{self, Call, Reply, Settings};
 use crate::error::Error;
 use crate::kernel::{Cancel, LogSink};
-use crate::resume::ResumeTarget;
+use crate::resume::{Decider, ResumeTarget};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -27,6 +27,16 @@ pub trait Runner: Send + Sync {
     fn approval_link(&self, target: &ResumeTarget) -> Option<String> {
         let _ = target;
         None
+    }
+
+    /// Who decided when the human answered through the client's "input
+    /// required" form, given the call's own `decider`. The default keeps it:
+    /// in stdio `lobster mcp` the operator runs the process, so the name is
+    /// the operator's (the call's `approver`, else their
+    /// `LOBSTER_APPROVAL_APPROVED_BY`). A front door whose callers are not
+    /// the operator (`lobster serve`) says [`Decider::Elicited`]: no name.
+    fn elicited(&self, decider: Decider) -> Decider {
+        decider
     }
 }
 

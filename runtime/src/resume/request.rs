@@ -44,9 +44,10 @@ pub enum Decider {
         /// The approver's configured name.
         name: String,
     },
-    /// A human who answered an MCP client's "input required" request, where
-    /// the front door counts that as a human (`lobster mcp --approvals
-    /// human`, a tenant with `elicitation_is_human = true`). No name.
+    /// A human who answered a `lobster serve` tenant's MCP client's "input
+    /// required" request, where the tenant counts that as a human
+    /// (`elicitation_is_human = true`). No name. (In stdio `lobster mcp
+    /// --approvals human` the human is the operator's: [`Decider::Operator`].)
     Elicited,
     /// Nobody said (in-process callers and tests): the operator's
     /// environment may name them.

@@ -201,6 +201,12 @@ fn paused_of(tenant: &Tenant, target: &ResumeTarget) -> Result<Option<Value>, Ap
 }
 
 impl Runner for TenantRunner {
+    /// A tenant's elicited answer is a human's without a name: the call's
+    /// `approver` and the server's environment never name it.
+    fn elicited(&self, _decider: Decider) -> Decider {
+        Decider::Elicited
+    }
+
     fn execute(&self, call: Call, cancel: Cancel, log: Option<LogSink>) -> ReplyFuture {
         let this = self.clone();
         Box::pin(async move {
