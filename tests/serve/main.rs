@@ -991,10 +991,39 @@ fn a_killed_server_reports_its_runs_interrupted() {
     let answered = s.run(ACME, json!({"pipeline": "exec --json --shell 'echo [6]'"}));
     assert_eq!(answered.status, 200);
     let answered = answered.json()["runId"].as_str().unwrap().to_string();
-    // The run log's writer appends within microseconds of the answer; a
-    // SIGKILL loses nothing written (only a power cut could lose the batch
-    // not yet synced).
-    std::thread::sleep(Duration::from_millis(200));
+    // Kill only once both are on disk, whatever the machine's load: the
+    // long run's record says running, and the run log's writer has
+    // appended the answered run's line (a SIGKILL loses nothing written;
+    // only a power cut could lose the batch not yet synced).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let logged = |root: &Path| {
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().to_string();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if name.starts_with("runs-") && name.ends_with(".log") {
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    if text
+                        .lines()
+                        .any(|l| l.starts_with(&format!("{answered}\t")))
+                    {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    };
+    while s.get_run(ACME, &id).json()["status"] != "running" || !logged(dir.path()) {
+        assert!(
+            Instant::now() < deadline,
+            "the running record or the answered run's log line never reached the disk"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     s.child.kill().unwrap();
     s.child.wait().unwrap();
     drop(s);
