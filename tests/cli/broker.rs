@@ -994,3 +994,34 @@ fn model_calls_obey_the_deadline_the_size_caps_and_the_call_budget() {
         "the second call was refused before sending"
     );
 }
+
+#[test]
+fn the_model_commands_examples_in_commands_list_run_against_the_stubs() {
+    let model = Stub::start("model", None);
+    let gw = Stub::start("gateway", None);
+    let env = Env::new();
+    let list = env.run(&["run", "--mode", "tool", "commands.list"]).json();
+    let mut ran = 0;
+    for cmd in list["output"].as_array().unwrap() {
+        let name = cmd["name"].as_str().unwrap();
+        let vars: &[(&str, &str)] = match name {
+            "llm.invoke" => &[
+                ("LOBSTER_LLM_PROVIDER", "http"),
+                ("LOBSTER_LLM_ADAPTER_URL", &model.url),
+            ],
+            "llm_task.invoke" => &[("OPENCLAW_URL", &gw.url)],
+            _ => continue,
+        };
+        let examples = cmd["examples"].as_array().expect("examples, not null");
+        assert!(!examples.is_empty(), "{name}");
+        for ex in examples {
+            let source = env.source(&ex["input"].to_string());
+            let pipeline = format!("{source} | {}", ex["pipeline"].as_str().unwrap());
+            let r = run(&env, vars, &[], &pipeline);
+            assert_eq!(r.code, 0, "{name}: {r:?}");
+            assert_eq!(r.json()["output"], ex["output"], "{name}: {pipeline}");
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 2);
+}

@@ -91,7 +91,8 @@ fn version_and_help() {
 #[test]
 fn help_inside_the_pipeline_belongs_to_the_pipeline() {
     let env = Env::new();
-    // `--help` after the pipeline began is the stage's flag, not the CLI's.
+    // `--help` after the pipeline began is the stage's flag, not the CLI's:
+    // `head` has no such flag, so the plan refuses it and names the help.
     let r = env.run(&[
         "run",
         "--mode",
@@ -101,8 +102,14 @@ fn help_inside_the_pipeline_belongs_to_the_pipeline() {
         "head",
         "--help",
     ]);
-    assert_eq!(r.code, 0, "{r:?}");
-    assert_eq!(r.json()["output"], json!([1]));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(r.json()["error"]["message"], "Unknown flag --help for head");
+    let r = env.run(&["exec --json --shell 'echo [1]' | head --help"]);
+    assert!(
+        r.stderr
+            .contains("hint: head takes --n (`lobster help head`)"),
+        "{r:?}"
+    );
 }
 
 #[test]

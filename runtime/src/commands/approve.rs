@@ -1,7 +1,9 @@
 //! `approve`: the approval gate. In tool mode, or without a terminal, it
 //! halts the pipeline with an approval request; at a terminal it asks.
 
-use super::{collect, interactive, Command, FlagSpec, Halt, ItemStream, Output, Signature};
+use super::{
+    collect, interactive, Command, Example, FlagSpec, Halt, ItemStream, Output, Signature,
+};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
 use crate::kernel::{Context, Mode};
@@ -50,27 +52,52 @@ impl Command for Approve {
                 FlagSpec {
                     name: "prompt",
                     value: Some("text"),
+                    kind: super::FlagType::Text,
                     description: "Approval prompt text (default \"Approve?\")",
                 },
                 FlagSpec {
                     name: "emit",
                     value: None,
+                    kind: super::FlagType::Switch,
                     description: "Always emit an approval request and halt",
                 },
                 FlagSpec {
                     name: "preview-from-stdin",
                     value: None,
+                    kind: super::FlagType::Switch,
                     description: "Attach a preview of the first items",
                 },
                 FlagSpec {
                     name: "limit",
                     value: Some("N"),
+                    kind: super::FlagType::Integer,
                     description: "How many items the preview shows (default 5)",
                 },
             ],
             positional: None,
             side_effects: &[],
         }
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                description: "without a terminal (and in tool mode) the run halts with an approval request holding the items; resume --approve yes passes them on",
+                pipeline: "approve --prompt 'Send 2 emails?'",
+                input: r#"["ann@example.com", "bob@example.com"]"#,
+                output: r#"[{"type": "approval_request", "prompt": "Send 2 emails?", "items": ["ann@example.com", "bob@example.com"]}]"#,
+            },
+            Example {
+                description: "--preview-from-stdin --limit N adds a preview of the first N items",
+                pipeline: "approve --preview-from-stdin --limit 1 --prompt 'Apply?'",
+                input: r#"["label 001 as bills", "archive 002"]"#,
+                output: r#"[{"type": "approval_request", "prompt": "Apply?", "items": ["label 001 as bills", "archive 002"], "preview": "label 001 as bills"}]"#,
+            },
+        ]
+    }
+
+    fn flag_aliases(&self) -> &'static [&'static str] {
+        &["previewFromStdin", "preview-limit", "previewLimit"]
     }
 
     fn help(&self) -> &'static str {
@@ -93,7 +120,14 @@ impl Command for Approve {
                 preview,
             }));
         }
-        let answer = interactive::ask_line(&format!("{prompt} [y/N] "), ctx)?;
+        // What is being approved, then the question (the reference asked
+        // without showing anything).
+        let preview = args
+            .flag_any(&["preview-from-stdin", "previewFromStdin"])
+            .filter(|v| v.as_str() != "false")
+            .map(|_| preview_of(&items[..Self::preview_limit(args).min(items.len())]));
+        let shown = interactive::approval_preview(&items, preview.as_deref());
+        let answer = interactive::ask_line(&format!("{shown}{prompt} [y/N] "), ctx)?;
         let answer = answer.trim().to_ascii_lowercase();
         if answer == "y" || answer == "yes" {
             Ok(Output::Items(super::stream_of(items)))
@@ -107,6 +141,11 @@ impl Command for Approve {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn examples() {
+        super::super::examples::check_examples(&Approve);
+    }
 
     #[test]
     fn preview_rules() {

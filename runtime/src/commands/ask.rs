@@ -2,7 +2,9 @@
 //! an input request; the response (checked against the schema on resume)
 //! becomes the single item passed on. At a terminal it asks directly.
 
-use super::{collect, interactive, Command, FlagSpec, Halt, ItemStream, Output, Signature};
+use super::{
+    collect, interactive, Command, Example, FlagSpec, Halt, ItemStream, Output, Signature,
+};
 use crate::dsl::Args;
 use crate::error::{Error, Result};
 use crate::kernel::{Context, Mode};
@@ -53,27 +55,52 @@ impl Command for Ask {
                 FlagSpec {
                     name: "prompt",
                     value: Some("text"),
+                    kind: super::FlagType::Text,
                     description: "Question to show (default \"Input required\")",
                 },
                 FlagSpec {
                     name: "schema",
                     value: Some("json"),
+                    kind: super::FlagType::Json,
                     description: "JSON Schema the response must match",
                 },
                 FlagSpec {
                     name: "subject-from-stdin",
                     value: None,
+                    kind: super::FlagType::Switch,
                     description: "Show the input items as the subject",
                 },
                 FlagSpec {
                     name: "emit",
                     value: None,
+                    kind: super::FlagType::Switch,
                     description: "Always emit an input request and halt",
                 },
             ],
             positional: None,
             side_effects: &[],
         }
+    }
+
+    fn examples(&self) -> &'static [Example] {
+        &[
+            Example {
+                description: "without a terminal (and with --emit) the run halts with an input request; resume --response-json answers it with JSON matching the schema",
+                pipeline: r#"ask --prompt 'Which label?' --schema '{"type":"object","properties":{"label":{"type":"string"}},"required":["label"]}'"#,
+                input: "[]",
+                output: r#"[{"type": "input_request", "prompt": "Which label?", "responseSchema": {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}, "items": []}]"#,
+            },
+            Example {
+                description: "--subject-from-stdin shows the items as the subject of the question",
+                pipeline: "ask --subject-from-stdin --prompt 'Redraft?'",
+                input: r#"["Dear Ann, ..."]"#,
+                output: r#"[{"type": "input_request", "prompt": "Redraft?", "responseSchema": {"type": "object", "properties": {"decision": {"type": "string", "enum": ["approve", "reject", "redraft"]}, "feedback": {"type": "string", "description": "Feedback for redraft"}}, "required": ["decision"]}, "subject": {"text": "Dear Ann, ..."}, "items": ["Dear Ann, ..."]}]"#,
+            },
+        ]
+    }
+
+    fn flag_aliases(&self) -> &'static [&'static str] {
+        &["subjectFromStdin"]
     }
 
     fn help(&self) -> &'static str {
@@ -132,5 +159,13 @@ impl Command for Ask {
             "ask response failed schema validation at {}: {}",
             v.path, v.message
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn examples() {
+        super::super::examples::check_examples(&super::Ask);
     }
 }

@@ -1,7 +1,7 @@
 //! `commands.list`: describe every registered command, then every step on
 //! the step path, for agents.
 
-use super::{collect, stream_of, Command, Example, ItemStream, Output, Signature};
+use super::{collect, stream_of, Command, Example, FlagType, ItemStream, Output, Signature};
 use crate::dsl::Args;
 use crate::error::Result;
 use crate::kernel::Context;
@@ -17,15 +17,20 @@ const HELP: &str = "commands.list — list available Lobster pipeline commands\n
 fn args_schema(sig: &Signature) -> Value {
     let mut props = Map::new();
     for f in sig.flags {
-        let ty = if f.value.is_some() {
-            "string"
-        } else {
-            "boolean"
+        // Values are text in the pipeline language; the type says how the
+        // command reads it.
+        let prop = match f.kind {
+            FlagType::Switch => json!({"type": "boolean", "description": f.description}),
+            FlagType::Text => json!({"type": "string", "description": f.description}),
+            FlagType::Number => json!({"type": "number", "description": f.description}),
+            FlagType::Integer => json!({"type": "integer", "description": f.description}),
+            FlagType::Json => json!({
+                "type": "string",
+                "contentMediaType": "application/json",
+                "description": f.description,
+            }),
         };
-        props.insert(
-            f.name.to_string(),
-            json!({"type": ty, "description": f.description}),
-        );
+        props.insert(f.name.to_string(), prop);
     }
     if let Some(desc) = sig.positional {
         props.insert(
@@ -146,6 +151,27 @@ mod tests {
             set.unwrap_or(Value::Null)["sideEffects"],
             json!(["writes_state"])
         );
+        // Every built-in has runnable examples, and flags are typed by meaning.
+        for item in &items {
+            assert!(
+                item["examples"].as_array().is_some_and(|e| !e.is_empty()),
+                "{} has no examples",
+                item["name"]
+            );
+        }
+        let prop = |cmd: &str, flag: &str| {
+            let item = items.iter().find(|v| v["name"] == cmd).cloned();
+            item.unwrap_or(Value::Null)["argsSchema"]["properties"][flag].clone()
+        };
+        assert_eq!(prop("approve", "limit")["type"], "integer");
+        assert_eq!(prop("head", "n")["type"], "number");
+        assert_eq!(prop("llm.invoke", "temperature")["type"], "number");
+        assert_eq!(prop("llm.invoke", "max-output-tokens")["type"], "integer");
+        assert_eq!(
+            prop("ask", "schema")["contentMediaType"],
+            "application/json"
+        );
+        assert_eq!(prop("approve", "emit")["type"], "boolean");
         let json_cmd = items.iter().find(|v| v["name"] == "json").cloned();
         assert_eq!(
             json_cmd.unwrap_or(Value::Null)["argsSchema"],

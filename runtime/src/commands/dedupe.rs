@@ -22,6 +22,7 @@ impl Command for Dedupe {
             flags: &[FlagSpec {
                 name: "key",
                 value: Some("path"),
+                kind: super::FlagType::Text,
                 description: "Dot-path key used for identity (defaults to whole item)",
             }],
             positional: None,

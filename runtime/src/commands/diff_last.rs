@@ -74,6 +74,7 @@ impl Command for DiffLast {
             flags: &[FlagSpec {
                 name: "key",
                 value: Some("stateKey"),
+                kind: super::FlagType::Text,
                 description: "State key to diff against",
             }],
             positional: Some("State key (when --key is not given)"),

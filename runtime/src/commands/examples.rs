@@ -1,6 +1,9 @@
 //! Runs a command's declared examples and compares their output, so help
 //! text and behaviour cannot drift apart. Each command file has one test:
-//! `check_examples(&TheCommand)`.
+//! `check_examples(&TheCommand)`. A gate's example output is the request it
+//! halts with (as a run without a terminal prints it, less the token);
+//! examples that need a model are run against the loopback stub model by
+//! `tests/cli/broker.rs` instead.
 
 use super::Command;
 use crate::executor::{run_pipeline, Outcome};
@@ -59,9 +62,42 @@ fn run(pipeline: &str, input: Vec<Item>, ctx: &Context) -> Item {
             ..
         }) => Item::String(text),
         Ok(Outcome::Completed { items, .. }) => Item::Array(items),
-        Ok(Outcome::Halted { halt, .. }) => {
-            panic!("example `{pipeline}` halted: {halt:?}")
-        }
+        Ok(Outcome::Halted { halt, .. }) => halted(&halt),
         Err(e) => panic!("example `{pipeline}` failed: {e}"),
     }
+}
+
+/// The request a gate halts with, as its example output shows it.
+fn halted(halt: &super::Halt) -> Item {
+    use serde_json::{json, Map};
+    let mut m = Map::new();
+    match halt {
+        super::Halt::Approval {
+            prompt,
+            items,
+            preview,
+        } => {
+            m.insert("type".into(), json!("approval_request"));
+            m.insert("prompt".into(), json!(prompt));
+            m.insert("items".into(), Item::Array(items.clone()));
+            if let Some(p) = preview {
+                m.insert("preview".into(), json!(p));
+            }
+        }
+        super::Halt::Input {
+            prompt,
+            schema,
+            subject,
+            items,
+        } => {
+            m.insert("type".into(), json!("input_request"));
+            m.insert("prompt".into(), json!(prompt));
+            m.insert("responseSchema".into(), schema.clone());
+            if let Some(s) = subject {
+                m.insert("subject".into(), s.clone());
+            }
+            m.insert("items".into(), Item::Array(items.clone()));
+        }
+    }
+    Item::Array(vec![Item::Object(m)])
 }

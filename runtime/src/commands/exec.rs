@@ -162,16 +162,19 @@ impl Command for Exec {
                 FlagSpec {
                     name: "shell",
                     value: Some("line"),
+                    kind: super::FlagType::Text,
                     description: "Run this command line via the shell (/bin/sh -c, or LOBSTER_SHELL)",
                 },
                 FlagSpec {
                     name: "json",
                     value: None,
+                    kind: super::FlagType::Switch,
                     description: "Parse stdout as JSON (single value; an array becomes items)",
                 },
                 FlagSpec {
                     name: "stdin",
                     value: Some("raw|json|jsonl"),
+                    kind: super::FlagType::Text,
                     description: "Write the pipeline input to the command's stdin in this encoding",
                 },
             ],
@@ -180,6 +183,11 @@ impl Command for Exec {
             ),
             side_effects: &["local_exec"],
         }
+    }
+
+    fn other_flags(&self) -> super::OtherFlags {
+        // `exec gh pr list --json number`: after the command, flags are its own.
+        super::OtherFlags::RefuseBeforeCommand
     }
 
     fn help(&self) -> &'static str {

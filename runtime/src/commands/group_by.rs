@@ -62,6 +62,7 @@ impl Command for GroupBy {
             flags: &[FlagSpec {
                 name: "key",
                 value: Some("path"),
+                kind: super::FlagType::Text,
                 description: "Dot-path key to group by (required)",
             }],
             positional: None,

@@ -34,6 +34,7 @@ impl Command for Head {
             flags: &[FlagSpec {
                 name: "n",
                 value: Some("N"),
+                kind: super::FlagType::Number,
                 description: "How many items to keep (default 10)",
             }],
             positional: None,

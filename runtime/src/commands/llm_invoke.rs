@@ -28,12 +28,32 @@ pub struct LlmInvoke {
     name: &'static str,
     default_provider: Option<&'static str>,
     help: &'static str,
+    examples: &'static [Example],
+}
+
+/// The schema of the examples: one label per ticket.
+macro_rules! label_example {
+    ($cmd:literal, $description:literal) => {
+        Example {
+            description: $description,
+            pipeline: concat!(
+                $cmd,
+                r#" --prompt 'Label this ticket' --output-schema '{"type":"object","properties":{"label":{"type":"string","enum":["bug","question"]}},"required":["label"]}' | map --unwrap output | map --unwrap data"#
+            ),
+            input: r#"["The app crashes on start"]"#,
+            output: r#"[{"label": "question"}]"#,
+        }
+    };
 }
 
 /// `llm.invoke`: any provider.
 pub const LLM: LlmInvoke = LlmInvoke {
     name: "llm.invoke",
     default_provider: None,
+    examples: &[label_example!(
+        "llm.invoke",
+        "schema-checked JSON from the model: the answer is output.data (shown: the loopback stub model's answer, `lobster-stubs model` with LOBSTER_LLM_PROVIDER=http; a real model decides the label)"
+    )],
     help: "llm.invoke — call a configured LLM adapter with caching and schema validation\n\nUsage:\n  llm.invoke --prompt 'Write summary'\n  llm.invoke --provider openclaw --model claude-3-sonnet --prompt 'Write summary'\n  cat artifacts.json | llm.invoke --provider pi --prompt 'Score each item'\n  ... | llm.invoke --prompt 'Plan next steps' --output-schema '{\"type\":\"object\"}'\n  ... | llm.invoke --provider openai --model gpt-4o-mini --prompt 'Classify' --output-schema '{...}'\n\nFeatures:\n  - Typed payload validation before invoking the adapter.\n  - Run-state + file cache so resumes do not re-call the LLM.\n  - Optional JSON-schema enforcement, retried at most --max-validation-retries times\n    after the first call.\n\nConfig:\n  - Provider resolution order: --provider, LOBSTER_LLM_PROVIDER, then environment auto-detect.\n  - Built-in providers: openclaw, pi, http, openai.\n  - OpenClaw provider uses OPENCLAW_URL (CLAWD_URL also supported) and OPENCLAW_TOKEN;\n    it calls the gateway's llm-task tool with {prompt, input, schema}.\n  - Pi provider uses LOBSTER_PI_LLM_ADAPTER_URL and is intended to be supplied by a Pi extension.\n  - Generic http provider uses LOBSTER_LLM_ADAPTER_URL and optional LOBSTER_LLM_ADAPTER_TOKEN.\n  - OpenAI-compatible provider uses LOBSTER_LLM_BASE_URL (e.g. http://127.0.0.1:8080/v1),\n    LOBSTER_LLM_API_KEY and LOBSTER_LLM_MODEL; LOBSTER_LLM_STREAM=1 asks for a streamed answer.\n",
 };
 
@@ -41,6 +61,10 @@ pub const LLM: LlmInvoke = LlmInvoke {
 pub const LLM_TASK: LlmInvoke = LlmInvoke {
     name: "llm_task.invoke",
     default_provider: Some("openclaw"),
+    examples: &[label_example!(
+        "llm_task.invoke",
+        "the same through the OpenClaw gateway's llm-task tool (OPENCLAW_URL; shown: `lobster-stubs gateway`'s answer)"
+    )],
     help: "llm_task.invoke — backward-compatible alias for llm.invoke using OpenClaw\n\nUsage:\n  llm_task.invoke --prompt 'Write summary'\n  llm_task.invoke --model claude-3-sonnet --prompt 'Write summary'\n  cat artifacts.json | llm_task.invoke --prompt 'Score each item'\n\nFeatures:\n  - Typed payload validation before invoking the adapter.\n  - Run-state + file cache so resumes do not re-call the LLM.\n  - Optional JSON-schema enforcement, retried at most --max-validation-retries times\n    after the first call.\n\nConfig:\n  - Requires OPENCLAW_URL (or CLAWD_URL) and optionally OPENCLAW_TOKEN.\n  - Use llm.invoke for new workflows and non-OpenClaw adapters.\n",
 };
 
@@ -48,73 +72,87 @@ const FLAGS: &[FlagSpec] = &[
     FlagSpec {
         name: "provider",
         value: Some("name"),
+        kind: super::FlagType::Text,
         description:
             "LLM adapter provider (openclaw, pi, http, openai). Optional if auto-detected.",
     },
     FlagSpec {
         name: "token",
         value: Some("token"),
+        kind: super::FlagType::Text,
         description: "Optional bearer token for providers that support it.",
     },
     FlagSpec {
         name: "prompt",
         value: Some("text"),
+        kind: super::FlagType::Text,
         description: "Primary prompt / instructions",
     },
     FlagSpec {
         name: "model",
         value: Some("name"),
+        kind: super::FlagType::Text,
         description: "Model identifier. Optional; adapter defaults may apply if omitted.",
     },
     FlagSpec {
         name: "artifacts-json",
         value: Some("json"),
+        kind: super::FlagType::Json,
         description: "JSON array of artifacts to send",
     },
     FlagSpec {
         name: "metadata-json",
         value: Some("json"),
+        kind: super::FlagType::Json,
         description: "JSON object of metadata to include",
     },
     FlagSpec {
         name: "output-schema",
         value: Some("json"),
+        kind: super::FlagType::Json,
         description: "JSON schema LLM output must satisfy",
     },
     FlagSpec {
         name: "schema-version",
         value: Some("v"),
+        kind: super::FlagType::Text,
         description: "Logical schema version for caching",
     },
     FlagSpec {
         name: "max-validation-retries",
         value: Some("n"),
+        kind: super::FlagType::Integer,
         description:
             "Extra model calls allowed after the first when schema validation fails (default 1)",
     },
     FlagSpec {
         name: "temperature",
         value: Some("n"),
+        kind: super::FlagType::Number,
         description: "Sampling temperature",
     },
     FlagSpec {
         name: "max-output-tokens",
         value: Some("n"),
+        kind: super::FlagType::Integer,
         description: "Max completion tokens",
     },
     FlagSpec {
         name: "state-key",
         value: Some("key"),
+        kind: super::FlagType::Text,
         description: "Run-state key override (else LOBSTER_RUN_STATE_KEY)",
     },
     FlagSpec {
         name: "refresh",
         value: None,
+        kind: super::FlagType::Switch,
         description: "Bypass run-state + cache",
     },
     FlagSpec {
         name: "disable-cache",
         value: None,
+        kind: super::FlagType::Switch,
         description: "Skip persistent cache",
     },
 ];
@@ -412,10 +450,10 @@ impl Command for LlmInvoke {
         self.help
     }
 
-    /// None offline: every run asks a model. The usage lines of the help
-    /// are run against the loopback stub model by `tests/cli/broker.rs`.
+    /// Every run asks a model, so these examples are run against the
+    /// loopback stubs by `tests/cli/broker.rs`, not offline.
     fn examples(&self) -> &'static [Example] {
-        &[]
+        self.examples
     }
 
     fn preflight(&self, args: &Args, ctx: &Context) -> Result<()> {

@@ -113,11 +113,13 @@ impl Command for MapCmd {
                 FlagSpec {
                     name: "wrap",
                     value: Some("name"),
+                    kind: super::FlagType::Text,
                     description: "Wrap each item as {wrap: item}",
                 },
                 FlagSpec {
                     name: "unwrap",
                     value: Some("name"),
+                    kind: super::FlagType::Text,
                     description: "Unwrap a field (yield item[unwrap])",
                 },
             ],

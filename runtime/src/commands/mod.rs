@@ -11,7 +11,8 @@ pub mod examples;
 mod lazy_tests;
 
 pub use crate::kernel::{
-    collect, parsed, stream_of, Command, Example, FlagSpec, Halt, ItemStream, LazyStream, Output,
+    collect, parsed, stream_of, Command, Example, FlagSpec, FlagType, Halt, ItemStream,
+    LazyStream, OtherFlags, Output,
     Registry, Signature,
 };
 
@@ -24,7 +25,7 @@ mod exec;
 mod filters;
 mod group_by;
 mod head;
-mod interactive;
+pub mod interactive;
 mod js;
 mod json;
 mod llm_invoke;

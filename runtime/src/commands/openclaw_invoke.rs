@@ -60,46 +60,55 @@ const FLAGS: &[FlagSpec] = &[
     FlagSpec {
         name: "tool",
         value: Some("name"),
+        kind: super::FlagType::Text,
         description: "Tool name (e.g. message, cron, github, etc.)",
     },
     FlagSpec {
         name: "action",
         value: Some("action"),
+        kind: super::FlagType::Text,
         description: "Tool action",
     },
     FlagSpec {
         name: "args-json",
         value: Some("json"),
+        kind: super::FlagType::Json,
         description: "JSON string of tool args",
     },
     FlagSpec {
         name: "url",
         value: Some("url"),
+        kind: super::FlagType::Text,
         description: "OpenClaw control URL (or OPENCLAW_URL / CLAWD_URL)",
     },
     FlagSpec {
         name: "token",
         value: Some("token"),
+        kind: super::FlagType::Text,
         description: "Bearer token (or OPENCLAW_TOKEN / CLAWD_TOKEN)",
     },
     FlagSpec {
         name: "session-key",
         value: Some("key"),
+        kind: super::FlagType::Text,
         description: "Optional session key attribution (alias: --sessionKey)",
     },
     FlagSpec {
         name: "dry-run",
         value: None,
+        kind: super::FlagType::Switch,
         description: "Dry run (alias: --dryRun)",
     },
     FlagSpec {
         name: "each",
         value: None,
+        kind: super::FlagType::Switch,
         description: "Map each pipeline item into tool args",
     },
     FlagSpec {
         name: "item-key",
         value: Some("key"),
+        kind: super::FlagType::Text,
         description: "Key to set from the pipeline item (default: item; alias: --itemKey)",
     },
 ];
@@ -211,6 +220,10 @@ impl Command for OpenclawInvoke {
             positional: None,
             side_effects: &["calls_clawd_tool"],
         }
+    }
+
+    fn flag_aliases(&self) -> &'static [&'static str] {
+        &["dryRun", "itemKey", "sessionKey"]
     }
 
     fn help(&self) -> &'static str {

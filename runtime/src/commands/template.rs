@@ -161,11 +161,13 @@ impl Command for Template {
                 FlagSpec {
                     name: "text",
                     value: Some("tpl"),
+                    kind: super::FlagType::Text,
                     description: "Template text (supports {{path}}, {{path | filter}}, {{.}} for the whole item)",
                 },
                 FlagSpec {
                     name: "file",
                     value: Some("path"),
+                    kind: super::FlagType::Text,
                     description: "Template file path",
                 },
             ],

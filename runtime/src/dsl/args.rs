@@ -5,6 +5,7 @@
 //! (`--json`, see [`switches_of`]), so `exec --json cat items.json` runs `cat`.
 
 use super::Token;
+use crate::error::Span;
 
 /// A flag's value: a string, or bare `true` when no value followed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -93,14 +94,48 @@ pub fn parse_args(tokens: &[Token]) -> Args {
     parse_args_with(tokens, &[])
 }
 
+/// Where a stage's `--flag` tokens sit in the pipeline text, for diagnostics
+/// that point at a flag (an unknown flag, a bad value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlagSpans {
+    /// Each flag token, in order: the flag's name and the span of its token
+    /// (`--name` or `--name=value`; a value in the next token is not included).
+    pub flags: Vec<(String, Span)>,
+    /// Where the first positional token starts, if there is one.
+    pub first_positional: Option<usize>,
+}
+
+impl FlagSpans {
+    /// The span of the first `--name` token.
+    pub fn of(&self, name: &str) -> Option<&Span> {
+        self.flags.iter().find(|(k, _)| k == name).map(|(_, s)| s)
+    }
+
+    /// Whether flag `name` was first written after a positional token.
+    pub fn after_positional(&self, name: &str) -> bool {
+        match (self.of(name), self.first_positional) {
+            (Some(span), Some(first)) => span.start > first,
+            _ => false,
+        }
+    }
+}
+
 /// [`parse_args`], except that the flags named in `switches` never take a value
 /// from the next token.
 pub fn parse_args_with(tokens: &[Token], switches: &[&str]) -> Args {
+    parse_args_spanned(tokens, switches).0
+}
+
+/// [`parse_args_with`], also returning where each flag token sits.
+pub fn parse_args_spanned(tokens: &[Token], switches: &[&str]) -> (Args, FlagSpans) {
     let mut args = Args::default();
+    let mut spans = FlagSpans::default();
     let mut i = 0;
     while i < tokens.len() {
         let tok = &tokens[i].text;
         if let Some(flag) = tok.strip_prefix("--") {
+            let name = flag.split_once('=').map_or(flag, |(k, _)| k);
+            spans.flags.push((name.to_string(), tokens[i].span.clone()));
             if let Some((k, v)) = flag.split_once('=') {
                 args.set(k.to_string(), FlagValue::Str(v.to_string()));
             } else {
@@ -113,11 +148,12 @@ pub fn parse_args_with(tokens: &[Token], switches: &[&str]) -> Args {
                 }
             }
         } else {
+            spans.first_positional.get_or_insert(tokens[i].span.start);
             args.positional.push(tok.clone());
         }
         i += 1;
     }
-    args
+    (args, spans)
 }
 
 #[cfg(test)]

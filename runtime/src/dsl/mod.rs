@@ -11,7 +11,9 @@ pub mod diagnostic;
 mod split;
 mod tokenize;
 
-pub use args::{parse_args, parse_args_with, switches_of, Args, FlagValue};
+pub use args::{
+    parse_args, parse_args_spanned, parse_args_with, switches_of, Args, FlagSpans, FlagValue,
+};
 
 use crate::error::{Error, Result, Span};
 
@@ -34,6 +36,8 @@ pub struct Stage {
     pub span: Span,
     /// Where the command name sits in the pipeline text.
     pub name_span: Span,
+    /// Where each `--flag` token sits, for diagnostics.
+    pub flag_spans: FlagSpans,
 }
 
 /// A token after quote removal, with its span in the pipeline text.
@@ -61,12 +65,14 @@ pub fn parse(text: &str) -> Result<Pipeline> {
                 part.separator_span(),
             ));
         };
+        let (args, flag_spans) = parse_args_spanned(rest, switches_of(&first.text));
         stages.push(Stage {
             name: first.text.clone(),
-            args: parse_args_with(rest, switches_of(&first.text)),
+            args,
             raw: text[part.span.clone()].to_string(),
             span: part.span.clone(),
             name_span: first.span.clone(),
+            flag_spans,
         });
     }
     Ok(Pipeline { stages })

@@ -3,12 +3,14 @@
 //!
 //! The executor never prints; the CLI turns an [`Outcome`] into output.
 
+mod flags;
 mod plan;
 pub mod policy_check;
 mod run;
 
 pub use crate::kernel::{Cancel, CancelReason, Context, Limits, Mode};
-pub use plan::{check_pipeline, plan, suggest};
+pub use flags::check_flags;
+pub use plan::{check_pipeline, plan, resolve_stages, suggest, suggest_flag};
 pub use run::{run_pipeline, Outcome};
 
 use crate::kernel::{ContextBuilder, Registry};

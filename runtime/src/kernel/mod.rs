@@ -38,7 +38,7 @@ pub use log::{Level, LogLine, LogSink};
 pub use policy::{GatewayPolicy, Maxima, Policy, Trust};
 pub use registry::{Registry, StepSource};
 pub use stage::{
-    collect, parse_lazy, parsed, stream_of, Command, Example, FlagSpec, Halt, ItemStream,
-    LazyStream, Output, Signature,
+    collect, parse_lazy, parsed, stream_of, Command, Example, FlagSpec, FlagType, Halt,
+    ItemStream, LazyStream, OtherFlags, Output, Signature,
 };
 pub use steps::{SandboxConfig, StepObserver, StepReport};

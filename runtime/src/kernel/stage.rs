@@ -52,7 +52,38 @@ pub struct FlagSpec {
     pub name: &'static str,
     /// Placeholder for the value (`"n"`), or `None` for a bare switch.
     pub value: Option<&'static str>,
+    /// What the value means (`commands.list` types it in `argsSchema`).
+    pub kind: FlagType,
     pub description: &'static str,
+}
+
+/// What a flag's value is. Values are always text in the pipeline language;
+/// this is what the command reads the text as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagType {
+    /// A bare switch (`--emit`).
+    Switch,
+    /// Any text.
+    Text,
+    /// A number (`Number()` of the text).
+    Number,
+    /// A whole number.
+    Integer,
+    /// JSON text (`--args-json '{…}'`).
+    Json,
+}
+
+/// What a stage does with `--flags` its signature does not declare (see
+/// [`Command::other_flags`]; `executor::plan` checks them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtherFlags {
+    /// Refused before anything runs, with the nearest declared flag.
+    Refuse,
+    /// Refused before the first positional; after it they belong to the
+    /// child command line (`exec`).
+    RefuseBeforeCommand,
+    /// Passed on as they are (a `wasi:cli/command` step, which declares none).
+    Pass,
 }
 
 /// What a command is and what it accepts.
@@ -91,6 +122,17 @@ pub trait Command: Send + Sync {
     /// Runnable examples with expected output.
     fn examples(&self) -> &'static [Example] {
         &[]
+    }
+
+    /// Flag names accepted besides the signature's: the reference's
+    /// spellings (`previewFromStdin`, `dryRun`, …), never shown in help.
+    fn flag_aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// What happens to a `--flag` that is neither declared nor an alias.
+    fn other_flags(&self) -> OtherFlags {
+        OtherFlags::Refuse
     }
 
     /// Reject bad arguments before any stage of the pipeline runs.

@@ -223,7 +223,7 @@ fn halt_envelope(
 
 /// The digest of every wasm step of the pipeline, as resolved for this run.
 pub fn step_digests(pipeline: &Pipeline, ctx: &Context) -> Result<Vec<StepDigest>> {
-    let commands = crate::executor::check_pipeline(pipeline, 0, &ctx.registry)?;
+    let commands = crate::executor::resolve_stages(pipeline, 0, &ctx.registry)?;
     Ok(commands
         .into_iter()
         .zip(&pipeline.stages)

@@ -83,8 +83,9 @@ pub fn resume_pipeline(
         .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
     if input.is_some() {
         restore_run_settings(ctx, &state);
-        crate::executor::plan(&pipeline, state.resume_at_index, ctx)?;
+        // A swapped component first: that is why its flags may differ now.
         verify_steps_unchanged(&state, &pipeline, ctx)?;
+        crate::executor::plan(&pipeline, state.resume_at_index, ctx)?;
         if state.halt_type == HaltType::Approval {
             verify_plan_unchanged(&state, &pipeline, ctx)?;
         }

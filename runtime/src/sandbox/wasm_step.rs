@@ -65,6 +65,11 @@ impl WasmStep {
                             FlagKind::Switch => None,
                             _ => Some(leak(f.name.clone())),
                         },
+                        kind: match f.kind {
+                            FlagKind::Switch => crate::kernel::FlagType::Switch,
+                            FlagKind::Text => crate::kernel::FlagType::Text,
+                            FlagKind::Number => crate::kernel::FlagType::Number,
+                        },
                         description: leak(f.description.clone()),
                     })
                     .collect(),
@@ -191,6 +196,14 @@ impl Command for WasmStep {
             flags: self.flags,
             positional: None,
             side_effects: self.side_effects,
+        }
+    }
+
+    fn other_flags(&self) -> crate::kernel::OtherFlags {
+        // A `wasi:cli/command` component declares no flags: its arguments are its own.
+        match self.component.meta() {
+            Some(_) => crate::kernel::OtherFlags::Refuse,
+            None => crate::kernel::OtherFlags::Pass,
         }
     }
 

@@ -179,7 +179,10 @@ impl From<&ApprovalGate> for Identity {
 pub fn ask_approval(step_id: &str, gate: &ApprovalGate, ctx: &Context) -> Result<()> {
     let approver = non_empty(ctx.env.get("LOBSTER_APPROVAL_APPROVED_BY"));
     check_identity(step_id, &gate.into(), approver.as_deref())?;
-    let answer = ask_line(&format!("{} [y/N] ", gate.prompt), ctx)?;
+    // The plan (the gate's preview) or the items, then the question.
+    let shown =
+        crate::commands::interactive::approval_preview(&gate.items, gate.preview.as_deref());
+    let answer = ask_line(&format!("{shown}{} [y/N] ", gate.prompt), ctx)?;
     if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
         Ok(())
     } else {

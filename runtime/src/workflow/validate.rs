@@ -745,7 +745,8 @@ fn parse_step(
     })
 }
 
-/// Stage names must exist unless they come from a template.
+/// Stage names must exist unless they come from a template, and their flags
+/// must be ones the stage accepts.
 fn check_pipeline_text(v: &mut V, ptr: &str, id: &str, text: &str) {
     let Some(registry) = v.registry else {
         return;
@@ -757,7 +758,16 @@ fn check_pipeline_text(v: &mut V, ptr: &str, id: &str, text: &str) {
                     continue;
                 }
                 let found = match registry.resolve(&stage.name) {
-                    Ok(found) => found.is_some(),
+                    Ok(Some(cmd)) => {
+                        // Flags too, except those a template names.
+                        let mut literal = stage.clone();
+                        literal.args.flags.retain(|(k, _)| !k.contains('$'));
+                        if let Err(e) = crate::executor::check_flags(cmd, &literal) {
+                            v.val(ptr, format!("Workflow step {id} pipeline: {e}"));
+                        }
+                        true
+                    }
+                    Ok(None) => false,
                     Err(e) => {
                         v.val(
                             ptr,

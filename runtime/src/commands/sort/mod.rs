@@ -206,11 +206,13 @@ impl Command for Sort {
                 FlagSpec {
                     name: "key",
                     value: Some("path"),
+                    kind: super::FlagType::Text,
                     description: "Dot-path key to sort by (e.g. updatedAt, pr.number)",
                 },
                 FlagSpec {
                     name: "desc",
                     value: None,
+                    kind: super::FlagType::Switch,
                     description: "Sort descending",
                 },
             ],
