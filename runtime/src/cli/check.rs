@@ -27,8 +27,10 @@ Usage:
 
 PATH is a component (.wasm), a bundle (a directory with manifest.toml, or
 the manifest), a lock file (lobster.lock), a workflow file (.lobster, .yaml,
-.yml, .json; validated as `lobster run` would, and checked against the
-operator policy: --policy FILE, else LOBSTER_POLICY) or a directory (its
+.yml, .json; validated as `lobster run` would: every stage name and its
+flags, and every `uses:` component and its `with:` keys, resolved on the
+step path; and checked against the operator policy: --policy FILE, else
+LOBSTER_POLICY) or a directory (its
 components, bundles, lock file and .lobster workflows). Without PATH: the current directory.
 What only a run can decide (a templated sub-workflow path, cwd or uses:)
 is printed as `warning: FILE:LINE: … decided at run time` and does not fail.
@@ -128,12 +130,14 @@ impl Checker {
     /// `file:line:col: message`, one problem a line, each a finding.
     fn workflow(&mut self, path: &Path) {
         self.checked.push(path.to_path_buf());
-        let lines = match crate::workflow::load_plan(path, None) {
+        // With the step path, so every stage name (built-in or step) and
+        // its flags are resolved as the run would.
+        let resolver = StepResolver::new(self.path.clone(), self.cache.clone())
+            .with_admission(self.admission.clone());
+        let registry = crate::commands::builtin().with_steps(resolver);
+        let lines = match crate::workflow::load_plan(path, Some(&registry)) {
             Err(e) => e.to_string(),
             Ok((wf, _)) => {
-                let resolver = StepResolver::new(self.path.clone(), self.cache.clone())
-                    .with_admission(self.admission.clone());
-                let registry = crate::commands::builtin().with_steps(resolver);
                 let authority =
                     crate::policy::Authority::new(self.policy.clone(), self.cwd.clone());
                 let found = crate::workflow::policy::walk(&wf, &registry, &authority, &self.cache);
@@ -145,7 +149,9 @@ impl Checker {
                         None => Finding::new(path, line.as_str()),
                     });
                 }
-                found.refused.join("\n")
+                let mut lines = found.refused;
+                lines.extend(found.broken);
+                lines.join("\n")
             }
         };
         for line in lines.lines().filter(|l| !l.trim().is_empty()) {

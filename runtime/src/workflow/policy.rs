@@ -37,6 +37,11 @@ pub struct Walk {
     /// `file:line:col: message` for each capability the run judges when it
     /// knows the value (templated paths and directories).
     pub deferred: Vec<String>,
+    /// `file:line:col: message` for what the run would fail on that is not
+    /// the policy's to judge: a literal `uses:` component that is missing,
+    /// or a `with:` flag its `describe` does not declare (`lobster check`
+    /// reports them; a run meets them in `steps::wasm::prepare`).
+    pub broken: Vec<String>,
 }
 
 /// Refuse the workflow `wf` when the context's policy, or a `permissions:`
@@ -269,7 +274,7 @@ impl Walker<'_> {
                 }
             }
             Action::Pipeline(text) => self.pipeline(id, text, at, forbidder),
-            Action::Wasm { uses, pos, .. } => {
+            Action::Wasm { uses, with, pos } => {
                 let at = format!("{}:{}:{}", wf.source.shown, pos.line, pos.col);
                 if uses.contains('$') {
                     self.out.deferred.push(format!(
@@ -292,7 +297,16 @@ impl Walker<'_> {
                                 .refused
                                 .push(format!("{at}: step {id} component {uses} {r}"));
                         }
+                        let name = c.meta().map_or_else(|| id.to_string(), |m| m.name.clone());
+                        let step = crate::sandbox::WasmStep::intern(&name, full.clone(), c);
+                        if let Err(e) = super::steps::wasm::check_with(id, step, with) {
+                            self.out.broken.push(format!("{at}: {e}"));
+                        }
                     }
+                    Err(_) if !full.exists() => self.out.broken.push(format!(
+                        "{at}: Workflow step {id} component not found: {uses} (looked for {})",
+                        full.display()
+                    )),
                     // The run refuses a component that does not link (an
                     // import the host lacks): so does the check. A missing
                     // file is the loader's error, reported by validation.

@@ -114,11 +114,41 @@ pub fn prepare(wf: &Workflow, ctx: &Context) -> Result<()> {
                 Error::parse(format!("{}:{}:{}: {e}", wf.source.shown, pos.line, pos.col))
             };
             let cmd = load(&wf.source.path, &step.id, uses, ctx).map_err(at)?;
+            if let Action::Wasm { with, .. } = &step.action {
+                check_with(&step.id, cmd, with).map_err(at)?;
+            }
             cmd.preflight(&Args::default(), ctx)
                 .map_err(|e| at(e.context(&format!("Workflow step {}: ", step.id))))?;
         }
     }
     Ok(())
+}
+
+/// Refuse a `with:` key that step `id`'s component does not declare as a
+/// flag (as a pipeline stage's unknown flag is refused). Templated keys and
+/// `wasi:cli/command` components (no `describe`) pass.
+pub fn check_with(id: &str, cmd: &dyn Command, with: &Item) -> Result<()> {
+    let Item::Object(m) = with else {
+        return Ok(());
+    };
+    let mut stage = crate::dsl::Stage {
+        name: cmd.signature().name.to_string(),
+        args: Args::default(),
+        raw: String::new(),
+        span: 0..0,
+        name_span: 0..0,
+        flag_spans: Default::default(),
+    };
+    for k in m.keys().filter(|k| !k.contains('$')) {
+        stage.args.flags.push((k.clone(), FlagValue::Bool(true)));
+    }
+    crate::executor::check_flags(cmd, &stage).map_err(|e| {
+        let message = e
+            .to_string()
+            .replacen("Unknown flag --", "with: unknown key ", 1)
+            .replace("(did you mean --", "(did you mean ");
+        Error::parse(format!("Workflow step {id} {message}"))
+    })
 }
 
 /// `with` as the step's arguments.
