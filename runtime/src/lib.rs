@@ -46,3 +46,9 @@ pub use error::{Error, Result};
 
 /// The version `lobster version` prints.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The git commit this binary was built from (12 hex digits, or `unknown`).
+pub const COMMIT: &str = env!("LOBSTER_COMMIT");
+
+/// The wasmtime version the sandbox is built on.
+pub const WASMTIME_VERSION: &str = env!("LOBSTER_WASMTIME_VERSION");

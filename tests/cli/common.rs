@@ -260,13 +260,43 @@ pub fn test_guest(name: &str) -> Option<PathBuf> {
 }
 
 /// Write `text` to `name` in the work directory (creating its parents).
+/// A workflow file that the validator accepts must match the published
+/// JSON Schema too (`docs/workflow.schema.json`), so every workflow a test
+/// writes keeps the schema honest.
 pub fn write(env: &Env, name: &str, text: &str) -> PathBuf {
     let p = env.work_path(name);
     if let Some(parent) = p.parent() {
         std::fs::create_dir_all(parent).unwrap();
     }
     std::fs::write(&p, text).unwrap();
+    schema_agrees(&p, text);
     p
+}
+
+/// Panics when `text`, a workflow the validator accepts, fails the schema.
+pub fn schema_agrees(path: &Path, text: &str) {
+    use lobster::workflow::{load, schema, validate};
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if !["lobster", "yaml", "yml", "json"].contains(&ext) {
+        return;
+    }
+    let Ok(doc) = load::parse_text(text, ext == "json", "w") else {
+        return;
+    };
+    let source = load::Source {
+        shown: "w".into(),
+        path: path.to_path_buf(),
+        digest: String::new(),
+    };
+    if validate::validate(source, &doc, None).is_err() {
+        return;
+    }
+    if let Err(errors) = schema::check(&doc.value) {
+        panic!(
+            "{} is a valid workflow but fails docs/workflow.schema.json: {errors:#?}\n{text}",
+            path.display()
+        );
+    }
 }
 
 /// The tool envelope's `error.message`.

@@ -2,6 +2,7 @@
 //! CI do, and assert on stdout, stderr, exit codes and the state directory.
 
 mod common;
+mod completions;
 #[path = "../psql.rs"]
 mod psql;
 
@@ -17,6 +18,7 @@ mod data;
 mod envelope;
 mod errors;
 mod fidelity;
+mod first_hour;
 mod gates;
 mod hardening;
 mod journal;
@@ -33,6 +35,7 @@ mod signing;
 mod store;
 mod streaming;
 mod trust;
+mod typos;
 mod wasm;
 mod wasm_broker;
 mod workflow;

@@ -165,3 +165,65 @@ Flags:
   --format     Output format: mermaid (default), dot, ascii
   --args-json  JSON object used to resolve workflow args for labels
 ";
+
+/// `lobster help doctor`.
+pub const DOCTOR_HELP: &str = "lobster doctor — check that Lobster works here
+
+Usage:
+  lobster doctor [--steps DIR]... [--policy FILE] [--json] [NOTES...]
+
+Runs `exec --json --shell 'echo [1]'` in tool mode, then checks the state directory (writable,
+0700, token key), every component on the step path (loads, world, digest, cached), the compiled
+cache, the policy in force and the wasm engine. Each check that finds a problem says how to fix it.
+
+On a terminal it prints a readable report; otherwise (or with --json) one tool envelope whose
+output holds {toolMode, protocolVersion, version, commit, wasmtime, checks, notes?}.
+
+Flags:
+  --steps DIR     Also look for steps in DIR (repeatable)
+  --policy FILE   The operator policy to check (also LOBSTER_POLICY)
+  --json          The envelope even on a terminal
+Exit codes: 0 when tool mode works, 1 when it does not.
+";
+
+/// `lobster help version`.
+pub const VERSION_HELP: &str = "lobster version — print the version
+
+Usage:
+  lobster version            The version number only (as the reference prints it)
+  lobster --version | -v     The same
+  lobster version --verbose  Also the commit it was built from and the wasmtime version
+";
+
+/// `lobster help help`.
+pub const HELP_HELP: &str = "lobster help — help on a subcommand, a pipeline command or a step
+
+Usage:
+  lobster help                        Everything: subcommands, flags, commands, steps found
+  lobster help SUBCOMMAND             e.g. lobster help run, lobster help doctor
+  lobster help COMMAND                A pipeline command's help, e.g. lobster help sort
+  lobster help [--steps DIR] STEP     A step's describe: flags, what it needs, its digest
+";
+
+/// `lobster help completions`.
+pub const COMPLETIONS_HELP: &str = "lobster completions — shell completion scripts
+
+Usage:
+  lobster completions bash   # e.g. in ~/.bashrc:  source <(lobster completions bash)
+  lobster completions zsh    # e.g. in ~/.zshrc:   source <(lobster completions zsh)
+  lobster completions fish   # lobster completions fish > ~/.config/fish/completions/lobster.fish
+
+Completes subcommands, their flags and words, pipeline command names, and workflow files.
+";
+
+/// `lobster help schema`.
+pub const SCHEMA_HELP: &str = "lobster schema — JSON Schemas of Lobster's file formats
+
+Usage:
+  lobster schema workflow    The JSON Schema (draft 2020-12) of workflow files
+
+Editors with the YAML language server check and complete a workflow file whose first line
+names the schema (docs/workflow.schema.json in the repository holds the same text):
+  lobster schema workflow > workflow.schema.json
+  # yaml-language-server: $schema=./workflow.schema.json
+";

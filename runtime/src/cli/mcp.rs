@@ -79,6 +79,10 @@ pub fn parse_mcp_args(argv: &[String]) -> Result<McpArgs> {
                 | "--approvals"
         );
         if !known {
+            if name.starts_with("--") {
+                let flags = super::subcommands::find("mcp").map_or(&[][..], |s| s.flags);
+                return Err(super::subcommands::unknown_flag("mcp", name, flags));
+            }
             return Err(Error::parse(format!("mcp does not take {tok}"))
                 .with_hint("see `lobster help mcp`"));
         }
@@ -182,7 +186,7 @@ mod tests {
         );
         assert_eq!(
             parse(&["--port", "1"]).unwrap_err().to_string(),
-            "mcp does not take --port"
+            "lobster mcp: unknown flag --port"
         );
         assert_eq!(
             parse(&["--workflows"]).unwrap_err().to_string(),

@@ -1,15 +1,21 @@
 //! argv → request → outcome → stdout/stderr/exit code.
 //!
-//! Dispatch (first match wins): no arguments or a leading `-h`/`--help` →
-//! help; `help [topic]`; `version`; `doctor`; `graph`; `run`; `resume`;
-//! `call`; `check`, `bundle`, `lock`, `keys` (the trust layer); `steps precompile`;
-//! `step new|build|test` (step projects); anything else is `run <argv…>`. This room prints; nothing below it does.
+//! Dispatch (first match wins): leading `--store URL` / `--color WHEN`; no
+//! arguments or a leading `-h`/`--help` → help; `help [topic]`; `version`;
+//! `doctor`; `graph`; `run`; `resume`; `call`; `check`, `bundle`, `lock`,
+//! `keys` (the trust layer); `mcp`; `serve`; `steps precompile`;
+//! `step new|build|test|publish|pull|sign` (step projects, shipping steps);
+//! `store`; `runs`, `approvals`, `verify` (the run journal); `schema`;
+//! `completions`; anything else is `run <argv…>`. The subcommands are listed
+//! once, in [`subcommands`]. This room prints; nothing below it does.
 
 mod argv;
 pub mod bundle;
 mod call;
 pub mod check;
 pub mod check_format;
+pub mod color;
+mod completions;
 mod doctor;
 pub mod help;
 pub mod keys;
@@ -28,6 +34,7 @@ pub mod step_registry;
 mod step_templates;
 pub mod steps;
 pub mod store;
+pub mod subcommands;
 pub mod trust_args;
 pub mod workflow_file;
 
@@ -43,24 +50,34 @@ use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
-    let args = match store::take_store_flag(args) {
-        Ok(args) => args,
-        Err(msg) => {
-            write_once("", &format!("Parse error: {msg}\n"));
-            return 2;
-        }
-    };
+    let mut args = args;
+    // Leading global flags, in any order: `--store URL`, `--color WHEN`.
+    loop {
+        let taken = match args.first().map(String::as_str) {
+            Some(first) if first == "--store" || first.starts_with("--store=") => {
+                store::take_store_flag(args)
+            }
+            Some(first) if first == "--color" || first.starts_with("--color=") => {
+                color::take_color_flag(args)
+            }
+            _ => break,
+        };
+        args = match taken {
+            Ok(args) => args,
+            Err(msg) => {
+                write_once("", &format!("Parse error: {msg}\n"));
+                return 2;
+            }
+        };
+    }
     let first = args.first().map(String::as_str);
     match first {
         None | Some("-h" | "--help") => print_help(&[]),
         Some("help") => print_help(&args[1..]),
-        Some("version" | "--version" | "-v") => {
-            write_once(&format!("{}\n", crate::VERSION), "");
-            0
-        }
+        Some("version" | "--version" | "-v") => version(&args[1..]),
         Some("doctor") => doctor::doctor(&args[1..]),
         Some("graph") => graph(&args[1..]),
-        Some("run") => run(&args[1..]),
+        Some("run") => run(&args[1..], false),
         Some("resume") => resume(&args[1..]),
         Some("call") => call::call(&args[1..]),
         Some("check") => check::check(&args[1..]),
@@ -75,7 +92,60 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("runs") => runs::runs(&args[1..]),
         Some("approvals") => runs::approvals(&args[1..]),
         Some("verify") => runs::verify(&args[1..]),
-        Some(_) => run(&args),
+        Some("schema") => schema(&args[1..]),
+        Some("completions") => completions::completions(&args[1..]),
+        Some(_) => run(&args, true),
+    }
+}
+
+/// `lobster version`: the version alone, as the reference prints it;
+/// `--verbose` adds the commit and the wasmtime version.
+fn version(argv: &[String]) -> i32 {
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        write_once(help::VERSION_HELP, "");
+        return 0;
+    }
+    if argv.iter().any(|a| a == "--verbose") {
+        write_once(
+            &format!(
+                "lobster {}\ncommit: {}\nwasmtime: {}\n",
+                crate::VERSION,
+                crate::COMMIT,
+                crate::WASMTIME_VERSION
+            ),
+            "",
+        );
+        return 0;
+    }
+    write_once(&format!("{}\n", crate::VERSION), "");
+    0
+}
+
+/// `lobster schema workflow`: the JSON Schema of workflow files.
+fn schema(argv: &[String]) -> i32 {
+    match argv.first().map(String::as_str) {
+        Some("workflow") => {
+            write_once(crate::workflow::schema::WORKFLOW_SCHEMA, "");
+            0
+        }
+        Some("-h" | "--help") => {
+            write_once(help::SCHEMA_HELP, "");
+            0
+        }
+        None => {
+            write_once("", help::SCHEMA_HELP);
+            2
+        }
+        Some(other) => {
+            let hint = crate::executor::suggest(other, ["workflow"])
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            write_once(
+                "",
+                &format!("Parse error: lobster schema: unknown schema {other:?}{hint}; the one schema is `workflow`\n"),
+            );
+            2
+        }
     }
 }
 
@@ -124,10 +194,8 @@ fn print_help(argv: &[String]) -> i32 {
                     )
                 }
                 Ok(None) => {
-                    let hint = crate::executor::suggest(name, registry.names())
-                        .map(|n| format!("  hint: did you mean `{n}`?\n"))
-                        .unwrap_or_default();
-                    write_once("", &format!("Unknown command: {name}\n{hint}"));
+                    let hint = word_hint(name, &registry);
+                    write_once("", &format!("Unknown command: {name}\n  hint: {hint}\n"));
                     return 2;
                 }
                 Err(e) => {
@@ -144,45 +212,14 @@ fn print_help(argv: &[String]) -> i32 {
 
 /// Whether `name` is a CLI subcommand with its own help text.
 fn help_topic(name: &str) -> bool {
-    matches!(
-        name,
-        "run"
-            | "resume"
-            | "call"
-            | "graph"
-            | "check"
-            | "bundle"
-            | "lock"
-            | "keys"
-            | "mcp"
-            | "serve"
-            | "steps"
-            | "step"
-            | "store"
-            | "runs"
-            | "approvals"
-            | "verify"
-    )
+    subcommands::find(name).is_some()
 }
 
 /// The help of a CLI subcommand or a built-in command.
 fn print_topic(registry: &Registry, topic: &str) -> i32 {
-    let text = match topic {
-        "run" => help::RUN_HELP,
-        "resume" => help::RESUME_HELP,
-        "call" => help::CALL_HELP,
-        "graph" => help::GRAPH_HELP,
-        "check" => check::CHECK_HELP,
-        "bundle" => bundle::BUNDLE_HELP,
-        "lock" => lock::LOCK_HELP,
-        "keys" => keys::KEYS_HELP,
-        "mcp" => mcp::MCP_HELP,
-        "serve" => serve::SERVE_HELP,
-        "steps" => steps::STEPS_HELP,
-        "step" => step_project::STEP_HELP,
-        "store" => store::STORE_HELP,
-        "runs" | "approvals" | "verify" => runs::RUNS_HELP,
-        name => registry.get(name).map_or("", |cmd| cmd.help()),
+    let text = match subcommands::find(topic) {
+        Some(sub) => sub.help,
+        None => registry.get(topic).map_or("", |cmd| cmd.help()),
     };
     write_once(text, "");
     0
@@ -245,7 +282,26 @@ pub(crate) fn supervise(ctx: &Context, printer: &Printer) {
     });
 }
 
-fn run(argv: &[String]) -> i32 {
+/// A lone unknown word may be a mistyped subcommand or a mistyped pipeline
+/// command: the hint suggests from both.
+fn word_hint(word: &str, registry: &Registry) -> String {
+    let sub = crate::executor::suggest(word, subcommands::SUBCOMMANDS.iter().map(|s| s.name));
+    let cmd = crate::executor::suggest(word, registry.names());
+    match (sub, cmd) {
+        (Some(s), Some(c)) => format!(
+            "did you mean the subcommand `lobster {s}` or the command `{c}`? (`lobster help` lists both)"
+        ),
+        (Some(s), None) => {
+            format!("did you mean `lobster {s}`? (`lobster help` lists the subcommands)")
+        }
+        (None, Some(c)) => format!("did you mean `{c}`? (`lobster help` lists every command)"),
+        (None, None) => "`lobster help` lists the subcommands and every command".into(),
+    }
+}
+
+/// `lobster run …`, or (`fallback`) `lobster …` with no subcommand: the
+/// first word is then also a possible mistyped subcommand.
+fn run(argv: &[String], fallback: bool) -> i32 {
     let (mode, parsed) = run_args::parse_run_args(argv);
     let mut printer = Printer {
         mode,
@@ -262,6 +318,9 @@ fn run(argv: &[String]) -> i32 {
     }
     if let Some(file) = workflow_file::workflow_target(&args) {
         return workflow_file::run_workflow(&file, &args, &mut printer);
+    }
+    if let Some(missing) = workflow_file::missing_workflow(&args) {
+        return printer.error(&missing);
     }
     let ctx = build_context(mode, &args.limits, args.cwd.as_deref(), Some(&args.sandbox));
     let ctx = match ctx {
@@ -281,7 +340,16 @@ fn run(argv: &[String]) -> i32 {
             Err(e) => printer.error(&e),
         };
     }
-    printer.finish(run_text(&text, &ctx))
+    let first_word = argv.first().cloned().unwrap_or_default();
+    let result = run_text(&text, &ctx).map_err(|e| {
+        // `lobster rnu …`: the unknown first word may be a subcommand.
+        if fallback && e.to_string() == format!("Unknown command: {first_word}") {
+            e.with_hint(word_hint(&first_word, &ctx.registry))
+        } else {
+            e
+        }
+    });
+    printer.finish(result)
 }
 
 /// Parse, validate and run pipeline text to a printable result.

@@ -81,22 +81,10 @@ impl Printer {
                     ),
                     Status::NeedsApproval | Status::NeedsInput => {
                         let item = halted_item(envelope).unwrap_or(Item::Null);
-                        let token = item
-                            .get("resumeToken")
-                            .and_then(Item::as_str)
-                            .unwrap_or_default()
-                            .to_string();
-                        let answer = if envelope.status == Status::NeedsApproval {
-                            "--approve yes|no"
-                        } else {
-                            "--response-json '<json>'"
-                        };
                         let prefix = paused.rendered.clone().unwrap_or_default();
                         (
                             format!("{prefix}{}", pretty_line(&Item::Array(vec![item]))),
-                            format!(
-                                "Paused. Resume with: lobster resume --token {token} {answer}\n"
-                            ),
+                            resume_hint(envelope),
                         )
                     }
                     Status::Cancelled => (pretty_line(&envelope.to_json()), String::new()),
@@ -141,6 +129,41 @@ impl Printer {
     }
 }
 
+/// The line (stderr, human mode) that says how to go on from a pause: the
+/// short `--id` for an approval when there is one (the token works too).
+pub fn resume_hint(envelope: &crate::envelope::Envelope) -> String {
+    use super::color::{paint, Stream, Style};
+    let (what, command) = match (&envelope.requires_approval, &envelope.requires_input) {
+        (Some(a), _) => {
+            let target = match &a.approval_id {
+                Some(id) => format!("--id {id}"),
+                None => format!("--token {}", a.resume_token),
+            };
+            (
+                "Paused for approval. Approve with",
+                format!("lobster resume {target} --approve yes"),
+            )
+        }
+        (None, Some(i)) => (
+            "Paused for input. Answer with",
+            format!(
+                "lobster resume --token {} --response-json '<json>'",
+                i.resume_token
+            ),
+        ),
+        (None, None) => return String::new(),
+    };
+    let deny = if envelope.requires_approval.is_some() {
+        " (or --approve no to deny)"
+    } else {
+        ""
+    };
+    format!(
+        "{what}: {}{deny}\n",
+        paint(&command, Style::Cyan, Stream::Stderr)
+    )
+}
+
 /// The error envelope's text, its message shortened so the whole envelope
 /// stays within `max_bytes` (`--max-stdout-bytes`): the cap holds for errors
 /// too, whatever text an error quotes.
@@ -167,19 +190,33 @@ pub fn capped_error_text(e: &Error, max_bytes: Option<usize>) -> String {
 
 /// `Parse error: …` / `Error: …`, then a caret line under the offending text
 /// and a hint when known.
+/// Coloured on a terminal (see [`super::color`]).
 pub fn human_error(e: &Error, text: Option<&str>) -> String {
+    use super::color::{paint, Stream, Style};
     let label = if matches!(e, Error::Parse { .. }) {
-        "Parse error"
+        "Parse error:"
     } else {
-        "Error"
+        "Error:"
     };
-    let mut out = format!("{label}: {e}\n");
+    let mut out = format!("{} {e}\n", paint(label, Style::Red, Stream::Stderr));
     if let (Some(span), Some(text)) = (e.span(), text) {
-        out.push_str(&caret(text, span));
+        let drawn = caret(text, span);
+        // The text line as written, the caret line in colour.
+        match drawn.split_once('\n') {
+            Some((line, carets)) => {
+                out.push_str(line);
+                out.push('\n');
+                out.push_str(&paint(carets, Style::Red, Stream::Stderr));
+            }
+            None => out.push_str(&drawn),
+        }
         out.push('\n');
     }
     if let Some(hint) = e.location().and_then(|l| l.hint.as_deref()) {
-        out.push_str(&format!("  hint: {hint}\n"));
+        out.push_str(&format!(
+            "  {} {hint}\n",
+            paint("hint:", Style::Cyan, Stream::Stderr)
+        ));
     }
     out
 }

@@ -67,6 +67,10 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
                 | "--approver"
         );
         if !takes_value {
+            if name.starts_with("--") {
+                let known = super::subcommands::find("resume").map_or(&[][..], |s| s.flags);
+                return Err(super::subcommands::unknown_flag("resume", name, known));
+            }
             i += 1;
             continue;
         }

@@ -103,6 +103,15 @@ pub fn parse_run_args(argv: &[String]) -> (Mode, Result<RunArgs>) {
             continue;
         }
         if !known {
+            // Before the pipeline begins a `--word` is a flag of `run`: a
+            // stage name never starts with `--`.
+            if result.rest.is_empty() && tok.starts_with("--") {
+                let mut flags = super::subcommands::RUN_FLAGS.to_vec();
+                flags.push("--help");
+                error.get_or_insert(super::subcommands::unknown_flag("run", name, &flags));
+                i += 1;
+                continue;
+            }
             result.rest.push(tok.to_string());
             i += 1;
             continue;

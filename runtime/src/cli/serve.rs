@@ -83,6 +83,13 @@ pub fn parse_serve_args(argv: &[String]) -> Result<ServeArgs> {
         }
         let (name, inline) = split_flag(tok);
         if !matches!(name, "--config" | "--listen") {
+            if name.starts_with("--") {
+                return Err(super::subcommands::unknown_flag(
+                    "serve",
+                    name,
+                    &["--config", "--listen"],
+                ));
+            }
             return Err(Error::parse(format!("serve does not take {tok}"))
                 .with_hint("see `lobster serve --help`"));
         }

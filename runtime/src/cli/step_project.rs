@@ -70,6 +70,10 @@ pub fn step(argv: &[String]) -> i32 {
         "test" => one_dir(&argv[1..], "test").and_then(|d| test(&d)),
         other => Err(Error::parse(format!(
             "lobster step: unknown subcommand {other:?} (expected new, build, test, publish, pull or sign)"
+        ))
+        .with_hint(super::subcommands::near_word(
+            other,
+            &["new", "build", "test", "publish", "pull", "sign"],
         ))),
     };
     match result {
@@ -178,6 +182,13 @@ fn new(argv: &[String]) -> Result<String> {
                 i += 1;
                 continue;
             }
+            other if other.starts_with("--") => {
+                return Err(super::subcommands::unknown_flag(
+                    "step",
+                    other,
+                    &["--lang", "--dir", "--sdk"],
+                ))
+            }
             other => {
                 return Err(Error::parse(format!(
                     "lobster step new: unexpected argument {other:?}"
@@ -272,6 +283,24 @@ fn build(dir: &Path) -> Result<String> {
             } else {
                 PathBuf::from(std::env::var("LOBSTER_PYTHON").unwrap_or_else(|_| "python3".into()))
             };
+            // Without the SDK, python would only say `No module named lobster_step`.
+            let has_sdk = Command::new(&python)
+                .args(["-c", "import importlib.util as u, sys; sys.exit(0 if u.find_spec('lobster_step') else 3)"])
+                .current_dir(dir)
+                .status()
+                .map(|s| s.code());
+            if let Ok(Some(3)) = has_sdk {
+                return Err(Error::runtime(format!(
+                    "the Python step SDK (module lobster_step) is not installed for {}",
+                    python.display()
+                ))
+                .with_hint(format!(
+                    "install it into a virtual environment here: `python3 -m venv .venv && .venv/bin/pip install {}/python` (the project's README names the path)",
+                    std::fs::canonicalize(BUILT_SDK)
+                        .unwrap_or_else(|_| PathBuf::from(BUILT_SDK))
+                        .display()
+                )));
+            }
             run_tool(
                 Command::new(&python)
                     .args(["-m", "lobster_step", "build", "."])

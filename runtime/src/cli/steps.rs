@@ -49,7 +49,8 @@ pub fn steps(argv: &[String]) -> i32 {
         other => {
             let e = Error::parse(format!(
                 "lobster steps: unknown subcommand {other:?} (expected precompile)"
-            ));
+            ))
+            .with_hint(super::subcommands::near_word(other, &["precompile"]));
             write_once("", &human_error(&e, None));
             2
         }
@@ -71,6 +72,9 @@ fn parse_dirs(argv: &[String]) -> Result<Vec<PathBuf>> {
             s if s.starts_with("--steps=") => {
                 dirs.push(PathBuf::from(&s["--steps=".len()..]));
                 i += 1;
+            }
+            other if other.starts_with("--") => {
+                return Err(super::subcommands::unknown_flag("steps", other, &["--steps"]))
             }
             other => {
                 return Err(Error::parse(format!(

@@ -61,10 +61,7 @@ pub fn parse(command: &str, argv: &[String], flags: &[&str]) -> Result<TrustArgs
             continue;
         }
         if !flags.contains(&name) {
-            return Err(
-                Error::parse(format!("lobster {command}: unknown flag {name}"))
-                    .with_hint(format!("`lobster {command} --help` lists its flags")),
-            );
+            return Err(super::subcommands::unknown_flag(command, name, flags));
         }
         let value = take_value(inline, argv, &mut i)
             .ok_or_else(|| Error::parse(format!("lobster {command} {name} requires a value")))?;

@@ -22,6 +22,23 @@ pub fn workflow_target(args: &RunArgs) -> Option<String> {
     }
 }
 
+/// `lobster run wf/missing.lobster`: a lone word that names a workflow file
+/// (a workflow extension, no `|` or spaces) that does not exist is "not
+/// found", not an unknown command.
+pub fn missing_workflow(args: &RunArgs) -> Option<crate::Error> {
+    let [one] = args.rest.as_slice() else {
+        return None;
+    };
+    let path = std::path::Path::new(one);
+    let lone = !one.contains('|') && !one.chars().any(char::is_whitespace);
+    (args.file.is_none() && lone && has_workflow_extension(path) && !path.exists()).then(|| {
+        crate::Error::parse(format!("Workflow file not found: {one}")).with_hint(format!(
+            "no file {one} in {}; paths are relative to the working directory",
+            std::env::current_dir().unwrap_or_default().display()
+        ))
+    })
+}
+
 /// Run (or dry-run) a workflow file and print the result; returns the exit code.
 pub fn run_workflow(file: &str, args: &RunArgs, printer: &mut Printer) -> i32 {
     if args.file.is_some() && !args.rest.is_empty() {
@@ -72,21 +89,7 @@ fn print_human(paused: Paused, printer: &Printer) -> i32 {
                 m.insert(k.into(), full.get(k).cloned().unwrap_or(json!(null)));
             }
             let v = Item::Object(m);
-            let token = v
-                .pointer("/requiresApproval/resumeToken")
-                .or_else(|| v.pointer("/requiresInput/resumeToken"))
-                .and_then(Item::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let answer = if env.status == Status::NeedsApproval {
-                "--approve yes|no"
-            } else {
-                "--response-json '<json>'"
-            };
-            (
-                pretty_line(&v),
-                format!("Paused. Resume with: lobster resume --token {token} {answer}\n"),
-            )
+            (pretty_line(&v), super::output::resume_hint(env))
         }
     };
     if printer.max_bytes.is_some_and(|cap| out.len() > cap) {

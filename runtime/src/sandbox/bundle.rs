@@ -409,6 +409,10 @@ pub fn verify(path: &Path, cache: &ArtifactCache) -> Vec<Finding> {
 pub fn component_findings(bytes: &[u8], path: &Path, cache: &ArtifactCache) -> Vec<Finding> {
     let seen = match inspect(bytes, path, cache) {
         Ok(s) => s,
+        // The finding names the path already.
+        Err(crate::sandbox::SandboxError::BadComponent { detail, .. }) => {
+            return vec![Finding::new(path, detail)]
+        }
         Err(e) => return vec![Finding::new(path, format!("not a valid component: {e}"))],
     };
     let mut out: Vec<Finding> = seen

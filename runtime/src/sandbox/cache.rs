@@ -120,6 +120,12 @@ impl ArtifactCache {
         digest: &str,
         source: &Path,
     ) -> Result<(Component, CacheOutcome), SandboxError> {
+        if let Some(why) = not_a_component(bytes) {
+            return Err(SandboxError::BadComponent {
+                path: source.to_path_buf(),
+                detail: why,
+            });
+        }
         let Some((art, meta)) = self.entry_paths(engine, digest) else {
             let owned = bytes.to_vec();
             let src = source.to_path_buf();
@@ -169,8 +175,43 @@ impl ArtifactCache {
 fn bad(source: &Path, e: wasmtime::Error) -> SandboxError {
     SandboxError::BadComponent {
         path: source.to_path_buf(),
-        detail: format!("not a valid WebAssembly component: {e:#}"),
+        detail: format!(
+            "not a valid WebAssembly component: {}",
+            one_line(&format!("{e:#}"))
+        ),
     }
+}
+
+/// What is wrong with `bytes` before any parsing: not WebAssembly at all, or
+/// a core module rather than a component. `None` when the header is a
+/// component's (what is inside is the compiler's to judge).
+pub fn not_a_component(bytes: &[u8]) -> Option<String> {
+    const FIX: &str = "a step is a component built for wasm32-wasip2 (`cargo build --target wasm32-wasip2`, `lobster step build`)";
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Some(format!(
+            "not a WebAssembly file ({} bytes, without the \\0asm header); {FIX}",
+            bytes.len()
+        ));
+    }
+    match &bytes[4..8] {
+        [1, 0, 0, 0] => Some(format!(
+            "a core WebAssembly module, not a component; {FIX}, or wrap the module with `wasm-tools component new`"
+        )),
+        _ => None,
+    }
+}
+
+/// A compiler message on one line: wasmparser's debug output spreads byte
+/// arrays over many indented lines (`expected=[\n    0x0,\n …]`).
+fn one_line(text: &str) -> String {
+    let mut out = String::new();
+    for part in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !(out.is_empty() || out.ends_with('[') || part.starts_with(']')) {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out.replace(",]", "]")
 }
 
 enum Reject {
@@ -299,6 +340,23 @@ pub fn prune(dir: &Path, max_idle: Duration) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bad_files_are_named_plainly() {
+        assert!(not_a_component(b"garbage!")
+            .unwrap()
+            .starts_with("not a WebAssembly file (8 bytes"));
+        let core = not_a_component(b"\0asm\x01\x00\x00\x00").unwrap();
+        assert!(
+            core.starts_with("a core WebAssembly module, not a component"),
+            "{core}"
+        );
+        assert_eq!(not_a_component(b"\0asm\x0d\x00\x01\x00"), None);
+        assert_eq!(
+            one_line("bad magic - expected=[\n    0x0,\n    0x61,\n] actual=[\n    0x67,\n] (at offset 0x0)"),
+            "bad magic - expected=[0x0, 0x61] actual=[0x67] (at offset 0x0)"
+        );
+    }
 
     #[test]
     fn prune_removes_idle_entries_and_lone_headers_only() {

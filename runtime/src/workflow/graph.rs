@@ -63,6 +63,16 @@ pub fn graph_cli(argv: &[String]) -> Result<String> {
             }
             "--args-json" => args_json = Some(value().unwrap_or_default()),
             _ if file.is_none() && !tok.starts_with("--") => file = Some(tok.to_string()),
+            _ if name.starts_with("--") => {
+                let flags = ["file", "format", "args-json"];
+                let near = crate::executor::suggest_flag(name.trim_start_matches('-'), flags)
+                    .map(|n| format!(" (did you mean --{n}?)"))
+                    .unwrap_or_default();
+                return Err(
+                    Error::parse(format!("lobster graph: unknown flag {name}{near}"))
+                        .with_hint("`lobster help graph` lists its flags"),
+                );
+            }
             _ => {}
         }
         i += 1;

@@ -20,6 +20,7 @@ pub mod model;
 pub mod policy;
 pub mod resume;
 pub mod run;
+pub mod schema;
 pub mod state;
 pub mod steps;
 pub mod template;
