@@ -8,12 +8,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-# cargo's progress shows while it builds (a few minutes the first time on a
-# small machine; instant afterwards). Only the two binaries the demo runs.
-echo "==> building the example steps (wasm32-wasip2) and lobster" >&2
+# cargo's own progress lines show what is being built (a few minutes the
+# first time on a small machine; instant afterwards). Only the two binaries
+# the demo runs.
+echo "==> build 1/2: the example steps (WebAssembly components, release)" >&2
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
 cargo build --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml" \
   --target-dir "$root/examples/steps/target"
+echo "==> build 2/2: lobster (debug: target/debug/lobster)" >&2
 cargo build -p lobster --bin lobster --bin lobster-stubs --manifest-path "$root/Cargo.toml" \
   --target-dir "$root/target"
 lobster="$root/target/debug/lobster"
@@ -73,3 +75,13 @@ echo "==> 4. approve: the drafts are sent, one openclaw.invoke call per draft" >
 "$lobster" resume --token "$token" --approve yes
 echo "==> model calls: $(wc -l <"$work/model-requests.jsonl") (none repeated on resume); gateway calls: $(wc -l <"$work/gateway-requests.jsonl")" >&2
 echo "==> done (scratch copy: $work)" >&2
+cat >&2 <<EOF
+
+Next, from $root:
+  export PATH="$root/target/debug:\$PATH"   # lobster on your PATH (or: cargo install --locked --path runtime)
+  lobster 'exec --json --shell "cat examples/prs.json" | where state==open | sort --key updatedAt --desc | table'
+  lobster run --mode tool examples/workflows/deploy.lobster --args-json '{"env":"staging"}'   # a gate; then lobster resume --id ID --approve yes --approver ann
+  lobster step new greet --lang rust          # your own step (README: "Your own steps")
+  lobster serve --config examples/serve/serve.toml   # a gateway for a community (README: "Run a gateway")
+  lobster help                                 # every command; lobster doctor checks the set-up
+EOF

@@ -25,6 +25,11 @@ if [ -z "${LOBSTER_TEST_PG_URL:-}" ] && [ "$(id -u)" = 0 ]; then
 fi
 # The sandbox tests fail (instead of skipping) when a guest is missing.
 LOBSTER_REQUIRE_GUESTS=1 cargo test --workspace
+# The README's new-user path, as a new user takes it: the demo, a first
+# pipeline, a first gated run, a first Rust step and a first approval on the
+# example gateway, only with commands the README shows (about a minute of
+# CPU, mostly the Rust step's cold build).
+bash tests/new-user.sh
 # The guest SDK is its own workspace (it builds for wasm32-wasip2 too).
 cargo test --manifest-path guest-sdk/Cargo.toml
 # `lobster mcp` with a client nobody here wrote: the Python MCP SDK, pinned,

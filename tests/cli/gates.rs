@@ -53,9 +53,10 @@ fn human_mode_without_a_terminal_saves_state_and_prints_the_token() {
     assert_eq!(items[0]["type"], "approval_request");
     assert_eq!(items[0]["items"], json!([1]));
     let token = items[0]["resumeToken"].as_str().unwrap().to_string();
+    let id = items[0]["approvalId"].as_str().unwrap().to_string();
     assert!(
         r.stderr
-            .contains(&format!("lobster resume --token {token} --approve yes|no")),
+            .contains(&format!("lobster resume --id {id} --approve yes")),
         "{r:?}"
     );
     let r = env.run(&["resume", "--token", &token, "--approve", "yes"]);

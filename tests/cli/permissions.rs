@@ -249,7 +249,7 @@ fn templated_pipelines_are_checked_before_anything_runs() {
     let Some(env) = setup() else { return };
     // A wasm stage in a templated pipeline is still preflighted at plan
     // time: capgrab's missing grants refuse the run before `first` runs.
-    let r = run_wf(&env, "args:\n  tag: { default: x }\nsteps:\n  - id: first\n    run: touch ran\n  - id: see\n    pipeline: capgrab see --tag ${tag}\n", &[]);
+    let r = run_wf(&env, "args:\n  tag: { default: x }\nsteps:\n  - id: first\n    run: touch ran\n  - id: see\n    pipeline: capgrab see ${tag}\n", &[]);
     assert_eq!(r.code, 2, "{r:?}");
     assert!(err_message(&r).contains("write access to /mail"), "{r:?}");
     assert!(!env.work_path("ran").exists());

@@ -34,6 +34,8 @@ struct Example {
     exports: Vec<(String, String)>,
     /// `Some(first line)` when the block shows an error for it.
     error: Option<String>,
+    /// The output a `console` block shows under it, as written.
+    shown: Vec<String>,
     block: usize,
 }
 
@@ -111,6 +113,9 @@ fn extract(path: &Path, block_base: usize) -> (Vec<Example>, usize) {
                 None => {
                     // Output of the previous command: an error it shows.
                     if let Some(last) = out.last_mut() {
+                        if last.block == block {
+                            last.shown.push(raw.trim_end().to_string());
+                        }
                         if last.block == block
                             && last.error.is_none()
                             && (line.starts_with("Error:") || line.starts_with("Parse error:"))
@@ -136,6 +141,7 @@ fn extract(path: &Path, block_base: usize) -> (Vec<Example>, usize) {
                 line: command,
                 exports: exports.clone(),
                 error: None,
+                shown: Vec::new(),
                 block,
             });
         }
@@ -170,9 +176,9 @@ fn scratch(env: &Env) -> Option<()> {
     let greet = root.join("examples/steps/target/wasm32-wasip2/release/greet.wasm");
     std::fs::copy(&greet, steps.join("greet.wasm"))
         .unwrap_or_else(|e| panic!("{}: {e}; run tests/build-guests.sh", greet.display()));
-    std::fs::write(
-        work.join("prs.json"),
-        r#"[{"number":1,"state":"open","updatedAt":"2026-01-02"},{"number":2,"state":"closed","updatedAt":"2026-01-03"},{"number":3,"state":"open","updatedAt":"2026-01-04"}]"#,
+    std::fs::copy(
+        root.join("examples/prs.json"),
+        work.join("examples/prs.json"),
     )
     .unwrap();
     Some(())
@@ -286,6 +292,17 @@ fn every_readme_example_runs_as_written() {
                     "{}: `{}` should fail with {expected:?}: {r:?}",
                     ex.at, ex.line
                 )),
+            // An error shown in full (no `…`) is what the binary prints,
+            // byte for byte (colour is off: stderr is not a terminal).
+            Some(_) if !ex.shown.iter().any(|l| l.contains('…')) => {
+                let shown = format!("{}\n", ex.shown.join("\n"));
+                if r.stderr != shown {
+                    failures.push(format!(
+                        "{}: `{}` prints\n{}but the README shows\n{shown}",
+                        ex.at, ex.line, r.stderr
+                    ));
+                }
+            }
             _ => {}
         }
         if let Some((token, id)) = pause_of(&r.stdout) {
@@ -305,4 +322,56 @@ fn the_guest_sdk_readme_step_is_the_built_example() {
     let end = start + readme[start..].find("```").unwrap();
     let lib = std::fs::read_to_string(repo().join("examples/steps/greet/src/lib.rs")).unwrap();
     assert_eq!(readme[start..end], lib);
+}
+
+/// The README's set-up is exactly two commands for a fresh machine: the
+/// demo and the test suite.
+#[test]
+fn the_set_up_is_two_commands() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Set-up\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a Set-up section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a sh block in Set-up");
+    let commands: Vec<&str> = block
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(commands, ["bash examples/demo.sh", "bash tests/run.sh"]);
+    // Right after it: how to put lobster on the PATH, both ways.
+    let after = &section[section.find("```sh\n").unwrap()..];
+    let next_paragraph = after.split("\n\n").nth(1).unwrap_or_default();
+    assert!(
+        next_paragraph.contains("export PATH=\"$PWD/target/debug:$PATH\"")
+            && next_paragraph.contains("cargo install --locked --path runtime"),
+        "{next_paragraph}"
+    );
+}
+
+/// What the README says the tools print, they print.
+#[test]
+fn the_readme_names_what_the_binary_prints() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let env = Env::new();
+    // `step build` names the world with its version; the guest SDK macro.
+    assert!(readme.contains("world (lobster:step@0.2.0)"));
+    assert!(readme.contains("one `export_step!` line"));
+    let lib = std::fs::read_to_string(repo().join("runtime/src/cli/step_templates.rs")).unwrap();
+    assert!(lib.contains("lobster_guest::export_step!("));
+    // The schema line for editors, and the schema it names.
+    assert!(readme.contains("# yaml-language-server: $schema=../../docs/workflow.schema.json"));
+    let printed = env.run(&["schema", "workflow"]).stdout;
+    let committed = std::fs::read_to_string(repo().join("docs/workflow.schema.json")).unwrap();
+    assert_eq!(printed, committed);
+    // The serve section starts the shipped example with one line.
+    assert!(readme.contains("\nlobster serve --config examples/serve/serve.toml &"));
+    // The opening example says it is illustrative.
+    assert!(readme.contains("(`inbox list` stands for the agent's own mail tool"));
 }

@@ -558,7 +558,7 @@ fn human_mode_pause_prints_status_object_and_token() {
         ["status", "output", "requiresApproval", "requiresInput"]
     );
     assert_eq!(v["requiresApproval"]["prompt"], "Go?");
-    assert!(r.stderr.contains("lobster resume --token "), "{r:?}");
+    assert!(r.stderr.contains("lobster resume --id "), "{r:?}");
 }
 
 #[test]
@@ -1248,6 +1248,7 @@ fn on_tty(env: &Env, args: &str, answers: &[&str]) -> Option<Run> {
         ])
         .current_dir(env.work.path())
         .env("LOBSTER_STATE_DIR", env.state.path())
+        .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

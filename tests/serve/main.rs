@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod example;
 mod nodes;
 #[path = "../own_pg.rs"]
 mod own_pg;
@@ -108,12 +109,16 @@ fn start(config: &Path) -> Server {
 impl Server {
     /// Spawn `cmd` (a `lobster serve …` command) and wait for its ready line.
     fn spawn(cmd: &mut Command) -> Server {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        Server::spawn_with(
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        )
+    }
+
+    /// [`Server::spawn`] with `cmd`'s own stdin and stderr (stdout piped).
+    fn spawn_with(cmd: &mut Command) -> Server {
+        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)

@@ -39,6 +39,7 @@ pub mod approval;
 pub mod catalog;
 pub mod context;
 pub mod exec;
+pub mod gate;
 pub mod journal;
 pub mod request;
 pub mod resume;

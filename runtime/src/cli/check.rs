@@ -135,8 +135,19 @@ impl Checker {
         let resolver = StepResolver::new(self.path.clone(), self.cache.clone())
             .with_admission(self.admission.clone());
         let registry = crate::commands::builtin().with_steps(resolver);
-        let lines = match crate::workflow::load_plan(path, Some(&registry)) {
-            Err(e) => e.to_string(),
+        // A workflow that fails validation with the step path (an unknown
+        // stage, say) is still walked for what the policy refuses when it
+        // loads without it, so one check reports both.
+        let loaded = crate::workflow::load_plan(path, Some(&registry));
+        let (mut invalid, walkable) = match loaded {
+            Ok(ok) => (String::new(), Ok(ok)),
+            Err(e) => (
+                e.to_string(),
+                crate::workflow::load_plan(path, None).map_err(|_| ()),
+            ),
+        };
+        let lines = match walkable {
+            Err(()) => invalid,
             Ok((wf, _)) => {
                 let authority =
                     crate::policy::Authority::new(self.policy.clone(), self.cwd.clone());
@@ -151,6 +162,9 @@ impl Checker {
                 }
                 let mut lines = found.refused;
                 lines.extend(found.broken);
+                if !invalid.is_empty() {
+                    lines.insert(0, std::mem::take(&mut invalid));
+                }
                 lines.join("\n")
             }
         };

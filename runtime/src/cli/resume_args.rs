@@ -65,6 +65,7 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
                 | "--cwd"
                 | "--policy"
                 | "--approver"
+                | "--mode"
         );
         if !takes_value {
             if name.starts_with("--") {
@@ -87,6 +88,8 @@ pub fn parse_resume_args(argv: &[String]) -> Result<ResumeArgs> {
                 limits.max_stdout_bytes = Some(parse_count("--max-stdout-bytes", &value)?)
             }
             "--policy" => limits.policy = Some(value),
+            // Taken for symmetry with `run`; resume always answers with an envelope.
+            "--mode" => {}
             _ => cwd = Some(value),
         }
     }

@@ -175,7 +175,11 @@ pub(super) fn serve(argv: &[String]) -> i32 {
     };
     let listen = args.listen.unwrap_or_else(|| config.listen.clone());
     let log: crate::serve::Log = Arc::new(|line: &str| {
-        let _ = writeln!(std::io::stderr(), "{line}");
+        // One write per line: lines of concurrent requests never interleave.
+        let mut text = String::with_capacity(line.len() + 1);
+        text.push_str(line);
+        text.push('\n');
+        let _ = std::io::stderr().write_all(text.as_bytes());
     });
     let ready = |addr: std::net::SocketAddr| {
         let mut out = std::io::stdout().lock();

@@ -238,7 +238,9 @@ fn new(argv: &[String]) -> Result<String> {
             std::fs::create_dir_all(parent)
                 .map_err(|e| Error::runtime(format!("{}: {e}", parent.display())))?;
         }
-        crate::state::write_atomic(&path, text.as_bytes())
+        // Source files for the author: the usual mode under their umask
+        // (0644 under 022), not the state directory's 0600.
+        std::fs::write(&path, text.as_bytes())
             .map_err(|e| Error::runtime(format!("{}: {e}", path.display())))?;
     }
     let mut out = format!("created {} ({} step {name}):\n", dir.display(), lang.name());
@@ -354,13 +356,11 @@ fn report(dir: &Path, m: &Manifest) -> Result<String> {
     let (name, world) = match c.kind() {
         ComponentKind::Step => (
             c.meta().map(|x| x.name.clone()).unwrap_or_default(),
-            c.imports()
-                .iter()
-                .find_map(|i| i.strip_prefix("lobster:step/host@"))
-                .map(|v| format!("lobster:step@{v} (step)"))
-                // A step that calls no host function imports nothing of
-                // the package; its exports still are the step world's.
-                .unwrap_or_else(|| "lobster:step (step: describe, run)".into()),
+            // The world its exports (and imports, if any) are of.
+            match c.world_version() {
+                Some(v) => format!("lobster:step@{v}.0 (step: describe, run)"),
+                None => "lobster:step (step: describe, run)".into(),
+            },
         ),
         ComponentKind::Command => (m.name.clone(), "wasi:cli/command".into()),
     };

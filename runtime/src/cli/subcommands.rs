@@ -62,6 +62,7 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
             "--max-stdout-bytes",
             "--cwd",
             "--policy",
+            "--mode",
         ],
         words: &[],
         help: help::RESUME_HELP,

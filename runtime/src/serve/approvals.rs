@@ -36,9 +36,14 @@ pub async fn list(
             continue;
         }
         let gate = runs::envelope_gate(&rec);
+        let info = gate["resumeToken"]
+            .as_str()
+            .and_then(|t| crate::app::gate::gate_info(&tenant.store, t));
         out.push(json!({
             "runId": id,
             "approvalId": gate["approvalId"],
+            "workflow": info.as_ref().and_then(|i| i.workflow.clone()),
+            "step": info.as_ref().map(|i| i.step.clone()),
             "prompt": gate["prompt"],
             "items": gate.get("items").cloned().unwrap_or(json!([])),
             "preview": gate.get("preview").cloned().or_else(|| page::preview_of(gate).map(Value::String)),
@@ -198,7 +203,15 @@ fn gate_page(raw: &str, o: &Opened, approver: Option<&str>) -> Response {
                 .collect()
         })
         .unwrap_or_default();
-    let preview = page::preview_of(gate);
+    // The gate's own preview (the plan) when it has one, else the items.
+    let preview = gate["preview"]
+        .as_str()
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .or_else(|| page::preview_of(gate));
+    let info = gate["resumeToken"]
+        .as_str()
+        .and_then(|t| crate::app::gate::gate_info(&o.tenant.store, t));
     let expires = chrono::DateTime::from_timestamp(o.link.expires as i64, 0)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
         .unwrap_or_default();
@@ -209,6 +222,8 @@ fn gate_page(raw: &str, o: &Opened, approver: Option<&str>) -> Response {
             &page::Gate {
                 tenant: &o.tenant.name,
                 run_id: &o.link.run_id,
+                workflow: info.as_ref().and_then(|i| i.workflow.as_deref()),
+                step: info.as_ref().map(|i| i.step.as_str()),
                 prompt: gate["prompt"].as_str().unwrap_or_default(),
                 preview: preview.as_deref(),
                 capabilities: &caps,

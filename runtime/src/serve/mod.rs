@@ -14,6 +14,7 @@
 //!   single-use expiring links, and the HTML page a human decides on.
 //! - [`mcp_http`]: the MCP tools at `/mcp` (streamable HTTP).
 //! - [`metrics`]: `/metrics` in Prometheus text.
+//! - [`request_log`]: one log line per request (no bodies, tokens or links).
 //! - [`shutdown`]: SIGTERM/SIGINT → stop accepting, drain, cancel.
 //!
 //! Every capability of every run is judged by the run's
@@ -35,6 +36,7 @@ pub mod notify;
 pub mod offload;
 pub mod page;
 pub mod queue;
+pub mod request_log;
 pub mod runs;
 pub mod shutdown;
 pub mod state;
@@ -225,6 +227,10 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics_text))
         .layer(axum::Extension(mcp))
         .layer(axum::middleware::from_fn_with_state(app.clone(), deadline))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            request_log::log_requests,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(app)
 }

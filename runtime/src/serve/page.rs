@@ -37,6 +37,10 @@ button{{font-size:1.1rem;padding:.5rem 1.5rem;margin-right:1rem}}</style>\
 pub struct Gate<'a> {
     pub tenant: &'a str,
     pub run_id: &'a str,
+    /// The workflow's name; `None` for a pipeline.
+    pub workflow: Option<&'a str>,
+    /// The gate's step (a pipeline: `stage N: …`); `None` when unknown.
+    pub step: Option<&'a str>,
     pub prompt: &'a str,
     /// The gated items as JSON text.
     pub preview: Option<&'a str>,
@@ -51,6 +55,15 @@ pub struct Gate<'a> {
 pub fn approval(link: &str, gate: &Gate) -> String {
     let mut body = String::new();
     body.push_str("<h1>Approval needed</h1>\n");
+    let what = match gate.workflow {
+        Some(w) => format!("Workflow <b id=\"workflow\">{}</b>", escape(w)),
+        None => "A pipeline".to_string(),
+    };
+    let step = gate
+        .step
+        .map(|s| format!(", waiting at step <b id=\"step\">{}</b>", escape(s)))
+        .unwrap_or_default();
+    body.push_str(&format!("<p>{what}{step}.</p>\n"));
     body.push_str(&format!(
         "<p>Tenant <b>{}</b>, run <code>{}</code>.</p>\n",
         escape(gate.tenant),
@@ -68,7 +81,7 @@ pub fn approval(link: &str, gate: &Gate) -> String {
     }
     if let Some(p) = gate.preview {
         body.push_str(&format!(
-            "<h2>Items</h2>\n<pre id=\"preview\">{}</pre>\n",
+            "<h2>What is approved</h2>\n<pre id=\"preview\">{}</pre>\n",
             escape(p)
         ));
     }
@@ -168,6 +181,8 @@ mod tests {
             &Gate {
                 tenant: "acme",
                 run_id: "r",
+                workflow: Some("<i>wf</i>"),
+                step: Some("<b>gate</b>"),
                 prompt: "<script>alert('x')</script>",
                 preview: Some("[\"</pre><b>\"]"),
                 capabilities: &caps,
@@ -179,6 +194,9 @@ mod tests {
         assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
         assert!(html.contains("&lt;/pre&gt;&lt;b&gt;"));
         assert!(!html.contains("<img"));
+        assert!(html.contains(
+            "Workflow <b id=\"workflow\">&lt;i&gt;wf&lt;/i&gt;</b>, waiting at step <b id=\"step\">&lt;b&gt;gate&lt;/b&gt;</b>."
+        ));
         assert!(html.contains("<form method=\"post\" action=\"/a/abc.def\">"));
         assert!(html.contains(
             "<button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>"

@@ -634,7 +634,7 @@ fn hand_out(app: &AppState, tenant: &Tenant, run_id: &str) {
 
 /// `{runId, …envelope}` (200) for a settled run, `{runId, status:"running"}` (202) otherwise.
 fn answer(run_id: &str, settled: Option<Value>) -> Response {
-    match settled {
+    let mut response = match settled {
         Some(rec) => {
             let mut out = Map::new();
             out.insert("runId".into(), json!(run_id));
@@ -648,7 +648,12 @@ fn answer(run_id: &str, settled: Option<Value>) -> Response {
             Json(json!({"runId": run_id, "status": "running"})),
         )
             .into_response(),
-    }
+    };
+    // For the request log.
+    response
+        .extensions_mut()
+        .insert(super::request_log::RunId(run_id.to_string()));
+    response
 }
 
 fn wait_of(

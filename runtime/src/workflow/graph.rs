@@ -329,7 +329,12 @@ fn mermaid(nodes: &[Node], edges: &[Edge]) -> String {
     let key_of = |id: &str| keys.iter().find(|(i, _)| i == id).map(|(_, k)| k.clone());
     let mut lines = vec!["flowchart TD".to_string()];
     for (n, (_, key)) in nodes.iter().zip(&keys) {
-        let label = mermaid_escape(&n.label);
+        // Id and details on two lines: Mermaid breaks a label at `<br>`
+        // (the reference wrote a literal backslash-n, shown as is).
+        let label = match n.label.split_once("\\n") {
+            Some((id, details)) => format!("{}<br>{}", mermaid_escape(id), mermaid_escape(details)),
+            None => mermaid_escape(&n.label),
+        };
         lines.push(if n.diamond {
             format!("  {key}{{\"{label}\"}}")
         } else {
@@ -358,10 +363,15 @@ fn dot(nodes: &[Node], edges: &[Edge]) -> String {
     ];
     for n in nodes {
         let shape = if n.diamond { "diamond" } else { "box" };
+        // Id and details on two lines: `\n` is dot's line break (the
+        // reference escaped it to a literal backslash-n).
+        let label = match n.label.split_once("\\n") {
+            Some((id, details)) => format!("{}\\n{}", dot_escape(id), dot_escape(details)),
+            None => dot_escape(&n.label),
+        };
         lines.push(format!(
-            "  \"{}\" [shape={shape},label=\"{}\"];",
+            "  \"{}\" [shape={shape},label=\"{label}\"];",
             dot_escape(&n.id),
-            dot_escape(&n.label)
         ));
     }
     if !nodes.is_empty() {
@@ -427,7 +437,7 @@ mod tests {
         let out = render(&doc(), &args, Format::Mermaid);
         assert_eq!(
             out,
-            "flowchart TD\n  fetch[\"fetch\\nrun: echo &quot;&lt;a&#124;b&gt;&quot; &amp; me\"]\n  s_1x{\"1x\\napproval gate\"}\n  go[\"go\\nrun: cat\"]\n\n  fetch -->|next| s_1x\n  fetch -->|stdin| s_1x\n  s_1x -->|next| go\n  s_1x -->|when: $1x.approved == true| go"
+            "flowchart TD\n  fetch[\"fetch<br>run: echo &quot;&lt;a&#124;b&gt;&quot; &amp; me\"]\n  s_1x{\"1x<br>approval gate\"}\n  go[\"go<br>run: cat\"]\n\n  fetch -->|next| s_1x\n  fetch -->|stdin| s_1x\n  s_1x -->|next| go\n  s_1x -->|when: $1x.approved == true| go"
         );
     }
 
@@ -436,7 +446,7 @@ mod tests {
         let out = render(&doc(), &Map::new(), Format::Dot);
         assert!(
             out.contains(
-                "  \"fetch\" [shape=box,label=\"fetch\\\\nrun: echo \\\"<a|b>\\\" & ${who}\"];"
+                "  \"fetch\" [shape=box,label=\"fetch\\nrun: echo \\\"<a|b>\\\" & ${who}\"];"
             ),
             "{out}"
         );
