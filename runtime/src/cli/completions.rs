@@ -8,7 +8,6 @@
 use super::output::write_once;
 use super::subcommands::{Subcommand, SUBCOMMANDS};
 
-
 /// Flags whose value is a directory.
 const DIR_FLAGS: &[&str] = &[
     "--steps",
@@ -63,7 +62,12 @@ pub fn completions(argv: &[String]) -> i32 {
 /// Words for the first position: subcommands, pipeline commands, global flags.
 fn first_words() -> Vec<String> {
     let mut words: Vec<String> = SUBCOMMANDS.iter().map(|s| s.name.to_string()).collect();
-    words.extend(crate::commands::builtin().names().into_iter().map(str::to_string));
+    words.extend(
+        crate::commands::builtin()
+            .names()
+            .into_iter()
+            .map(str::to_string),
+    );
     words.extend(
         ["--help", "--version", "--store", "--color"]
             .iter()
@@ -77,7 +81,12 @@ fn sub_words(sub: &Subcommand) -> Vec<String> {
     let mut words: Vec<String> = sub.words.iter().map(|w| w.to_string()).collect();
     if sub.name == "help" {
         words.extend(SUBCOMMANDS.iter().map(|s| s.name.to_string()));
-        words.extend(crate::commands::builtin().names().into_iter().map(str::to_string));
+        words.extend(
+            crate::commands::builtin()
+                .names()
+                .into_iter()
+                .map(str::to_string),
+        );
     }
     words.extend(sub.flags.iter().map(|f| f.to_string()));
     words
