@@ -364,6 +364,19 @@ fn take_over_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> 
     if fs::remove_file(&taken).is_ok() {
         let _ = sync_dir(store.dir());
     }
+    // A claimer killed between writing its record and removing the state
+    // file it claimed left that file: the record carries the state, so the
+    // copy is garbage now (the sweep would take it only minutes later).
+    if let Ok(state_path) = store.path_for(state_key) {
+        if let Some(name) = state_path.file_name().and_then(|n| n.to_str()) {
+            let prefix = format!(".{name}.claimed-");
+            for entry in fs::read_dir(store.dir()).into_iter().flatten().flatten() {
+                if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+    }
     Ok(Some(Claim {
         state,
         store: store.clone(),
