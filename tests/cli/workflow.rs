@@ -126,7 +126,7 @@ fn args_json_must_be_an_object_and_args_are_checked() {
     let r = env.wf_tool(&f, Some(r#"{"n":"7","tag":1}"#));
     assert_eq!(
         error_message(&r),
-        "Workflow arg n must be a integer (got string)\nWorkflow arg tag must be a string (got number)"
+        "Workflow arg n must be an integer (got string)\nWorkflow arg tag must be a string (got number)"
     );
     assert_eq!(ok_output(&env.wf_tool(&f, Some(r#"{"n":7}"#))), json!([7]));
 }
@@ -940,7 +940,7 @@ fn graph_formats_and_errors() {
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(
         r.stdout,
-        "flowchart TD\n  fetch[\"fetch\\nrun: echo &quot;&lt;me&#124;x&gt;&quot;\"]\n  ok{\"ok\\napproval gate\"}\n  go[\"go\\nrun: cat\"]\n\n  fetch -->|next| ok\n  fetch -->|stdin| ok\n  ok -->|next| go\n  ok -->|when: $ok.approved| go\n"
+        "flowchart TD\n  fetch[\"fetch<br>run: echo &quot;&lt;me&#124;x&gt;&quot;\"]\n  ok{\"ok<br>approval gate\"}\n  go[\"go<br>run: cat\"]\n\n  fetch -->|next| ok\n  fetch -->|stdin| ok\n  ok -->|next| go\n  ok -->|when: $ok.approved| go\n"
     );
     let r = env.run(&[
         "graph",
@@ -954,7 +954,7 @@ fn graph_formats_and_errors() {
     let r = env.run(&["graph", "--file", &f, "--format=dot"]);
     assert!(
         r.stdout
-            .contains("  \"ok\" [shape=diamond,label=\"ok\\\\napproval gate\"];\n"),
+            .contains("  \"ok\" [shape=diamond,label=\"ok\\napproval gate\"];\n"),
         "{r:?}"
     );
     let r = env.run(&["graph"]);

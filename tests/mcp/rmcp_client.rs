@@ -163,6 +163,18 @@ fn tools_gates_resume_errors_and_workflow_tools() {
             envelope(&r)["error"]["message"],
             "Unknown command: nosuchcommand"
         );
+        // A mistyped flag is refused before anything runs, with the nearest.
+        let r = call(
+            &client,
+            "lobster_run",
+            json!({"pipeline": "exec --json --shell 'echo [1,2,3]' | head --nn 1"}),
+        )
+        .await;
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            envelope(&r)["error"],
+            json!({"type": "parse_error", "message": "Unknown flag --nn for head (did you mean --n?)"})
+        );
         let r = call(
             &client,
             "lobster_run",

@@ -123,6 +123,13 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
         json!(["hello readers of post 42! Post 42 is out."])
     );
 
+    // A mistyped flag is refused through this door too, before anything runs.
+    let v = ok(&s.run(COMMUNITY, json!({"pipeline": "state.get x | head --nn 1"})));
+    assert_eq!(
+        v["error"],
+        json!({"type": "parse_error", "message": "Unknown flag --nn for head (did you mean --n?)"})
+    );
+
     // The community's policy refuses host processes; ops (trusted) may run
     // them and approve its own gate.
     let v = ok(&s.run(COMMUNITY, json!({"pipeline": "exec echo hi"})));
@@ -196,7 +203,7 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
                 && l.ends_with("tenant=ops run=-")),
         "{text}"
     );
-    let requests = 12;
+    let requests = 13;
     assert_eq!(lines.len(), requests, "{text}");
     for secret in [
         COMMUNITY,

@@ -41,9 +41,9 @@ pub fn resolve(wf: &Workflow, given: &Map<String, Item>) -> Result<Map<String, I
                 if let Some(t) = def.ty {
                     if !t.accepts(v) {
                         problems.push(format!(
-                            "Workflow arg {} must be a {} (got {})",
+                            "Workflow arg {} must be {} (got {})",
                             def.name,
-                            t.name(),
+                            t.with_article(),
                             js_type(v)
                         ));
                     }

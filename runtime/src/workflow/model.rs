@@ -115,6 +115,18 @@ impl ArgType {
         }
     }
 
+    /// The name with its article: `an integer`, `a string`.
+    pub fn with_article(self) -> &'static str {
+        match self {
+            ArgType::String => "a string",
+            ArgType::Number => "a number",
+            ArgType::Integer => "an integer",
+            ArgType::Boolean => "a boolean",
+            ArgType::Object => "an object",
+            ArgType::Array => "an array",
+        }
+    }
+
     /// Whether `v` has this type.
     pub fn accepts(self, v: &Item) -> bool {
         match self {

@@ -467,7 +467,7 @@ fn parse_args(v: &mut V, raw: Option<&Item>) -> Vec<ArgDef> {
                     if !t.accepts(d) {
                         v.val(
                             &format!("{ptr}/default"),
-                            format!("Workflow arg {name} default must be a {}", t.name()),
+                            format!("Workflow arg {name} default must be {}", t.with_article()),
                         );
                     }
                 }
