@@ -70,7 +70,15 @@ fn bash_completes_subcommands_flags_values_and_workflow_files() {
     let Some(words) = bash_complete(&env, &file, "lobster ru") else {
         return;
     };
-    assert_eq!(words, ["run"]);
+    assert_eq!(words, ["run", "runs"]);
+    let words = bash_complete(&env, &file, "lobster ap").unwrap();
+    assert_eq!(words, ["approvals", "approve"]);
+    let words = bash_complete(&env, &file, "lobster step pu").unwrap();
+    assert_eq!(words, ["publish", "pull"]);
+    let words = bash_complete(&env, &file, "lobster keys ").unwrap();
+    assert_eq!(words, ["new", "--dir"]);
+    let words = bash_complete(&env, &file, "lobster runs --status need").unwrap();
+    assert_eq!(words, ["needs_approval", "needs_input"]);
     let words = bash_complete(&env, &file, "lobster s").unwrap();
     for w in [
         "serve",
@@ -90,7 +98,7 @@ fn bash_completes_subcommands_flags_values_and_workflow_files() {
     let words = bash_complete(&env, &file, "lobster graph x.lobster --format ").unwrap();
     assert_eq!(words, ["mermaid", "dot", "ascii"]);
     let words = bash_complete(&env, &file, "lobster check --format ").unwrap();
-    assert_eq!(words, ["human", "json"]);
+    assert_eq!(words, ["human", "json", "sarif", "github"]);
     let words = bash_complete(&env, &file, "lobster run dep").unwrap();
     assert_eq!(words, ["deploy.lobster"]);
     let words = bash_complete(&env, &file, "lobster completions ").unwrap();
@@ -114,7 +122,7 @@ source {file}
 compadd() {{ [[ $1 == -- ]] && shift; print -l -- "$@" }}
 _files() {{ }}
 _directories() {{ }}
-for line in 'lobster ru' 'lobster run --mode ' 'lobster doctor --js' 'lobster completions '; do
+for line in 'lobster ru' 'lobster run --mode ' 'lobster doctor --js' 'lobster completions ' 'lobster step pu' 'lobster ver'; do
   words=(${{(z)line}}); [[ $line == *' ' ]] && words+=('')
   CURRENT=${{#words}}
   print "== $line"
@@ -132,7 +140,9 @@ done"#,
             .map(|s| s.lines().skip(1).map(str::to_string).collect())
             .unwrap_or_default()
     };
-    assert_eq!(section("lobster ru"), ["run"], "{out}");
+    assert_eq!(section("lobster ru"), ["run", "runs"], "{out}");
+    assert_eq!(section("lobster step pu"), ["publish", "pull"], "{out}");
+    assert_eq!(section("lobster ver"), ["verify", "version"], "{out}");
     assert_eq!(section("lobster run --mode "), ["human", "tool"], "{out}");
     assert_eq!(section("lobster doctor --js"), ["--json"], "{out}");
     assert_eq!(
@@ -154,7 +164,9 @@ complete -C 'lobster run --mo'
 echo ==
 complete -C 'lobster run --mode '
 echo ==
-complete -C 'lobster completions '"#,
+complete -C 'lobster completions '
+echo ==
+complete -C 'lobster step pu'"#,
         file = file.display()
     );
     let Some(out) = shell(&env, "fish", &["--no-config", "-c", &program]) else {
@@ -168,10 +180,11 @@ complete -C 'lobster completions '"#,
                 .collect()
         })
         .collect();
-    assert_eq!(parts[0], ["run"], "{out}");
+    assert_eq!(parts[0], ["run", "runs"], "{out}");
     assert_eq!(parts[1], ["--mode"], "{out}");
     assert_eq!(parts[2], ["human", "tool"], "{out}");
     assert_eq!(parts[3], ["bash", "fish", "zsh"], "{out}");
+    assert_eq!(parts[4], ["publish", "pull"], "{out}");
 }
 
 #[test]

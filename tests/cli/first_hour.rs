@@ -15,12 +15,14 @@ const SUBCOMMANDS: &[&str] = &[
     "check",
     "bundle",
     "lock",
+    "keys",
     "doctor",
     "mcp",
     "serve",
     "step",
     "steps",
     "store",
+    "runs",
     "schema",
     "completions",
     "version",
@@ -74,6 +76,14 @@ fn a_mistyped_subcommand_is_suggested_from_subcommands_and_commands() {
     let r = env.run(&["step", "bulid"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("hint: did you mean `build`?"), "{r:?}");
+    let r = env.run(&["step", "publsh"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("hint: did you mean `publish`?"), "{r:?}");
+    let r = env.run(&["rnus"]);
+    assert!(r.stderr.contains("did you mean `lobster runs`?"), "{r:?}");
+    let r = env.run(&["help", "veryfi"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("did you mean `lobster verify`?"), "{r:?}");
 }
 
 #[test]
@@ -111,6 +121,26 @@ fn mistyped_flags_of_subcommands_are_named_with_the_nearest() {
         (
             &["step", "new", "x", "--lnag", "rust"][..],
             "lobster step: unknown flag --lnag (did you mean --lang?)",
+        ),
+        (
+            &["keys", "new", "k", "--dri", "d"][..],
+            "lobster keys: unknown flag --dri (did you mean --dir?)",
+        ),
+        (
+            &["step", "pull", "oci://h/r:t", "--ot", "x"][..],
+            "lobster step pull: unknown flag --ot (did you mean --out?)",
+        ),
+        (
+            &["runs", "list", "--limt", "2"][..],
+            "lobster runs: unknown flag --limt (did you mean --limit?)",
+        ),
+        (
+            &["approvals", "--tenat", "t"][..],
+            "lobster approvals: unknown flag --tenat (did you mean --tenant?)",
+        ),
+        (
+            &["verify", "f.jsonl", "--rnu", "x"][..],
+            "lobster verify: unknown flag --rnu (did you mean --run?)",
         ),
     ] {
         let r = env.run(argv);
@@ -161,6 +191,25 @@ fn help_names_every_subcommand_and_each_has_its_own_help() {
         assert!(
             r.stdout.starts_with(&format!("lobster {name} — ")),
             "{name}: {r:?}"
+        );
+    }
+    // The journal's other two subcommands share `runs`' help, which shows them.
+    for name in ["approvals", "verify"] {
+        let r = env.run(&["help", name]);
+        assert_eq!(r.code, 0, "{name}: {r:?}");
+        assert!(r.stdout.starts_with("lobster runs — "), "{name}: {r:?}");
+        assert!(
+            r.stdout.contains(&format!("\n  lobster {name} ")),
+            "{name}: {r:?}"
+        );
+    }
+    // `lobster help` names every subcommand in its usage.
+    let all = env.run(&["help"]);
+    for name in SUBCOMMANDS.iter().chain(&["approvals", "verify"]) {
+        assert!(
+            all.stdout.contains(&format!("lobster {name}")) || *name == "run",
+            "{name} missing from lobster help: {}",
+            all.stdout
         );
     }
     // Pipeline commands keep the reference's help.

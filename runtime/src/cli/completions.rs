@@ -20,7 +20,7 @@ const DIR_FLAGS: &[&str] = &[
 ];
 
 /// Flags whose value is a file.
-const FILE_FLAGS: &[&str] = &["--file", "--policy", "--config", "--out"];
+const FILE_FLAGS: &[&str] = &["--file", "--policy", "--config", "--out", "--key"];
 
 /// Enumerated values: (subcommand or `*` for any, flag, values).
 const VALUES: &[(&str, &str, &[&str])] = &[
@@ -30,7 +30,20 @@ const VALUES: &[(&str, &str, &[&str])] = &[
     ("*", "--lang", &["rust", "python", "js"]),
     ("*", "--approve", &["yes", "no"]),
     ("*", "--decision", &["yes", "no"]),
-    ("check", "--format", &["human", "json"]),
+    ("check", "--format", &["human", "json", "sarif", "github"]),
+    (
+        "runs",
+        "--status",
+        &[
+            "ok",
+            "error",
+            "cancelled",
+            "running",
+            "needs_approval",
+            "needs_input",
+            "pruned",
+        ],
+    ),
     ("graph", "--format", &["mermaid", "dot", "ascii"]),
 ];
 

@@ -21,17 +21,21 @@ Usage:
   lobster resume --token <token> --response-json '{{...}}'
   lobster resume --token <token> --cancel
   lobster call '{{\"action\":\"run\",\"pipeline\":\"...\"}}'
-  lobster check [--format json] [--policy FILE] [PATHS...]
+  lobster check [--format human|json|sarif|github] [--policy FILE] [PATHS...]
   lobster bundle build DIR | lobster bundle verify PATH
   lobster lock [--steps DIR]... ['<pipeline>' | WORKFLOW]
-  lobster doctor [--steps DIR]... [--policy FILE]
+  lobster keys new NAME [--dir DIR]
+  lobster doctor [--steps DIR]... [--policy FILE] [--json]
   lobster mcp [--workflows DIR]... [--approvals agent|human]
   lobster serve --config serve.toml [--listen ADDR]
   lobster step new NAME --lang rust|python|js | lobster step build|test [DIR]
+  lobster step publish|pull|sign ...
   lobster steps precompile [--steps DIR]...
+  lobster runs list|show|export|prune | lobster approvals | lobster verify FILE
   lobster [--store URL] store migrate
-  lobster version
-  lobster help <command|step>
+  lobster schema workflow | lobster completions bash|zsh|fish
+  lobster version [--verbose]
+  lobster help <subcommand|command|step>
 
 Flags (run):
   --mode human|tool       Output mode (default human)

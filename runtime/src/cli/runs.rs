@@ -75,10 +75,9 @@ fn parse(command: &str, argv: &[String], takes: &[&str]) -> Result<Flags> {
                     None => (t, None),
                 };
                 if !takes.contains(&name) {
-                    return Err(
-                        Error::parse(format!("lobster {command}: unknown flag {name}"))
-                            .with_hint("`lobster help runs` lists the flags"),
-                    );
+                    let mut known = takes.to_vec();
+                    known.extend(["--json", "--help"]);
+                    return Err(super::subcommands::unknown_flag(command, name, &known));
                 }
                 let value = match inline {
                     Some(v) => v,

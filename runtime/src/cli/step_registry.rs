@@ -44,19 +44,23 @@ docker's config.json, each only for its own registry.
 
 /// Run `lobster step publish|pull|sign ARGS`; returns the exit code.
 pub fn step_registry(command: &str, argv: &[String]) -> i32 {
-    let result =
-        trust_args::parse(command, argv, &["--policy", "--out", "--key"]).and_then(|args| {
-            if args.help {
-                return Ok(REGISTRY_HELP.trim_start().to_string());
-            }
-            let cwd = std::env::current_dir()?;
-            let policy = Policy::from_flag_or_env(args.policy.as_deref(), &cwd)?;
-            match command {
-                "publish" => publish(&args.words, &policy),
-                "pull" => pull(&args.words, args.out.as_deref(), &policy),
-                _ => sign(&args.words, args.key.as_deref(), &policy),
-            }
-        });
+    let result = trust_args::parse(
+        &format!("step {command}"),
+        argv,
+        &["--policy", "--out", "--key"],
+    )
+    .and_then(|args| {
+        if args.help {
+            return Ok(REGISTRY_HELP.trim_start().to_string());
+        }
+        let cwd = std::env::current_dir()?;
+        let policy = Policy::from_flag_or_env(args.policy.as_deref(), &cwd)?;
+        match command {
+            "publish" => publish(&args.words, &policy),
+            "pull" => pull(&args.words, args.out.as_deref(), &policy),
+            _ => sign(&args.words, args.key.as_deref(), &policy),
+        }
+    });
     match result {
         Ok(text) => {
             write_once(&text, "");

@@ -240,5 +240,6 @@ pub fn unknown_flag(command: &str, flag: &str, known: &[&str]) -> Error {
     if let Some(near) = near {
         message.push_str(&format!(" (did you mean --{near}?)"));
     }
-    Error::parse(message).with_hint(format!("`lobster help {command}` lists its flags"))
+    let topic = command.split(' ').next().unwrap_or(command);
+    Error::parse(message).with_hint(format!("`lobster help {topic}` lists its flags"))
 }

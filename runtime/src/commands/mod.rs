@@ -84,3 +84,21 @@ pub(crate) fn all() -> Vec<Box<dyn Command>> {
         Box::new(where_::Where),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every built-in — a new one too — has examples, and they run: here,
+    /// except the two model commands, whose examples `tests/cli/broker.rs`
+    /// runs against the loopback stubs.
+    #[test]
+    fn every_builtin_runs_its_examples() {
+        for cmd in super::all() {
+            let name = cmd.signature().name;
+            if matches!(name, "llm.invoke" | "llm_task.invoke") {
+                assert!(!cmd.examples().is_empty(), "{name} has no examples");
+                continue;
+            }
+            super::examples::check_examples(cmd.as_ref());
+        }
+    }
+}
