@@ -103,7 +103,7 @@ fn bash_completes_subcommands_flags_values_and_workflow_files() {
     assert_eq!(words, ["deploy.lobster"]);
     let words = bash_complete(&env, &file, "lobster completions ").unwrap();
     assert_eq!(words, ["bash", "zsh", "fish"]);
-    let words = bash_complete(&env, &file, "lobster --color always ver").unwrap();
+    let words = bash_complete(&env, &file, "lobster --color always vers").unwrap();
     assert_eq!(words, ["version"]);
     let words = bash_complete(&env, &file, "lobster help doc").unwrap();
     assert_eq!(words, ["doctor"]);
