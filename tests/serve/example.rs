@@ -92,7 +92,15 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
     assert_eq!(listed["workflow"], "publish");
     assert_eq!(listed["step"], "review");
     let link = s.link_for(COMMUNITY, &run_id);
-    let page = s.raw("GET", &link, &[], b"");
+    // The link alone decides nothing: the community's approver, ann,
+    // signs in with her own token (the README's sign-in line).
+    let alone = s.form(&link, "decision=approve");
+    assert_eq!(alone.status, 401, "{}", alone.body);
+    let cookie = s
+        .sign_in(&link, ("ann", "ann-approver-token"))
+        .unwrap_or_else(|r| panic!("sign-in refused: {} {}", r.status, r.body));
+    let session = format!("lobster_approver={cookie}");
+    let page = s.raw("GET", &link, &[("Cookie", session.as_str())], b"");
     assert_eq!(page.status, 200);
     assert!(
         page.body.contains(
@@ -106,7 +114,7 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
         .body
         .contains("<pre id=\"preview\">hello readers of post 42! Post 42 is out.</pre>"));
     // A human approves: the run goes on and publishes.
-    let done = s.form(&link, "decision=approve");
+    let done = s.form_as(&link, "decision=approve", &cookie);
     assert_eq!(done.status, 200);
     assert!(done.body.contains("<h1>Approved</h1>"), "{}", done.body);
     assert!(
@@ -203,7 +211,7 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
                 && l.ends_with("tenant=ops run=-")),
         "{text}"
     );
-    let requests = 13;
+    let requests = 15;
     assert_eq!(lines.len(), requests, "{text}");
     for secret in [
         COMMUNITY,
@@ -211,6 +219,8 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
         link.trim_start_matches("/a/"),
         "post 42",
         "Ada",
+        "ann-approver-token",
+        &cookie,
     ] {
         assert!(!text.contains(secret), "{secret:?} in the log:\n{text}");
     }
