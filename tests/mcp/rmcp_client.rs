@@ -388,6 +388,97 @@ fn human_approvals_refuse_a_client_that_cannot_ask() {
     });
 }
 
+/// A lone workflow path as `pipeline` is contained exactly like
+/// `workflow:` (issue 22): `..`, an absolute path and a symlink out of the
+/// working directory are refused and nothing runs, under the default
+/// (trusted) policy and an untrusted one; a file inside still runs.
+#[test]
+fn a_lone_workflow_path_stays_in_the_working_directory() {
+    let server = Server::new();
+    let work = server.work.path().canonicalize().unwrap();
+    let elsewhere = work.parent().unwrap().join(format!(
+        "elsewhere-{}",
+        work.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let canary = elsewhere.join("pwned");
+    let evil = format!("steps:\n  - id: x\n    run: touch {}\n", canary.display());
+    std::fs::write(elsewhere.join("x.lobster"), &evil).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("x.lobster"), work.join("link.lobster")).unwrap();
+    std::fs::write(
+        work.join("inside.lobster"),
+        "steps:\n  - id: x\n    pipeline: exec --json --shell 'echo [7]'\n",
+    )
+    .unwrap();
+    std::fs::write(work.join("untrusted.toml"), "trust = \"untrusted\"\n").unwrap();
+    let name = elsewhere
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let dotdot = format!("../{name}/x.lobster");
+    let absolute = elsewhere.join("x.lobster").display().to_string();
+    rt().block_on(async {
+        for extra in [&[][..], &["--policy", "untrusted.toml"][..]] {
+            let client = server.connect(extra).await;
+            for (key, path, says) in [
+                (
+                    "pipeline",
+                    dotdot.as_str(),
+                    "must stay within the working directory",
+                ),
+                (
+                    "workflow",
+                    dotdot.as_str(),
+                    "must stay within the working directory",
+                ),
+                (
+                    "pipeline",
+                    "link.lobster",
+                    "must stay within the working directory",
+                ),
+                (
+                    "workflow",
+                    "link.lobster",
+                    "must stay within the working directory",
+                ),
+                (
+                    "pipeline",
+                    absolute.as_str(),
+                    "relative to the working directory",
+                ),
+                (
+                    "workflow",
+                    absolute.as_str(),
+                    "relative to the working directory",
+                ),
+            ] {
+                let r = call(&client, "lobster_run", json!({ key: path })).await;
+                assert_eq!(
+                    r.is_error,
+                    Some(true),
+                    "{extra:?} {key} {path}: {}",
+                    text(&r)
+                );
+                let msg = envelope(&r)["error"]["message"].to_string();
+                assert!(msg.contains(says), "{extra:?} {key} {path}: {msg}");
+                assert!(!canary.exists(), "{extra:?} {key} {path} ran");
+            }
+            if extra.is_empty() {
+                let r = call(
+                    &client,
+                    "lobster_run",
+                    json!({"pipeline": "inside.lobster"}),
+                )
+                .await;
+                assert_eq!(envelope(&r)["output"], json!([7]), "{}", text(&r));
+            }
+            client.cancel().await.unwrap();
+        }
+    });
+    let _ = std::fs::remove_dir_all(&elsewhere);
+}
+
 #[test]
 fn the_operator_policy_applies_to_every_call() {
     let server = Server::new();

@@ -14,6 +14,7 @@ mod nodes;
 mod own_pg;
 #[path = "../psql.rs"]
 mod psql;
+mod roots;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lobster");
 const ACME: &str = "acme-token";

@@ -595,7 +595,9 @@ fn forget_inline(dir: &Path, marker: &str) -> usize {
             let p = e.path();
             if p.is_dir() {
                 todo.push(p);
-            } else if p.parent().unwrap().ends_with("inline")
+            } else if p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(".inline-"))
                 && std::fs::read_to_string(&p).is_ok_and(|t| t.contains(marker))
             {
                 std::fs::remove_file(&p).unwrap();

@@ -42,9 +42,23 @@ pub struct WorkflowEntry {
 impl WorkflowEntry {
     /// `{name, file, description, args, gates, capabilities}` for `lobster_workflows`.
     pub fn to_json(&self) -> Item {
+        self.to_json_as(false)
+    }
+
+    /// [`WorkflowEntry::to_json`]; toward a serve tenant (`tenant`) the
+    /// file is its name only, never a path of the server.
+    pub fn to_json_as(&self, tenant: bool) -> Item {
+        let file = if tenant {
+            self.file
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        } else {
+            self.file.to_string_lossy()
+        };
         json!({
             "name": self.name,
-            "file": self.file.to_string_lossy(),
+            "file": file,
             "description": self.description,
             "args": self.args_schema,
             "gates": self.gates,

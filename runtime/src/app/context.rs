@@ -67,6 +67,7 @@ pub fn build_context(
         StateStore::from_env(),
         None,
         Sources::Process,
+        None,
     )?
     .build())
 }
@@ -78,7 +79,9 @@ pub fn build_context(
 /// `sources` says where the run's endpoints and credentials come from
 /// ([`Endpoints::resolve`]); for a `lobster serve` tenant
 /// ([`Sources::Tenant`]) the run's environment is also cut down to
-/// [`tenant_env`].
+/// [`tenant_env`]. `root` (a serve tenant's) is where the run starts
+/// instead of this process's directory, and what confines its files.
+#[allow(clippy::too_many_arguments)]
 pub fn context_builder(
     mode: Mode,
     limits: &LimitArgs,
@@ -87,10 +90,14 @@ pub fn context_builder(
     state: StateStore,
     fixed: Option<&crate::kernel::Policy>,
     sources: Sources,
+    root: Option<&crate::kernel::root::RunRoot>,
 ) -> Result<ContextBuilder> {
     // A store that cannot be reached refuses the run before its first step.
     state.ping()?;
-    let process_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let process_dir = match root {
+        Some(r) => r.workdir.clone(),
+        None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+    };
     let run_dir = match cwd {
         Some(requested) => limits::resolve_cwd(&process_dir, requested)?,
         None => process_dir,
@@ -148,6 +155,7 @@ pub fn context_builder(
     // SAFETY: isatty only inspects file descriptor 0.
     let interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
     Ok(Context::builder(mode, state)
+        .confinement(root.map(|r| r.confinement.clone()).unwrap_or_default())
         .run_dir(run_dir)
         .env(env)
         .limits(run_limits)

@@ -178,6 +178,7 @@ pub fn resume_logged(
         settings.store(),
         settings.fixed_policy.as_ref(),
         settings.sources(),
+        settings.root.as_ref(),
     ) {
         Ok(c) => c.cancel(cancel.clone()).build(),
         Err(e) => return Reply::error(&e),
@@ -215,6 +216,7 @@ fn prepare_run(
         settings.store(),
         settings.fixed_policy.as_ref(),
         settings.sources(),
+        settings.root.as_ref(),
     )?
     .cancel(cancel.clone())
     .build();
@@ -225,9 +227,15 @@ fn prepare_run(
             if text.is_empty() {
                 return Err(Error::parse("pipeline required"));
             }
-            // `lobster run wf.lobster`: a lone workflow path runs the workflow.
-            (is_lone_word(text) && looks_like_workflow_in(&ctx.cwd, text))
-                .then(|| ctx.cwd.join(text))
+            // `lobster run wf.lobster`: a lone workflow path runs the
+            // workflow, contained exactly like `workflow:` (a path that
+            // leads out of the working directory is refused, not run).
+            match lone_workflow_path(text) {
+                Some(path) if looks_like_workflow_in(&ctx.cwd, path) || path.contains("..") => {
+                    Some(workflow_inside(&ctx.cwd, path)?)
+                }
+                _ => None,
+            }
         }
         RunTarget::WorkflowFile(path) => Some(workflow_inside(&ctx.cwd, path)?),
         RunTarget::WorkflowPath(path) => Some(path.clone()),
@@ -302,9 +310,10 @@ fn refuse_server_files(request: &RunRequest) -> Result<()> {
     }
 }
 
-/// `path` relative to `cwd`, an existing workflow file inside it (after
-/// following symlinks).
+/// `path` relative to `cwd`, an existing workflow file opened beneath it
+/// (no `..` above it, no symlink out; [`crate::kernel::root`]).
 fn workflow_inside(cwd: &Path, path: &str) -> Result<PathBuf> {
+    use crate::kernel::root::{open_file, Refused};
     if path.trim().is_empty() {
         return Err(Error::parse("workflow must name a file or a workflow"));
     }
@@ -316,19 +325,17 @@ fn workflow_inside(cwd: &Path, path: &str) -> Result<PathBuf> {
     let base = cwd
         .canonicalize()
         .map_err(|e| Error::runtime(format!("cannot resolve working directory: {e}")))?;
-    let full = base
-        .join(path)
-        .canonicalize()
-        .map_err(|_| Error::parse(format!("workflow file not found: {path}")))?;
-    if !full.starts_with(&base) {
-        return Err(Error::parse(format!(
+    match open_file(&[base.as_path()], &base.join(path)) {
+        Ok(opened) => Ok(opened.path),
+        Err(Refused::Missing) => Err(Error::parse(format!("workflow file not found: {path}"))),
+        Err(Refused::Outside) => Err(Error::parse(format!(
             "workflow must stay within the working directory (got {path})"
-        )));
+        ))),
+        Err(Refused::WrongKind) => Err(Error::parse(format!("workflow is not a file: {path}"))),
+        Err(Refused::Unreadable(e)) => Err(Error::runtime(format!(
+            "cannot read workflow file {path}: {e}"
+        ))),
     }
-    if !full.is_file() {
-        return Err(Error::parse(format!("workflow is not a file: {path}")));
-    }
-    Ok(full)
 }
 
 /// Run `work` on a thread of its own ([`super::run_threads`]: reused once

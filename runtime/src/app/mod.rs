@@ -76,9 +76,12 @@ pub struct Settings {
     /// Refuse requests that name files or directories of this process:
     /// a workflow file (`RunTarget::WorkflowFile`, or a pipeline that is a
     /// lone workflow path) and `cwd`. `lobster serve` sets it: its tenants
-    /// share the server's working directory, where another tenant's
-    /// catalog may live; they run catalog workflows and `workflowText`.
+    /// run catalog workflows and `workflowText`, in their own roots.
     pub no_server_files: bool,
+    /// A `lobster serve` tenant's root: runs and resumes start in its
+    /// working directory, and every file they name is confined to it and
+    /// its read-only roots ([`crate::kernel::root`]).
+    pub root: Option<crate::kernel::root::RunRoot>,
     /// The runs are a `lobster serve` tenant's: their endpoints and
     /// credentials come only from `fixed_policy` (and the variables it
     /// names), never from the reference's variables in the server's

@@ -16,6 +16,7 @@
 
 use super::grants::{Access, Grants};
 use super::policy::Policy;
+use super::root::{self, Confinement, Opened, Refused};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -136,6 +137,8 @@ pub struct Authority {
     /// What the operator granted the run (`--allow-*`, or a paused run's
     /// record): the most any step may be handed.
     grants: Grants,
+    /// The run's other roots and whether it is a serve tenant's.
+    confinement: Arc<Confinement>,
 }
 
 impl Default for Authority {
@@ -160,7 +163,96 @@ impl Authority {
             policy,
             workdir,
             grants: Grants::default(),
+            confinement: Arc::default(),
         }
+    }
+
+    /// The same policy, directory and grants, confined by `confinement`.
+    pub fn with_confinement(&self, confinement: Arc<Confinement>) -> Self {
+        Authority {
+            confinement,
+            ..self.clone()
+        }
+    }
+
+    /// The run's roots beyond its working directory, and whether it is a
+    /// serve tenant's.
+    pub fn confinement(&self) -> &Arc<Confinement> {
+        &self.confinement
+    }
+
+    /// Whether the files the run names are confined to its roots: under
+    /// the untrusted policy, and always for a serve tenant's run.
+    pub fn confined(&self) -> bool {
+        self.policy.untrusted() || self.confinement.tenant
+    }
+
+    /// How messages name `path`: relative to the root it lies under for a
+    /// tenant (never a server path), else as given.
+    pub fn shown(&self, path: &Path) -> String {
+        if !self.confinement.tenant {
+            return path.display().to_string();
+        }
+        let roots = std::iter::once(&self.workdir).chain(&self.confinement.read_only);
+        roots
+            .filter(|r| path.starts_with(r))
+            .map(|r| root::relative_to(path, r))
+            .next()
+            .unwrap_or_else(|| root::relative_to(path, Path::new("/nowhere")))
+    }
+
+    /// Open the file at `full` (a path the workflow author named, joined
+    /// to the directory it is relative to) as the run may read it: beneath
+    /// the run's roots when [`Authority::confined`] (a tenant's catalog and
+    /// step directories are roots too), else anywhere. The caller reads
+    /// the returned handle, never the path again.
+    pub fn open_file(&self, full: &Path) -> Result<Opened, Refused> {
+        if !self.confined() {
+            let file = std::fs::File::open(full).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Refused::Missing
+                } else {
+                    Refused::Unreadable(e)
+                }
+            })?;
+            if !file.metadata().map_err(Refused::Unreadable)?.is_file() {
+                return Err(Refused::WrongKind);
+            }
+            let path = full.canonicalize().unwrap_or_else(|_| full.to_path_buf());
+            return Ok(Opened {
+                file,
+                path,
+                root: PathBuf::from("/"),
+            });
+        }
+        let mut roots = vec![self.workdir.as_path()];
+        if self.confinement.tenant {
+            roots.extend(self.confinement.read_only.iter().map(PathBuf::as_path));
+        }
+        root::open_file(&roots, full)
+    }
+
+    /// Why the workflow file written `written` (at `full`) was not opened,
+    /// completing "… workflow file {written} {reason}": one answer for a
+    /// tenant whatever the cause, the cause for the operator.
+    pub fn file_refusal(&self, full: &Path, why: &Refused) -> Refusal {
+        if self.confinement.tenant {
+            return Refusal::new(why.toward_tenant());
+        }
+        Refusal::new(match why {
+            Refused::Missing => format!("not found: {}", full.display()),
+            Refused::WrongKind => "is not a regular file".to_string(),
+            // Before "outside": a device named by its absolute path is
+            // refused for what it is (the operator's own files).
+            Refused::Outside if std::fs::metadata(full).is_ok_and(|m| !m.is_file()) => {
+                "is not a regular file".to_string()
+            }
+            Refused::Outside => format!(
+                "leads outside the run's working directory {}; the untrusted policy loads sub-workflows only from inside it",
+                self.workdir.display()
+            ),
+            Refused::Unreadable(e) => format!("cannot be read ({e})"),
+        })
     }
 
     /// The same policy and directory with the run's `grants`.
@@ -261,23 +353,13 @@ impl Authority {
                 }
             }
             Request::Signed { verdict } => self.judge_signature(verdict),
-            Request::WorkflowFile { path } => match std::fs::metadata(path) {
-                Ok(m) if !m.is_file() => Err(Refusal::new("is not a regular file")),
-                Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
-                // The author names sub-workflows: under untrusted they come
-                // from inside the run's working directory only, so a path
-                // cannot make the run read (and quote in its errors) a
-                // host file elsewhere.
-                Ok(_) if untrusted => match path.canonicalize() {
-                    Ok(real) if real.starts_with(&self.workdir) => Ok(()),
-                    Ok(real) => Err(Refusal::new(format!(
-                        "is {}, outside the run's working directory {}; the untrusted policy loads sub-workflows only from inside it",
-                        real.display(),
-                        self.workdir.display()
-                    ))),
-                    Err(e) => Err(Refusal::new(format!("cannot be read ({e})"))),
-                },
+            // The author names sub-workflows: confined runs load them from
+            // inside their roots only (opened beneath them), so a path
+            // cannot make the run read (and quote in its errors) a host
+            // file elsewhere.
+            Request::WorkflowFile { path } => match self.open_file(path) {
                 Ok(_) => Ok(()),
+                Err(why) => Err(self.file_refusal(path, &why)),
             },
         }
     }
@@ -336,13 +418,17 @@ impl Authority {
 
     /// Judge a working directory and return it as the run will use it:
     /// `dir` is taken relative to `base` and must stay inside the run's
-    /// working directory, lexically and after following symlinks (when it
-    /// exists); an absolute `dir` is refused.
+    /// working directory, lexically and as opened beneath it (a symlink
+    /// leading out is refused); an absolute `dir` is refused.
     pub fn resolve_cwd(&self, dir: &str, base: &Path) -> Result<PathBuf, Refusal> {
-        let inside = format!(
-            "stay inside the run's working directory {}",
-            self.workdir.display()
-        );
+        let inside = if self.confinement.tenant {
+            "stay inside the run's working directory".to_string()
+        } else {
+            format!(
+                "stay inside the run's working directory {}",
+                self.workdir.display()
+            )
+        };
         if Path::new(dir).is_absolute() {
             return Err(Refusal::new(format!(
                 "is absolute; a cwd is relative to the workflow's directory and must {inside}"
@@ -351,27 +437,38 @@ impl Authority {
         let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
         let joined = base.join(dir);
         let full = normalize(&joined);
+        let outside = || {
+            let to = if self.confinement.tenant {
+                String::new()
+            } else {
+                format!(" to {}", full.display())
+            };
+            Refusal::new(format!("leads{to}; a cwd must {inside}"))
+        };
         if !full.starts_with(&self.workdir) {
-            return Err(Refusal::new(format!(
-                "leads to {}; a cwd must {inside}",
-                full.display()
-            )));
+            return Err(outside());
         }
-        // Symlinks: the deepest part of the path as written that exists,
-        // resolved (`link/..` and `link/new` are judged by where `link`
-        // really points).
-        if let Some(real) = joined.ancestors().find_map(|a| a.canonicalize().ok()) {
-            if !real.starts_with(&self.workdir) {
-                return Err(Refusal::new(format!(
-                    "leads through a link to {}; a cwd must {inside}",
-                    real.display()
-                )));
+        let Ok(rel) = joined.strip_prefix(&self.workdir) else {
+            return Err(outside());
+        };
+        match root::open_dir(&self.workdir, rel) {
+            Ok(opened) => Ok(opened.path),
+            // Not there yet: as written, once `..` is applied (the open
+            // already refused any link met on the way).
+            Err(Refused::Missing) => Ok(full),
+            Err(Refused::Outside) => {
+                let through = if self.confinement.tenant {
+                    String::new()
+                } else {
+                    " out of it".to_string()
+                };
+                Err(Refusal::new(format!(
+                    "leads through a link{through}; a cwd must {inside}"
+                )))
             }
+            Err(Refused::WrongKind) => Err(Refusal::new("is not a directory")),
+            Err(Refused::Unreadable(e)) => Err(Refusal::new(format!("cannot be opened ({e})"))),
         }
-        if let Ok(real) = joined.canonicalize() {
-            return Ok(real);
-        }
-        Ok(full)
     }
 }
 
@@ -430,8 +527,9 @@ pub fn import_problem(name: &str) -> Option<String> {
 }
 
 /// Whether granted directory `dir` lies inside `root` (both relative to
-/// `workdir`): lexically (no `..`), and also after following symlinks when
-/// both exist.
+/// `workdir`): lexically (no `..`), and as opened beneath the root's own
+/// directory handle where both exist (a symlink inside `root` leading out
+/// of it is refused).
 pub fn inside_root(workdir: &Path, dir: &Path, root: &str) -> bool {
     let root_path = PathBuf::from(root);
     if dir.is_absolute()
@@ -440,12 +538,16 @@ pub fn inside_root(workdir: &Path, dir: &Path, root: &str) -> bool {
     {
         return false;
     }
-    match (
-        workdir.join(dir).canonicalize(),
-        workdir.join(&root_path).canonicalize(),
-    ) {
-        (Ok(d), Ok(r)) => d.starts_with(r),
-        _ => true,
+    let root_parts: PathBuf = normal_parts(&root_path).into_iter().collect();
+    let below: PathBuf = normal_parts(dir)
+        .into_iter()
+        .skip(normal_parts(&root_path).len())
+        .collect();
+    match root::open_dir(workdir, &root_parts) {
+        Ok(opened) => root::existing_part_inside(&opened.path, &below),
+        Err(Refused::Outside) => false,
+        // A root that does not exist holds nothing yet.
+        Err(_) => true,
     }
 }
 

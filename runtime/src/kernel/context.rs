@@ -76,6 +76,7 @@ impl Context {
             policy: None,
             broker: None,
             journal: crate::journal::Journal::off(),
+            confinement: Arc::default(),
         }
     }
 
@@ -128,6 +129,7 @@ impl Context {
             policy: Some(self.authority.shared_policy()),
             broker: Some(self.broker.clone()),
             journal: self.journal.clone(),
+            confinement: self.authority.confinement().clone(),
         }
     }
 
@@ -160,9 +162,17 @@ pub struct ContextBuilder {
     policy: Option<Arc<Policy>>,
     broker: Option<Arc<Broker>>,
     journal: crate::journal::Journal,
+    confinement: Arc<super::Confinement>,
 }
 
 impl ContextBuilder {
+    /// The run's roots beyond its working directory and whether it is a
+    /// serve tenant's (see [`super::root`]); kept by [`Context::rebuild`].
+    pub fn confinement(mut self, confinement: super::Confinement) -> Self {
+        self.confinement = Arc::new(confinement);
+        self
+    }
+
     /// The run's working directory: host processes start there and the
     /// authority resolves granted directories against it (default: the
     /// process's).
@@ -252,7 +262,9 @@ impl ContextBuilder {
     pub fn build(self) -> Context {
         let cwd = self.current_run_dir();
         let policy = self.policy.unwrap_or_default();
-        let authority = Authority::shared(policy, cwd.clone()).with_grants(self.grants.clone());
+        let authority = Authority::shared(policy, cwd.clone())
+            .with_grants(self.grants.clone())
+            .with_confinement(self.confinement);
         Context {
             mode: self.mode,
             interactive: self.interactive,

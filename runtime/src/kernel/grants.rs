@@ -93,8 +93,9 @@ mod seed_text {
     }
 }
 
-/// A directory grant checked against the working directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A directory grant checked against the working directory, opened
+/// beneath it.
+#[derive(Debug, Clone)]
 pub struct ResolvedDir {
     /// Canonical host path, inside the working directory.
     pub host: PathBuf,
@@ -102,7 +103,29 @@ pub struct ResolvedDir {
     pub guest: String,
     /// Access.
     pub access: Access,
+    /// The directory as opened beneath the working directory (`None` only
+    /// for a grant built by hand): preopen this, not `host`, so a link
+    /// swapped in after the check is not followed.
+    pub handle: Option<std::sync::Arc<super::root::OpenDir>>,
 }
+
+impl ResolvedDir {
+    /// The path to preopen: the open handle's, else the host path.
+    pub fn open_path(&self) -> PathBuf {
+        self.handle
+            .as_ref()
+            .map(|h| h.handle_path())
+            .unwrap_or_else(|| self.host.clone())
+    }
+}
+
+impl PartialEq for ResolvedDir {
+    fn eq(&self, other: &Self) -> bool {
+        self.host == other.host && self.guest == other.guest && self.access == other.access
+    }
+}
+
+impl Eq for ResolvedDir {}
 
 impl Grants {
     /// Nothing granted (same as `Grants::default()`).
@@ -136,7 +159,7 @@ impl Grants {
         })?;
         let mut out: Vec<ResolvedDir> = Vec::with_capacity(self.dirs.len());
         for grant in &self.dirs {
-            let host = resolve_inside(&root, &grant.host)?;
+            let opened = resolve_inside(&root, &grant.host)?;
             if out.iter().any(|d| d.guest == grant.guest) {
                 return Err(GrantError(format!(
                     "two directories are granted at {}",
@@ -144,16 +167,18 @@ impl Grants {
                 )));
             }
             out.push(ResolvedDir {
-                host,
+                host: opened.path.clone(),
                 guest: grant.guest.clone(),
                 access: grant.access,
+                handle: Some(std::sync::Arc::new(opened)),
             });
         }
         Ok(out)
     }
 }
 
-fn resolve_inside(root: &Path, path: &Path) -> Result<PathBuf, GrantError> {
+fn resolve_inside(root: &Path, path: &Path) -> Result<super::root::OpenDir, GrantError> {
+    use super::root::Refused;
     let shown = path.display();
     if path.is_absolute() {
         return Err(GrantError(format!(
@@ -165,20 +190,16 @@ fn resolve_inside(root: &Path, path: &Path) -> Result<PathBuf, GrantError> {
             "cannot grant {shown}: `..` is not allowed in granted directories"
         )));
     }
-    let full = root
-        .join(path)
-        .canonicalize()
-        .map_err(|e| GrantError(format!("cannot grant {shown}: {e}")))?;
-    if !full.starts_with(root) {
-        return Err(GrantError(format!(
-            "cannot grant {shown}: it leads outside the working directory (to {})",
-            full.display()
-        )));
-    }
-    if !full.is_dir() {
-        return Err(GrantError(format!("cannot grant {shown}: not a directory")));
-    }
-    Ok(full)
+    super::root::open_dir(root, path).map_err(|why| {
+        GrantError(match why {
+            Refused::Outside => {
+                format!("cannot grant {shown}: it leads outside the working directory")
+            }
+            Refused::Missing => format!("cannot grant {shown}: no such directory"),
+            Refused::WrongKind => format!("cannot grant {shown}: not a directory"),
+            Refused::Unreadable(e) => format!("cannot grant {shown}: {e}"),
+        })
+    })
 }
 
 /// Builds [`Grants`] from CLI-style specs; errors surface in [`GrantsBuilder::build`].

@@ -25,6 +25,7 @@ pub mod log;
 pub mod policy;
 pub mod reaper;
 pub mod registry;
+pub mod root;
 pub mod stage;
 pub mod steps;
 
@@ -37,6 +38,7 @@ pub use limits::{EffectiveLimits, Limits, StepLimits};
 pub use log::{Level, LogLine, LogSink};
 pub use policy::{GatewayPolicy, Maxima, Policy, Trust};
 pub use registry::{Registry, StepSource};
+pub use root::Confinement;
 pub use stage::{
     collect, parse_lazy, parsed, stream_of, Command, Example, FlagSpec, FlagType, Halt,
     ItemStream, LazyStream, OtherFlags, Output, Signature,

@@ -440,7 +440,7 @@ impl ServerHandler for LobsterMcp {
                     .catalog
                     .entries
                     .iter()
-                    .map(|e| e.to_json())
+                    .map(|e| e.to_json_as(self.inner.settings.tenant))
                     .collect();
                 let body = json!({ "workflows": list });
                 let mut out = CallToolResult::success(vec![ContentBlock::text(

@@ -130,8 +130,12 @@ pub fn load_admitted(
 /// memoised under it: the stamp did not change while the file was read,
 /// and its times are [`SETTLED`] (see the module docs).
 pub fn read_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
+    read_stamped_file(std::fs::File::open(path)?)
+}
+
+/// [`read_stamped`] from a file already open (opened beneath a run's root).
+pub fn read_stamped_file(mut file: std::fs::File) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
     let now = SystemTime::now();
-    let mut file = std::fs::File::open(path)?;
     let before = Stamp::of(&file.metadata()?);
     let mut bytes = Vec::with_capacity(usize::try_from(before.size).unwrap_or(0));
     file.read_to_end(&mut bytes)?;

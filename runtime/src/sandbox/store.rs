@@ -90,7 +90,7 @@ pub(crate) fn new_store(
             Access::Read => FsPerms::ReadOnly,
             Access::ReadWrite => FsPerms::ReadWrite,
         };
-        wasi.preopened_dir(&dir.host, &dir.guest, perms)
+        wasi.preopened_dir(dir.open_path(), &dir.guest, perms)
             .map_err(|e| SandboxError::Grant(format!("cannot open {}: {e}", dir.host.display())))?;
     }
     let step_name: Arc<str> = Arc::from(step);

@@ -45,6 +45,7 @@ struct RawTenant {
     workflows: Vec<String>,
     #[serde(default)]
     steps: Vec<String>,
+    workdir: Option<String>,
     max_concurrent_runs: Option<usize>,
     requests_per_minute: Option<u32>,
     self_approve: Option<bool>,
@@ -121,6 +122,11 @@ pub struct TenantConfig {
     pub policy: Option<PathBuf>,
     pub workflows: Vec<PathBuf>,
     pub steps: Vec<PathBuf>,
+    /// The tenant's own working directory (`workdir`, default
+    /// `<state>/work/<name>`): its runs start there, its policy's `roots`
+    /// resolve there, and every file its runs name is confined to it and
+    /// to its catalog and step directories (read-only).
+    pub workdir: PathBuf,
     pub max_concurrent_runs: usize,
     pub requests_per_minute: u32,
     pub self_approve: bool,
@@ -336,6 +342,18 @@ impl ServeConfig {
                     )
                 }
             };
+            let workdir = match t.workdir.as_deref().map(str::trim) {
+                Some("") => return Err(bad(format!("tenant {}: workdir is empty", t.name))),
+                Some(w) => rel(w),
+                None => state.join("work").join(&t.name),
+            };
+            check_workdir(&workdir, &state, &tenants).map_err(|why| {
+                bad(format!(
+                    "tenant {}: workdir {}: {why}",
+                    t.name,
+                    workdir.display()
+                ))
+            })?;
             tenants.push(TenantConfig {
                 approvers,
                 elicitation_is_human,
@@ -343,6 +361,7 @@ impl ServeConfig {
                 policy: t.policy.as_deref().map(rel),
                 workflows: t.workflows.iter().map(|p| rel(p)).collect(),
                 steps: t.steps.iter().map(|p| rel(p)).collect(),
+                workdir,
                 max_concurrent_runs,
                 requests_per_minute,
                 self_approve,
@@ -425,6 +444,38 @@ impl ServeConfig {
             tenants,
         })
     }
+}
+
+/// Why `workdir` cannot be a tenant's root: it holds (or lies inside) the
+/// server's state stores or another tenant's root. Lexical, on absolute
+/// paths; [`super::tenant::Tenant::new`] checks again once it exists.
+pub fn check_workdir(
+    workdir: &Path,
+    state: &Path,
+    others: &[TenantConfig],
+) -> std::result::Result<(), String> {
+    if state.starts_with(workdir) {
+        return Err(format!(
+            "holds the state directory {} (the tenants' stores); give the tenant a directory of its own",
+            state.display()
+        ));
+    }
+    if workdir.starts_with(state.join("tenants")) {
+        return Err(
+            "lies inside the tenants' stores; give the tenant a directory of its own".into(),
+        );
+    }
+    if let Some(o) = others
+        .iter()
+        .find(|o| o.workdir.starts_with(workdir) || workdir.starts_with(&o.workdir))
+    {
+        return Err(format!(
+            "overlaps tenant {}'s workdir {}; every tenant needs a root of its own",
+            o.name,
+            o.workdir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// `<hostname>-<pid>`: unique among the nodes of one database as long as

@@ -1,8 +1,9 @@
 //! Inline workflows (`workflowText`): the runner reads a workflow from a
 //! file, so the text is kept as a file named by its blake3 digest in the
-//! tenant's directory (`inline/<digest>.lobster|json`), and a later resume
-//! re-reads it and checks its digest (pinned in the resume state and the
-//! plan digest).
+//! tenant's root (`<workdir>/.inline-<digest>.lobster|json`: the paths it
+//! names resolve in the root like any file of the tenant's), and a later
+//! resume re-reads it and checks its digest (pinned in the resume state
+//! and the plan digest).
 //!
 //! With a PostgreSQL store the run may be resumed on another node, whose
 //! disk never saw the file: the text also travels through the tenant's
@@ -21,6 +22,9 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 const KEY: &str = "serve_inline_";
+
+/// How an inline document's file name starts.
+const PREFIX: &str = ".inline-";
 
 fn key(digest: &str) -> String {
     format!("{KEY}{digest}")
@@ -47,8 +51,7 @@ pub fn keep(tenant: &Tenant, doc: &str) -> Result<PathBuf, ApiError> {
                 ))
             })?;
     }
-    let dir = tenant.store.dir().join("inline");
-    let path = dir.join(format!("{digest}.{ext}"));
+    let path = tenant.workdir().join(format!("{PREFIX}{digest}.{ext}"));
     if !path.is_file() {
         write(&path, doc)
             .map_err(|e| ApiError::internal(format!("cannot keep workflowText: {e}")))?;
@@ -63,12 +66,9 @@ fn write(path: &Path, doc: &str) -> std::io::Result<()> {
     crate::state::write_atomic(path, doc.as_bytes())
 }
 
-/// The digest an inline document's path names (`…/inline/<64 hex>.lobster|json`).
+/// The digest an inline document's path names (`…/.inline-<64 hex>.lobster|json`).
 fn inline_digest(path: &Path) -> Option<String> {
-    if path.parent()?.file_name()? != "inline" {
-        return None;
-    }
-    let name = path.file_name()?.to_str()?;
+    let name = path.file_name()?.to_str()?.strip_prefix(PREFIX)?;
     let (stem, ext) = name.rsplit_once('.')?;
     let hex = stem.len() == 64 && stem.bytes().all(|b| b.is_ascii_hexdigit());
     (hex && matches!(ext, "lobster" | "json")).then(|| stem.to_ascii_lowercase())
@@ -82,18 +82,15 @@ fn refused(run_id: &str, why: String) -> ApiError {
     )
 }
 
-/// Whether `path` is `<…>/<this tenant's directory name>/inline/<file>`,
-/// absolute and without `..`.
-fn in_tenant_inline_dir(path: &Path, tenant_dir: &Path) -> bool {
+/// Whether `path` is `<…>/<this tenant's root's name>/<file>`, absolute
+/// and without `..`.
+fn in_tenant_root(path: &Path, workdir: &Path) -> bool {
     use std::path::Component;
     let plain = path.is_absolute()
         && path
             .components()
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-    let parent = path.parent();
-    plain
-        && parent.and_then(Path::file_name) == Some("inline".as_ref())
-        && parent.and_then(Path::parent).and_then(Path::file_name) == tenant_dir.file_name()
+    plain && path.parent().and_then(Path::file_name) == workdir.file_name()
 }
 
 /// Before the gate of `run_id` (resume token `token`) is decided on this
@@ -101,7 +98,12 @@ fn in_tenant_inline_dir(path: &Path, tenant_dir: &Path) -> bool {
 /// missing from this node's disk, from the tenant's store, at the path the
 /// run recorded (so nodes should share the state directory layout). The
 /// text must hash to the digest the run pinned. Files stores: nothing to do.
-pub fn materialise(store: &StateStore, run_id: &str, token: &str) -> Result<(), ApiError> {
+pub fn materialise(
+    store: &StateStore,
+    workdir: &Path,
+    run_id: &str,
+    token: &str,
+) -> Result<(), ApiError> {
     if store.is_files() {
         return Ok(());
     }
@@ -128,15 +130,15 @@ pub fn materialise(store: &StateStore, run_id: &str, token: &str) -> Result<(), 
             // Present: the resume re-hashes it against the pinned digest.
             continue;
         }
-        // Only ever into an `inline` directory of this tenant's (the node
-        // that paused the run may keep its state elsewhere): a state row
-        // (anyone who can write the database) cannot make a node write
-        // into a directory of its choosing.
-        if !in_tenant_inline_dir(path, store.dir()) {
+        // Only ever into a root of this tenant's name (the node that
+        // paused the run may keep its roots elsewhere): a state row (anyone
+        // who can write the database) cannot make a node write into a
+        // directory of its choosing.
+        if !in_tenant_root(path, workdir) {
             return Err(refused(
                 run_id,
                 format!(
-                    "its inline workflow {} is not in an inline directory of this tenant",
+                    "its inline workflow {} is not in this tenant's root",
                     path.display()
                 ),
             ));
@@ -190,22 +192,22 @@ fn workflow_state_key(token: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{in_tenant_inline_dir, inline_digest, workflow_state_key};
+    use super::{in_tenant_root, inline_digest, workflow_state_key};
     use std::path::Path;
 
     #[test]
-    fn only_an_inline_directory_of_this_tenant_is_written() {
-        let mine = Path::new("/srv/a/tenants/t-1");
-        let ok = Path::new("/srv/b/tenants/t-1/inline/ab.lobster");
-        assert!(in_tenant_inline_dir(ok, mine));
+    fn only_a_root_of_this_tenant_is_written() {
+        let mine = Path::new("/srv/a/work/t-1");
+        let ok = Path::new("/srv/b/work/t-1/.inline-ab.lobster");
+        assert!(in_tenant_root(ok, mine));
         for bad in [
-            "/etc/inline/ab.lobster",
-            "/srv/b/tenants/t-2/inline/ab.lobster",
-            "/srv/b/tenants/t-1/other/ab.lobster",
-            "/srv/b/tenants/t-1/inline/../inline/ab.lobster",
-            "srv/tenants/t-1/inline/ab.lobster",
+            "/etc/.inline-ab.lobster",
+            "/srv/b/work/t-2/.inline-ab.lobster",
+            "/srv/b/work/t-1/other/.inline-ab.lobster",
+            "/srv/b/work/t-1/../t-1/.inline-ab.lobster",
+            "srv/work/t-1/.inline-ab.lobster",
         ] {
-            assert!(!in_tenant_inline_dir(Path::new(bad), mine), "{bad}");
+            assert!(!in_tenant_root(Path::new(bad), mine), "{bad}");
         }
     }
 
@@ -230,22 +232,19 @@ mod tests {
     fn only_inline_documents_named_by_a_digest_are_materialised() {
         let d = "a".repeat(64);
         assert_eq!(
-            inline_digest(Path::new(&format!("/s/t/inline/{d}.lobster"))),
+            inline_digest(Path::new(&format!("/s/t/.inline-{d}.lobster"))),
             Some(d.clone())
         );
         assert_eq!(
-            inline_digest(Path::new(&format!("/s/t/inline/{d}.json"))),
+            inline_digest(Path::new(&format!("/s/t/.inline-{d}.json"))),
             Some(d.clone())
         );
+        assert_eq!(inline_digest(Path::new(&format!("/s/t/{d}.lobster"))), None);
         assert_eq!(
-            inline_digest(Path::new(&format!("/s/t/other/{d}.lobster"))),
+            inline_digest(Path::new(&format!("/s/t/.inline-{d}.sh"))),
             None
         );
-        assert_eq!(
-            inline_digest(Path::new(&format!("/s/t/inline/{d}.sh"))),
-            None
-        );
-        assert_eq!(inline_digest(Path::new("/s/t/inline/abc.lobster")), None);
+        assert_eq!(inline_digest(Path::new("/s/t/.inline-abc.lobster")), None);
         assert_eq!(inline_digest(Path::new("/etc/passwd")), None);
     }
 }

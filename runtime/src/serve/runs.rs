@@ -498,11 +498,18 @@ pub fn start_attached(
             ..
         }) = &job
         {
-            // Messages name the inline document, not where the server keeps it.
-            let shown = path.to_string_lossy().into_owned();
-            if let Some(m) = reply.envelope.pointer_mut("/error/message") {
-                if let Some(text) = m.as_str().filter(|t| t.contains(&shown)) {
-                    *m = json!(text.replace(&shown, "workflowText"));
+            // Messages name the inline document, not where the server keeps
+            // it (its path, or its name in the tenant's root).
+            let names = [path.as_os_str(), path.file_name().unwrap_or_default()];
+            for shown in names
+                .map(|n| n.to_string_lossy().into_owned())
+                .into_iter()
+                .filter(|n| !n.is_empty())
+            {
+                if let Some(m) = reply.envelope.pointer_mut("/error/message") {
+                    if let Some(text) = m.as_str().filter(|t| t.contains(&shown)) {
+                        *m = json!(text.replace(&shown, "workflowText"));
+                    }
                 }
             }
         }
@@ -996,7 +1003,7 @@ pub fn decide_call(
         gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
     let slot = slot(app, tenant)?;
     // A workflowText run paused on another node: its document, from the store.
-    super::inline::materialise(&tenant.store, &run_id, &token)?;
+    super::inline::materialise(&tenant.store, tenant.workdir(), &run_id, &token)?;
     // Exactly once on every node: whoever creates the gate's taken key
     // decides it (the store's claim of the resume state is the second lock).
     if !take_gate(tenant, &run_id, &token, &app.log)? {

@@ -5,6 +5,7 @@ use super::config::TenantConfig;
 use crate::app::{Catalog, Settings};
 use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
+use crate::kernel::root::{Confinement, RunRoot};
 use crate::kernel::Policy;
 use crate::state::runlog::RunLog;
 use crate::state::StateStore;
@@ -30,6 +31,34 @@ pub fn tenant_store(root: &StateStore, tenant: &str) -> StateStore {
     }
 }
 
+/// The root of `cfg`'s runs: its `workdir`, created (owner-only) and
+/// made canonical, confining its runs together with its catalog and step
+/// directories (read-only).
+fn tenant_root(cfg: &TenantConfig) -> Result<RunRoot> {
+    let fail = |what: &str, e: std::io::Error| {
+        Error::runtime(format!(
+            "tenant {}: cannot {what} its workdir {}: {e}",
+            cfg.name,
+            cfg.workdir.display()
+        ))
+    };
+    std::fs::create_dir_all(&cfg.workdir).map_err(|e| fail("create", e))?;
+    let workdir = cfg.workdir.canonicalize().map_err(|e| fail("open", e))?;
+    let read_only = cfg
+        .workflows
+        .iter()
+        .chain(&cfg.steps)
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
+    Ok(RunRoot {
+        workdir,
+        confinement: Confinement {
+            read_only,
+            tenant: true,
+        },
+    })
+}
+
 /// One configured tenant.
 pub struct Tenant {
     pub name: String,
@@ -38,6 +67,8 @@ pub struct Tenant {
     /// steps and store).
     pub settings: Arc<Settings>,
     pub store: StateStore,
+    /// Its root ([`Tenant::workdir`]).
+    workdir: std::path::PathBuf,
     /// Records of runs answered within their `wait` (files store only; see
     /// [`crate::state::runlog`]). PostgreSQL keeps every record in its table.
     pub run_log: Option<RunLog>,
@@ -104,6 +135,8 @@ impl Tenant {
         }
         let catalog = Catalog::load(&cfg.workflows)
             .map_err(|e| Error::parse(format!("tenant {}: {e}", cfg.name)))?;
+        let run_root = tenant_root(cfg)?;
+        let workdir = run_root.workdir.clone();
         let store = tenant_store(root, &cfg.name);
         let settings = Settings {
             policy: None,
@@ -119,6 +152,7 @@ impl Tenant {
             state: Some(store.clone()),
             fixed_policy: Some(policy),
             no_server_files: true,
+            root: Some(run_root),
             tenant: true,
             door: "serve",
             // Set from serve.toml's `journal` by `serve::prepare`.
@@ -143,6 +177,7 @@ impl Tenant {
             token_sha256: cfg.token_sha256,
             settings: Arc::new(settings),
             store,
+            workdir,
             run_log,
             self_approve: cfg.self_approve,
             approvers: cfg.approvers.clone(),
@@ -161,6 +196,11 @@ impl Tenant {
             requests_per_minute: cfg.requests_per_minute,
             index_lock: Mutex::new(()),
         })
+    }
+
+    /// The tenant's working directory (its root).
+    pub fn workdir(&self) -> &std::path::Path {
+        &self.workdir
     }
 
     /// Take one request from the per-minute budget.
@@ -276,6 +316,7 @@ mod tests {
             policy: None,
             workflows: vec![],
             steps: vec![],
+            workdir: dir.path().join("work/t"),
             max_concurrent_runs: runs,
             requests_per_minute: rpm,
             self_approve: true,

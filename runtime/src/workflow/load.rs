@@ -3,7 +3,7 @@
 //! every mapping key, so validation can say `<file>:<line>:<col>: <message>`.
 
 use crate::error::{Error, Result};
-use crate::sandbox::file_memo::{read_stamped, Stamp, MAX_ENTRIES};
+use crate::sandbox::file_memo::{read_stamped, read_stamped_file, Stamp, MAX_ENTRIES};
 use saphyr::{LoadableYamlNode, MarkedYamlOwned, ScalarOwned, YamlDataOwned};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
@@ -70,12 +70,7 @@ pub fn seg(s: &str) -> String {
 /// Read, hash and parse `path` (`shown` is how messages name it); an
 /// unchanged file is parsed once per process (see [`DocMemo`]).
 pub fn load(path: &Path) -> Result<(Source, Arc<Doc>)> {
-    let shown = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| path.strip_prefix(cwd).ok())
-        .unwrap_or(path)
-        .display()
-        .to_string();
+    let shown = shown_of(path);
     if !super::has_workflow_extension(path) {
         return Err(Error::parse(format!(
             "Workflow file must end in .lobster, .yaml, .yml or .json: {shown}"
@@ -85,11 +80,42 @@ pub fn load(path: &Path) -> Result<(Source, Arc<Doc>)> {
         return Err(Error::parse(format!("Workflow file not found: {shown}")));
     }
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let (digest, doc) = parsed(path, &shown)?;
+    let (digest, doc) = parsed(path, &shown, None)?;
     Ok((
         Source {
             shown,
             path: canonical,
+            digest,
+        },
+        doc,
+    ))
+}
+
+/// How the operator's messages name `path`: relative to the process's
+/// directory when below it.
+pub fn shown_of(path: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// [`load`] of a file already opened beneath the run's roots
+/// ([`crate::kernel::Authority::open_file`]): the bytes come from `file`,
+/// `path` is where it really is and `shown` how messages name it.
+pub fn load_opened(path: &Path, shown: String, file: std::fs::File) -> Result<(Source, Arc<Doc>)> {
+    if !super::has_workflow_extension(path) {
+        return Err(Error::parse(format!(
+            "Workflow file must end in .lobster, .yaml, .yml or .json: {shown}"
+        )));
+    }
+    let (digest, doc) = parsed(path, &shown, Some(file))?;
+    Ok((
+        Source {
+            shown,
+            path: path.to_path_buf(),
             digest,
         },
         doc,
@@ -112,16 +138,24 @@ fn doc_memo() -> &'static DocMemo {
 }
 
 /// The digest and parsed document of the workflow file at `path`.
-fn parsed(path: &Path, shown: &str) -> Result<(String, Arc<Doc>)> {
+fn parsed(path: &Path, shown: &str, file: Option<std::fs::File>) -> Result<(String, Arc<Doc>)> {
     let read_error =
         |e: std::io::Error| Error::runtime(format!("cannot read workflow file {shown}: {e}"));
-    let stamp = Stamp::of(&std::fs::metadata(path).map_err(read_error)?);
+    let meta = match &file {
+        Some(f) => f.metadata(),
+        None => std::fs::metadata(path),
+    };
+    let stamp = Stamp::of(&meta.map_err(read_error)?);
     if let Some((known, digest, doc)) = doc_memo().lock().ok().and_then(|m| m.get(path).cloned()) {
         if known == stamp {
             return Ok((digest, doc));
         }
     }
-    let (bytes, settled) = read_stamped(path).map_err(read_error)?;
+    let (bytes, settled) = match file {
+        Some(f) => read_stamped_file(f),
+        None => read_stamped(path),
+    }
+    .map_err(read_error)?;
     let digest = blake3::hash(&bytes).to_hex().to_string();
     let text = String::from_utf8(bytes)
         .map_err(|_| Error::parse(format!("{shown}: workflow file is not valid UTF-8")))?;

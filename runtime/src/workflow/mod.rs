@@ -47,18 +47,58 @@ pub fn load_plan(path: &Path, registry: Option<&Registry>) -> Result<(Arc<Workfl
     load_plan_under(path, registry, None)
 }
 
-/// [`load_plan`] for a run: every literal sub-workflow file is judged by
-/// `authority` before it is read (see [`crate::policy::Request::WorkflowFile`]).
+/// [`load_plan`] for a run: every literal sub-workflow file is opened as
+/// `authority` lets the run read it (beneath its roots when confined; see
+/// [`crate::kernel::root`]) and read from that handle.
 pub fn load_plan_under(
     path: &Path,
     registry: Option<&Registry>,
     authority: Option<&crate::kernel::Authority>,
 ) -> Result<(Arc<Workflow>, FileDigests)> {
-    let root = Arc::new(load_workflow(path, registry)?);
+    let root = Arc::new(match authority {
+        // A tenant's top file (its catalog's or its inline text, chosen by
+        // the server) is named relative to its root in every message.
+        Some(a) if a.confinement().tenant => {
+            let file = std::fs::File::open(path).map_err(|e| {
+                Error::runtime(format!("cannot read workflow file {}: {e}", a.shown(path)))
+            })?;
+            let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            let (source, doc) = load::load_opened(&real, a.shown(&real), file)?;
+            validate::validate(source, &doc, registry)?
+        }
+        _ => load_workflow(path, registry)?,
+    });
     let mut files = vec![(root.source.path.clone(), root.source.digest.clone())];
     let mut stack = vec![root.source.path.clone()];
     collect_static(&root, &mut stack, &mut files, registry, authority)?;
     Ok((root, files))
+}
+
+/// Open the sub-workflow at `full` (written `written`) as `authority`
+/// lets the run read it, and validate it. `refused` words a refusal (the
+/// reason completes "workflow file {written} …"); a missing file is
+/// `Ok(None)` for the operator (the caller says "not found" its way) and a
+/// refusal like any other toward a tenant (no existence oracle).
+pub fn open_sub_workflow(
+    full: &Path,
+    registry: Option<&Registry>,
+    authority: &crate::kernel::Authority,
+    refused: impl FnOnce(crate::kernel::Refusal) -> Error,
+) -> Result<Option<Workflow>> {
+    use crate::kernel::root::Refused;
+    let tenant = authority.confinement().tenant;
+    let opened = match authority.open_file(full) {
+        Ok(o) => o,
+        Err(Refused::Missing) if !tenant => return Ok(None),
+        Err(why) => return Err(refused(authority.file_refusal(full, &why))),
+    };
+    let shown = if tenant {
+        authority.shown(&opened.path)
+    } else {
+        load::shown_of(full)
+    };
+    let (source, doc) = load::load_opened(&opened.path, shown, opened.file)?;
+    Ok(Some(validate::validate(source, &doc, registry)?))
 }
 
 fn collect_static(
@@ -78,31 +118,32 @@ fn collect_static(
                     ))
                 };
                 let full = steps::compose::resolve_path(&wf.source.path, path);
-                if !full.is_file() {
-                    return Err(at(format!(
+                let not_found = || {
+                    at(format!(
                         "Workflow step {} workflow file not found: {}",
                         step.id,
                         full.display()
-                    )));
-                }
-                if let Some(a) = authority {
-                    a.judge(&crate::policy::Request::WorkflowFile { path: &full })
-                        .map_err(|r| {
-                            Error::runtime(format!(
-                                "policy refuses this run: {}:{}:{}: step {} workflow file {path} {r}",
-                                wf.source.shown, pos.line, pos.col, step.id
-                            ))
-                        })?;
-                }
-                let real = std::fs::canonicalize(&full)?;
+                    ))
+                };
+                let child = match authority {
+                    Some(a) => open_sub_workflow(&full, registry, a, |r| {
+                        Error::runtime(format!(
+                            "policy refuses this run: {}:{}:{}: step {} workflow file {path} {r}",
+                            wf.source.shown, pos.line, pos.col, step.id
+                        ))
+                    })?
+                    .ok_or_else(not_found)?,
+                    None if !full.is_file() => return Err(not_found()),
+                    None => load_workflow(&full, registry)?,
+                };
+                let real = child.source.path.clone();
                 if stack.contains(&real) {
                     return Err(at(format!(
                         "Workflow step {} creates a cycle: {} is already being executed",
                         step.id,
-                        real.display()
+                        authority.map_or_else(|| real.display().to_string(), |a| a.shown(&real))
                     )));
                 }
-                let child = load_workflow(&full, registry)?;
                 if !files.iter().any(|(p, _)| p == &real) {
                     files.push((real.clone(), child.source.digest.clone()));
                 }

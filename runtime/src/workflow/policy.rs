@@ -283,6 +283,18 @@ impl Walker<'_> {
                     return;
                 }
                 let full = workflow_dir(wf).join(uses);
+                // A tenant's components come from its roots only: judged
+                // before anything reads the file, with one answer for
+                // missing and outside (as the run gives it).
+                if self.authority.confinement().tenant && !uses.contains("://") {
+                    if let Err(why) = self.authority.open_file(&full) {
+                        self.out.refused.push(format!(
+                            "{at}: step {id} component {uses} {}",
+                            why.toward_tenant()
+                        ));
+                        return;
+                    }
+                }
                 let loaded = match crate::sandbox::resolver_of(self.registry) {
                     Some(steps) => steps.load_uses(uses, workflow_dir(wf)).map(|(_, c)| c),
                     None => crate::sandbox::load_file(&full, self.cache),
@@ -331,19 +343,24 @@ impl Walker<'_> {
                     return;
                 }
                 let full = workflow_dir(wf).join(path);
-                if full.exists() {
-                    let asked = Request::WorkflowFile { path: &full };
-                    if let Err(r) = self.authority.judge(&asked) {
-                        self.out
-                            .refused
-                            .push(format!("{at}: step {id} workflow file {path} {r}"));
-                        return;
-                    }
-                }
+                // Opened as the run opens it (beneath its roots when
+                // confined); a missing file is load_plan's to report
+                // (toward a tenant it is refused like an outside one).
                 // Validation proper (stage names included) is load_plan's;
                 // here the file only has to parse.
-                if let Ok(child) = super::load_workflow(&full, None) {
-                    self.workflow(&child);
+                let refusal = std::cell::RefCell::new(None);
+                let opened = super::open_sub_workflow(&full, None, self.authority, |r| {
+                    let e = crate::error::Error::runtime(r.reason.clone());
+                    *refusal.borrow_mut() = Some(r);
+                    e
+                });
+                match (opened, refusal.into_inner()) {
+                    (_, Some(r)) => self
+                        .out
+                        .refused
+                        .push(format!("{at}: step {id} workflow file {path} {r}")),
+                    (Ok(Some(child)), None) => self.workflow(&child),
+                    _ => {}
                 }
             }
             _ => {}

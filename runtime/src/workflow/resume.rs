@@ -226,11 +226,12 @@ fn verify(
             .map(|b| blake3::hash(&b).to_hex().to_string())
             .unwrap_or_default();
         if now != f.digest {
-            return Err(refused(&f.path));
+            return Err(refused(&ctx.authority().shown(Path::new(&f.path))));
         }
     }
+    let top = ctx.authority().shown(Path::new(&state.file_path));
     let (wf, _) = super::load_plan(Path::new(&state.file_path), Some(&ctx.registry))
-        .map_err(|_| refused(&state.file_path))?;
+        .map_err(|_| refused(&top))?;
     crate::workflow::policy::check_workflow(&wf, ctx)?;
     if wf.source.digest
         != state
@@ -239,7 +240,7 @@ fn verify(
             .map(|f| f.digest.clone())
             .unwrap_or_default()
     {
-        return Err(refused(&state.file_path));
+        return Err(refused(&top));
     }
     // Plans are pinned: every stage name resolves, on a fresh resolver over
     // the recorded step path, to the file and digest it had at the pause.

@@ -31,34 +31,43 @@ pub fn run(
     let scope = runner.scope();
     let rendered = render(path, &scope, Style::Raw, None).text;
     let full = resolve_path(&runner.wf.source.path, &rendered);
-    if !full.exists() {
-        return Err(Error::runtime(format!(
+    // The authority opens the file now, as the run really loads it (beneath
+    // the run's roots when confined, read from that handle): a templated
+    // path, a step's output or a file rewritten by an earlier step is
+    // walked by the same rules as the top file. Toward a tenant the path
+    // is named as written, and missing or outside get one answer.
+    let authority = ctx.authority();
+    let tenant = authority.confinement().tenant;
+    let named = || {
+        if tenant {
+            rendered.clone()
+        } else {
+            full.display().to_string()
+        }
+    };
+    let child = crate::workflow::open_sub_workflow(&full, Some(&ctx.registry), authority, |r| {
+        Error::runtime(format!(
+            "Workflow step {} workflow file {} {r}",
+            step.id,
+            named()
+        ))
+    })?
+    .ok_or_else(|| {
+        Error::runtime(format!(
             "Workflow step {} workflow file not found: {}",
             step.id,
             full.display()
-        )));
-    }
-    // The authority judges the file now, as the run really loads it: a
-    // templated path, a step's output or a file rewritten by an earlier
-    // step is walked by the same rules as the top file.
-    ctx.authority()
-        .judge(&crate::policy::Request::WorkflowFile { path: &full })
-        .map_err(|r| {
-            Error::runtime(format!(
-                "Workflow step {} workflow file {} {r}",
-                step.id,
-                full.display()
-            ))
-        })?;
-    let real = std::fs::canonicalize(&full)?;
+        ))
+    })?;
+    let real = child.source.path.clone();
     if runner.stack.contains(&real) {
         return Err(Error::runtime(format!(
             "Workflow step {} creates a cycle: {} is already being executed",
             step.id,
-            real.display()
+            authority.shown(&real)
         )));
     }
-    let child = Arc::new(crate::workflow::load_workflow(&full, Some(&ctx.registry))?);
+    let child = Arc::new(child);
     crate::workflow::policy::check_sub_workflow(&child, ctx).map_err(|e| {
         e.context(&format!(
             "Workflow step {} sub-workflow {rendered}: ",

@@ -31,13 +31,28 @@ pub fn load(
         Some(fetched) => fetched.map_err(at_step)?,
         None => {
             let full = super::compose::resolve_path(workflow_path, uses);
-            if !full.is_file() {
+            let authority = ctx.authority();
+            if authority.confinement().tenant {
+                // A tenant's components come from its roots only (its
+                // working directory, catalog and step directories), opened
+                // beneath them; missing and outside get one answer.
+                match authority.open_file(&full) {
+                    Ok(opened) => opened.path,
+                    Err(why) => {
+                        return Err(Error::runtime(format!(
+                            "Workflow step {step_id} component {uses} {}",
+                            why.toward_tenant()
+                        )))
+                    }
+                }
+            } else if !full.is_file() {
                 return Err(Error::runtime(format!(
                     "Workflow step {step_id} component not found: {}",
                     full.display()
                 )));
+            } else {
+                full
             }
-            full
         }
     };
     let component = load_admitted(
