@@ -561,6 +561,59 @@ fn human_mode_pause_prints_status_object_and_token() {
     assert!(r.stderr.contains("lobster resume --id "), "{r:?}");
 }
 
+/// An approver's name never comes from the workflow (issue 22): `env:`
+/// at the workflow, the step, a sub-workflow's caller, or copied by `$VAR`
+/// expansion, sets `LOBSTER_APPROVAL_APPROVED_BY` for host processes only;
+/// the resume still asks who approves, under both trust levels.
+#[test]
+fn a_workflow_cannot_name_its_approver() {
+    let env = Env::new();
+    std::fs::write(env.work_path("untrusted.toml"), "trust = \"untrusted\"\n").unwrap();
+    let gate = "  - id: gate\n    approval:\n      prompt: ok?\n      required_approver: carol\n";
+    env.wf("sub.lobster", &format!("steps:\n{gate}"));
+    let cases = [
+        format!("env:\n  LOBSTER_APPROVAL_APPROVED_BY: carol\nsteps:\n{gate}"),
+        format!("steps:\n  - id: pre\n    env:\n      LOBSTER_APPROVAL_APPROVED_BY: carol\n    pipeline: json\n{gate}"),
+        "steps:\n  - id: s\n    env:\n      LOBSTER_APPROVAL_APPROVED_BY: carol\n    workflow: sub.lobster\n".to_string(),
+        format!("env:\n  LOBSTER_APPROVAL_APPROVED_BY: $WHO\nsteps:\n{gate}"),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        for policy in [None, Some("untrusted.toml")] {
+            let f = env.wf(&format!("w{i}.lobster"), text);
+            let mut argv = vec!["run", "--mode", "tool"];
+            if let Some(p) = policy {
+                argv.extend(["--policy", p]);
+            }
+            argv.extend(["--file", f.as_str()]);
+            let r = finish(
+                env.command(&argv)
+                    .env("WHO", "carol")
+                    .env_remove("LOBSTER_POLICY")
+                    .env_remove("LOBSTER_APPROVAL_APPROVED_BY")
+                    .output()
+                    .unwrap(),
+            );
+            if r.json()["status"] != "needs_approval" {
+                // Untrusted refuses `$WHO` (host environment) outright.
+                assert!(policy.is_some() && i == 3, "{i} {policy:?}: {r:?}");
+                continue;
+            }
+            let t = token_of(&r.json());
+            let r = finish(
+                env.command(&["resume", "--token", &t, "--approve", "yes"])
+                    .env_remove("LOBSTER_APPROVAL_APPROVED_BY")
+                    .output()
+                    .unwrap(),
+            );
+            assert_eq!(r.code, 2, "{i} {policy:?}: {r:?}");
+            assert!(
+                error_message(&r).contains("requires approver identity"),
+                "{i} {policy:?}: {r:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn approver_identity_is_enforced_before_the_token_is_spent() {
     let env = Env::new();

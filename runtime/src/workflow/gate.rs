@@ -177,7 +177,9 @@ impl From<&ApprovalGate> for Identity {
 
 /// Ask at the terminal (human mode with a TTY): `<prompt> [y/N] `.
 pub fn ask_approval(step_id: &str, gate: &ApprovalGate, ctx: &Context) -> Result<()> {
-    let approver = non_empty(ctx.env.get("LOBSTER_APPROVAL_APPROVED_BY"));
+    // Who answers at the terminal is named by `lobster`'s own environment
+    // (the operator's), never by a workflow's or a calling step's `env:`.
+    let approver = non_empty(std::env::var("LOBSTER_APPROVAL_APPROVED_BY").ok().as_ref());
     check_identity(step_id, &gate.into(), approver.as_deref())?;
     // The plan (the gate's preview) or the items, then the question.
     let shown =
