@@ -594,8 +594,14 @@ fn a_workflow_cannot_name_its_approver() {
                     .unwrap(),
             );
             if r.json()["status"] != "needs_approval" {
-                // Untrusted refuses `$WHO` (host environment) outright.
-                assert!(policy.is_some() && i == 3, "{i} {policy:?}: {r:?}");
+                // Untrusted refuses `$WHO` (host environment) outright; a
+                // sub-workflow's gate does not pause a composition (so no
+                // name is asked for there at all).
+                let composed = i == 2 && error_message(&r).contains("not supported in composition");
+                assert!(
+                    (policy.is_some() && i == 3) || composed,
+                    "{i} {policy:?}: {r:?}"
+                );
                 continue;
             }
             let t = token_of(&r.json());

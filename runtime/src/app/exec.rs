@@ -228,13 +228,19 @@ fn prepare_run(
                 return Err(Error::parse("pipeline required"));
             }
             // `lobster run wf.lobster`: a lone workflow path runs the
-            // workflow, contained exactly like `workflow:` (a path that
-            // leads out of the working directory is refused, not run).
+            // workflow. Through `lobster mcp` it is contained exactly like
+            // `workflow:` (a path that leads out of the working directory
+            // is refused, not run); `lobster call` keeps the reference's
+            // lookup.
             match lone_workflow_path(text) {
-                Some(path) if looks_like_workflow_in(&ctx.cwd, path) || path.contains("..") => {
+                Some(path)
+                    if settings.door() == "mcp"
+                        && (looks_like_workflow_in(&ctx.cwd, path) || path.contains("..")) =>
+                {
                     Some(workflow_inside(&ctx.cwd, path)?)
                 }
-                _ => None,
+                _ => (is_lone_word(text) && looks_like_workflow_in(&ctx.cwd, text))
+                    .then(|| ctx.cwd.join(text)),
             }
         }
         RunTarget::WorkflowFile(path) => Some(workflow_inside(&ctx.cwd, path)?),
