@@ -11,9 +11,8 @@ pub mod examples;
 mod lazy_tests;
 
 pub use crate::kernel::{
-    collect, parsed, stream_of, Command, Example, FlagSpec, FlagType, Halt, ItemStream,
-    LazyStream, OtherFlags, Output,
-    Registry, Signature,
+    collect, parsed, stream_of, Command, Example, FlagSpec, FlagType, Halt, ItemStream, LazyStream,
+    OtherFlags, Output, Registry, Signature,
 };
 
 mod approve;

@@ -40,7 +40,7 @@ pub use policy::{GatewayPolicy, Maxima, Policy, Trust};
 pub use registry::{Registry, StepSource};
 pub use root::Confinement;
 pub use stage::{
-    collect, parse_lazy, parsed, stream_of, Command, Example, FlagSpec, FlagType, Halt,
-    ItemStream, LazyStream, OtherFlags, Output, Signature,
+    collect, parse_lazy, parsed, stream_of, Command, Example, FlagSpec, FlagType, Halt, ItemStream,
+    LazyStream, OtherFlags, Output, Signature,
 };
 pub use steps::{SandboxConfig, StepObserver, StepReport};
