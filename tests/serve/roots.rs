@@ -115,8 +115,8 @@ impl World {
         std::os::unix::fs::symlink(d.join("acme-cat"), d.join("state/work/beta/link")).unwrap();
         let config = format!(
             "state = \"state\"\n\
-[[tenant]]\nname = \"acme\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nworkflows = [\"acme-cat\"]\n\
-[[tenant]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\nworkflows = [\"beta-cat\"]\n",
+[[tenant]]\nname = \"acme\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\nworkflows = [\"acme-cat\"]\n\
+[[tenant]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\nself_approve = true\nworkflows = [\"beta-cat\"]\n",
             sha(ACME),
             sha(BETA)
         );
@@ -373,7 +373,7 @@ fn workdirs_that_overlap_are_refused_at_start() {
         ("\"x\"", "\"state/tenants/b\"", "inside the tenants' stores"),
     ] {
         let config = format!(
-            "state = \"state\"\n[[tenant]]\nname = \"a\"\ntoken_sha256 = \"{}\"\nworkdir = {a}\n[[tenant]]\nname = \"b\"\ntoken_sha256 = \"{}\"\nworkdir = {b}\n",
+            "state = \"state\"\n[[tenant]]\nname = \"a\"\ntoken_sha256 = \"{}\"\nself_approve = true\nworkdir = {a}\n[[tenant]]\nname = \"b\"\ntoken_sha256 = \"{}\"\nself_approve = true\nworkdir = {b}\n",
             sha("a"),
             sha("b")
         );
