@@ -315,10 +315,6 @@ impl Walker<'_> {
                             self.out.broken.push(format!("{at}: {e}"));
                         }
                     }
-                    Err(_) if !full.exists() => self.out.broken.push(format!(
-                        "{at}: Workflow step {id} component not found: {uses} (looked for {})",
-                        full.display()
-                    )),
                     // The run refuses a component that does not link (an
                     // import the host lacks): so does the check. A missing
                     // file is the loader's error, reported by validation.
@@ -326,6 +322,12 @@ impl Walker<'_> {
                     // what to do about it.
                     Err(e @ crate::sandbox::SandboxError::Refused { .. }) => {
                         self.out.refused.push(format!("{at}: step {id}: {e}"))
+                    }
+                    Err(_) if !uses.contains("://") && !full.exists() => {
+                        self.out.broken.push(format!(
+                            "{at}: Workflow step {id} component not found: {uses} (looked for {})",
+                            full.display()
+                        ))
                     }
                     Err(e) if full.is_file() => self
                         .out
