@@ -2,9 +2,8 @@
 //! state store from the environment, limits (defaults, clamps, policy
 //! maxima), working directory, operator policy, sandbox grants.
 
+use super::options::{self, LimitArgs, SandboxArgs};
 use crate::broker::endpoints::{Endpoints, Sources};
-use crate::cli::limits::{self, LimitArgs};
-use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
 use crate::kernel::{Broker, Context, ContextBuilder, Grants, Mode};
 use crate::sandbox::StepPath;
@@ -99,7 +98,7 @@ pub fn context_builder(
         None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
     };
     let run_dir = match cwd {
-        Some(requested) => limits::resolve_cwd(&process_dir, requested)?,
+        Some(requested) => options::resolve_cwd(&process_dir, requested)?,
         None => process_dir,
     };
     let mut run_limits = limits.resolve(mode)?;

@@ -41,6 +41,7 @@ pub mod context;
 pub mod exec;
 pub mod gate;
 pub mod journal;
+pub mod options;
 pub mod request;
 pub mod resume;
 pub mod run_threads;
@@ -50,7 +51,7 @@ pub use catalog::{Catalog, WorkflowEntry};
 pub use exec::{resume, resume_logged, run, run_as, run_logged, Reply};
 pub use request::{parse_call, Call, ResumeCall, RunRequest, RunTarget};
 
-use crate::cli::run_args::SandboxArgs;
+use options::SandboxArgs;
 
 /// What a front door was started with: the operator's policy file, the
 /// sandbox flags every run gets, and the workflow catalog. Read-only; share

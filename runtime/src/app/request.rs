@@ -2,7 +2,7 @@
 //! (`{"action":"run"|"resume",…}`) parsed into them with the tool
 //! contract's exact error strings.
 
-use crate::cli::limits::LimitArgs;
+use super::options::LimitArgs;
 use crate::error::{Error, Result};
 use crate::resume::{Decider, Decision, ResumeRequest, ResumeTarget};
 use crate::value::Item;

@@ -23,6 +23,15 @@ pub fn take_value(inline: Option<String>, argv: &[String], next: &mut usize) -> 
     })
 }
 
+/// Parse a non-negative integer flag value.
+pub fn parse_count(flag: &str, value: &str) -> crate::error::Result<u64> {
+    value.trim().parse::<u64>().map_err(|_| {
+        crate::error::Error::parse(format!(
+            "{flag} must be a non-negative integer (got {value:?})"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,11 +119,11 @@ pub(super) fn doctor(argv: &[String]) -> i32 {
         }
         printer.envelope(&error_envelope_of("doctor_error", message))
     };
-    let limits = super::limits::LimitArgs {
+    let limits = crate::app::options::LimitArgs {
         policy: policy.clone(),
         ..Default::default()
     };
-    let sandbox = super::run_args::SandboxArgs {
+    let sandbox = crate::app::options::SandboxArgs {
         steps: steps.clone(),
         ..Default::default()
     };

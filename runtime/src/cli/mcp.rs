@@ -7,7 +7,7 @@
 
 use super::argv::{split_flag, take_value};
 use super::output::write_once;
-use super::run_args::SandboxArgs;
+use crate::app::options::SandboxArgs;
 use crate::app::{Catalog, Settings};
 use crate::error::{Error, Result};
 use crate::kernel::Mode;
@@ -115,7 +115,7 @@ pub fn parse_mcp_args(argv: &[String]) -> Result<McpArgs> {
 /// Check the settings once at start-up, the way every call will use them.
 fn settings(args: &McpArgs) -> Result<Settings> {
     let catalog = Catalog::load(&args.workflows)?;
-    let limits = super::limits::LimitArgs {
+    let limits = crate::app::options::LimitArgs {
         policy: args.policy.clone(),
         ..Default::default()
     };

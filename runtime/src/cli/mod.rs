@@ -19,7 +19,6 @@ mod completions;
 mod doctor;
 pub mod help;
 pub mod keys;
-pub mod limits;
 pub mod lock;
 pub mod mcp;
 pub mod os_args;
@@ -38,12 +37,12 @@ pub mod subcommands;
 pub mod trust_args;
 pub mod workflow_file;
 
+use crate::app::options::LimitArgs;
 use crate::error::{Error, Result};
 use crate::kernel::{Context, Mode, Registry};
 use crate::resume::Paused;
 use crate::sandbox::StepPath;
 use crate::state::StateStore;
-use limits::LimitArgs;
 use output::{human_error, write_once, Printer};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -249,7 +248,7 @@ pub(crate) fn build_context(
     mode: Mode,
     limits: &LimitArgs,
     cwd: Option<&str>,
-    sandbox: Option<&run_args::SandboxArgs>,
+    sandbox: Option<&crate::app::options::SandboxArgs>,
 ) -> Result<Context> {
     progress::install(mode);
     let mut ctx = crate::app::context::build_context(mode, limits, cwd, sandbox)?;

@@ -1,7 +1,8 @@
 //! `lobster resume` argv (reference rules: one intent, exact messages).
 
+use super::argv::parse_count;
 use super::argv::{split_flag, take_value};
-use super::limits::{parse_count, LimitArgs};
+use crate::app::options::LimitArgs;
 use crate::error::{Error, Result};
 use crate::resume::{Decision, ResumeRequest, ResumeTarget};
 

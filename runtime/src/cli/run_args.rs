@@ -5,27 +5,10 @@
 //! argv elements, `--dry-run` only before the pipeline begins, and every other
 //! element is joined with single spaces into the pipeline text.
 
-use super::argv::{split_flag, take_value};
-use super::limits::{parse_count, LimitArgs};
+use super::argv::{parse_count, split_flag, take_value};
+use crate::app::options::{LimitArgs, SandboxArgs};
 use crate::error::{Error, Result};
 use crate::kernel::Mode;
-
-/// Flags that say where WebAssembly steps come from and what they may touch.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SandboxArgs {
-    /// `--steps DIR` (repeatable): searched before `LOBSTER_STEP_PATH` and `./steps`.
-    pub steps: Vec<String>,
-    /// `--allow-read DIR[:/GUEST]` (repeatable).
-    pub allow_read: Vec<String>,
-    /// `--allow-write DIR[:/GUEST]` (repeatable).
-    pub allow_write: Vec<String>,
-    /// `--allow-env NAME` (repeatable).
-    pub allow_env: Vec<String>,
-    /// `--allow-tool NAME` (repeatable): gateway tools steps may call through the broker.
-    pub allow_tool: Vec<String>,
-    /// `--allow-llm`: steps may call a model through the broker.
-    pub allow_llm: bool,
-}
 
 /// Everything `run` was asked.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,8 +2,8 @@
 //! catalog, steps, store), and their request and concurrency budgets.
 
 use super::config::TenantConfig;
+use crate::app::options::SandboxArgs;
 use crate::app::{Catalog, Settings};
-use crate::cli::run_args::SandboxArgs;
 use crate::error::{Error, Result};
 use crate::kernel::root::{Confinement, RunRoot};
 use crate::kernel::Policy;

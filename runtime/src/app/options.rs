@@ -1,4 +1,7 @@
-//! The OpenClaw tool contract's limits: timeout, output cap, working directory.
+//! The run options every front door fills in, each from its own wire format
+//! (argv, a `lobster call` or MCP request, a serve tenant's configuration):
+//! the OpenClaw tool contract's limits (timeout, output cap, working
+//! directory) and where WebAssembly steps come from and what they may touch.
 
 use crate::error::{Error, Result};
 use crate::kernel::{Limits, Mode};
@@ -24,15 +27,6 @@ pub struct LimitArgs {
     pub policy: Option<String>,
 }
 
-/// Parse a non-negative integer flag value.
-pub fn parse_count(flag: &str, value: &str) -> Result<u64> {
-    value.trim().parse::<u64>().map_err(|_| {
-        Error::parse(format!(
-            "{flag} must be a non-negative integer (got {value:?})"
-        ))
-    })
-}
-
 impl LimitArgs {
     /// Effective limits: clamped, with tool-mode defaults.
     ///
@@ -56,6 +50,23 @@ impl LimitArgs {
             ..Limits::default()
         })
     }
+}
+
+/// Flags that say where WebAssembly steps come from and what they may touch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SandboxArgs {
+    /// `--steps DIR` (repeatable): searched before `LOBSTER_STEP_PATH` and `./steps`.
+    pub steps: Vec<String>,
+    /// `--allow-read DIR[:/GUEST]` (repeatable).
+    pub allow_read: Vec<String>,
+    /// `--allow-write DIR[:/GUEST]` (repeatable).
+    pub allow_write: Vec<String>,
+    /// `--allow-env NAME` (repeatable).
+    pub allow_env: Vec<String>,
+    /// `--allow-tool NAME` (repeatable): gateway tools steps may call through the broker.
+    pub allow_tool: Vec<String>,
+    /// `--allow-llm`: steps may call a model through the broker.
+    pub allow_llm: bool,
 }
 
 /// Resolve a requested working directory: relative, and inside `base`
