@@ -1,8 +1,29 @@
-//! A throwaway PostgreSQL cluster of one test's own, for tests that stop or
-//! restart their database (so no other test is disturbed). Shared by the
-//! store's unit tests and the serve test crate (included with `#[path]`).
+//! PostgreSQL for tests: the shared cluster's URL (`LOBSTER_TEST_PG_URL`), and
+//! a throwaway cluster of one test's own, for tests that stop or restart their
+//! database (so no other test is disturbed). Shared by the journal's unit
+//! tests, the store conformance suite and the cli and serve test crates
+//! (included with `#[path]`).
 
 use std::path::{Path, PathBuf};
+
+/// The PostgreSQL URL for tests, or `None` (after a loud skip message).
+pub fn pg_url() -> Option<String> {
+    match std::env::var("LOBSTER_TEST_PG_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "LOBSTER_TEST_PG_URL is not set under CI=true: the PostgreSQL store tests must run \
+                 (start a cluster with `bash tests/pg.sh start` and export its URL)"
+            );
+            eprintln!(
+                "\n*** SKIPPED: a PostgreSQL store test: set LOBSTER_TEST_PG_URL \
+                 (e.g. `export LOBSTER_TEST_PG_URL=$(bash tests/pg.sh start)`) ***\n"
+            );
+            None
+        }
+    }
+}
 
 /// `tests/pg.sh what` with `LOBSTER_PG_DIR=dir`; its stdout, trimmed.
 /// Fails the test when the script fails.

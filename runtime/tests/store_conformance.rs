@@ -21,25 +21,6 @@ enum Kind {
     Pg,
 }
 
-/// The PostgreSQL URL for tests, or why there is none.
-fn pg_url() -> Option<String> {
-    match std::env::var("LOBSTER_TEST_PG_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "LOBSTER_TEST_PG_URL is not set under CI=true: the PostgreSQL store tests must run \
-                 (start a cluster with `bash tests/pg.sh start` and export its URL)"
-            );
-            eprintln!(
-                "\n*** SKIPPED: a PostgreSQL store test: set LOBSTER_TEST_PG_URL \
-                 (e.g. `export LOBSTER_TEST_PG_URL=$(bash tests/pg.sh start)`) ***\n"
-            );
-            None
-        }
-    }
-}
-
 struct Fixture {
     store: StateStore,
     _dir: tempfile::TempDir,
@@ -883,7 +864,7 @@ fn a_fresh_database_is_migrated_once_on_first_use_by_racing_processes() {
 
 #[path = "../../tests/own_pg.rs"]
 mod own_pg;
-use own_pg::{pg_sh, OwnCluster};
+use own_pg::{pg_sh, pg_url, OwnCluster};
 
 #[test]
 fn a_database_restart_under_load_fails_calls_cleanly_then_recovers_losing_nothing() {

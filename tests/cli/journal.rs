@@ -143,7 +143,7 @@ fn a_paused_and_resumed_run_is_journaled_on_files() {
 
 #[test]
 fn a_paused_and_resumed_run_is_journaled_on_postgres() {
-    if let Some(url) = crate::store::pg_url() {
+    if let Some(url) = crate::own_pg::pg_url() {
         a_paused_and_resumed_run_is_journaled(Some(&url));
     }
 }

@@ -3,6 +3,9 @@
 
 mod common;
 mod completions;
+#[path = "../own_pg.rs"]
+#[allow(dead_code)] // only the shared URL is used here
+mod own_pg;
 #[path = "../psql.rs"]
 mod psql;
 

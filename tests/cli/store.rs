@@ -5,27 +5,9 @@
 //! loudly elsewhere). The race runs against both stores.
 
 use crate::common::{finish, read, token_of, Env};
+use crate::own_pg::pg_url;
 use crate::psql::psql;
 use serde_json::json;
-
-/// The PostgreSQL URL for tests, or `None` (after a loud skip message).
-pub fn pg_url() -> Option<String> {
-    match std::env::var("LOBSTER_TEST_PG_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "LOBSTER_TEST_PG_URL is not set under CI=true: the PostgreSQL store tests must run \
-                 (start a cluster with `bash tests/pg.sh start` and export its URL)"
-            );
-            eprintln!(
-                "\n*** SKIPPED: a PostgreSQL store test: set LOBSTER_TEST_PG_URL \
-                 (e.g. `export LOBSTER_TEST_PG_URL=$(bash tests/pg.sh start)`) ***\n"
-            );
-            None
-        }
-    }
-}
 
 /// The newest schema version: one SQL file per migration.
 fn latest_schema() -> String {

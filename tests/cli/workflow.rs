@@ -812,7 +812,7 @@ fn concurrent_resumes_run_the_rest_exactly_once() {
 
 #[test]
 fn concurrent_resumes_run_the_rest_exactly_once_postgres() {
-    let Some(url) = crate::store::pg_url() else {
+    let Some(url) = crate::own_pg::pg_url() else {
         return;
     };
     concurrent_workflow_resumes(Some(&url), 50);

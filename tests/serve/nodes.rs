@@ -7,26 +7,9 @@
 //! node ids of its own, so they share one database safely.
 
 use super::*;
-use crate::own_pg::{pg_sh, OwnCluster};
+use crate::own_pg::{pg_sh, pg_url, OwnCluster};
 use crate::psql::psql;
 use std::sync::{Arc, Barrier};
-
-fn pg_url() -> Option<String> {
-    match std::env::var("LOBSTER_TEST_PG_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "LOBSTER_TEST_PG_URL is not set under CI=true: the serve-on-PostgreSQL tests must run"
-            );
-            eprintln!(
-                "\n*** SKIPPED: a lobster serve test on PostgreSQL: set LOBSTER_TEST_PG_URL \
-                 (e.g. `export LOBSTER_TEST_PG_URL=$(bash tests/pg.sh start)`) ***\n"
-            );
-            None
-        }
-    }
-}
 
 fn rand_hex() -> String {
     let mut b = [0u8; 6];

@@ -7,25 +7,10 @@ use super::*;
 use crate::state::journal::RunFilter;
 use crate::state::{random_hex, StateStore};
 
-/// The PostgreSQL URL for tests, or why there is none (as in
-/// `runtime/tests/store_conformance.rs`).
-fn pg_url() -> Option<String> {
-    match std::env::var("LOBSTER_TEST_PG_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "LOBSTER_TEST_PG_URL is not set under CI=true: the PostgreSQL store tests must run \
-                 (start a cluster with `bash tests/pg.sh start` and export its URL)"
-            );
-            eprintln!(
-                "\n*** SKIPPED: a PostgreSQL store test: set LOBSTER_TEST_PG_URL \
-                 (e.g. `export LOBSTER_TEST_PG_URL=$(bash tests/pg.sh start)`) ***\n"
-            );
-            None
-        }
-    }
-}
+#[path = "../../../tests/own_pg.rs"]
+#[allow(dead_code)] // only the shared URL is used here
+mod own_pg;
+use own_pg::pg_url;
 
 #[derive(Clone, Copy)]
 enum Kind {
