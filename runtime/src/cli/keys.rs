@@ -1,9 +1,9 @@
 //! `lobster keys new NAME [--dir DIR]`: a signing key pair (see
 //! `crate::signing`).
 
-use super::output::{human_error, write_once};
+use super::output::finish_text;
 use super::trust_args;
-use crate::error::{Error, Result};
+use crate::error::Error;
 use std::path::PathBuf;
 
 /// `lobster help keys`.
@@ -50,18 +50,5 @@ pub fn keys(argv: &[String]) -> i32 {
             .with_hint("`lobster help keys`")),
         }
     });
-    finish(result)
-}
-
-fn finish(result: Result<String>) -> i32 {
-    match result {
-        Ok(text) => {
-            write_once(&text, "");
-            0
-        }
-        Err(e) => {
-            write_once("", &human_error(&e, None));
-            e.exit_code()
-        }
-    }
+    finish_text(result)
 }

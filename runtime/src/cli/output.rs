@@ -27,6 +27,26 @@ pub fn write_once(stdout: &str, stderr: &str) {
     let _ = std::io::stderr().flush();
 }
 
+/// Print a subcommand's result once — its text on stdout with `code`, or
+/// the error for humans on stderr with its exit code — and return the code.
+pub fn finish(result: crate::error::Result<(String, i32)>) -> i32 {
+    match result {
+        Ok((text, code)) => {
+            write_once(&text, "");
+            code
+        }
+        Err(e) => {
+            write_once("", &human_error(&e, None));
+            e.exit_code()
+        }
+    }
+}
+
+/// Print a text result (exit 0) or the error: [`finish`].
+pub fn finish_text(result: crate::error::Result<String>) -> i32 {
+    finish(result.map(|text| (text, 0)))
+}
+
 /// How to print one result.
 #[derive(Debug, Clone)]
 pub struct Printer {

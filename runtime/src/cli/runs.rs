@@ -1,7 +1,7 @@
 //! Reading run journals: `lobster runs list|show|export|prune`,
 //! `lobster approvals` (the pending gates) and `lobster verify FILE`.
 
-use super::output::{human_error, write_once};
+use super::output::finish;
 use crate::error::{Error, Result};
 use crate::journal::verify::{verify_text, Checkpoint, CheckpointLine, Verdict};
 use crate::state::journal::{RunFilter, RunSummary};
@@ -104,19 +104,6 @@ impl Flags {
             .rev()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
-    }
-}
-
-fn finish(result: Result<(String, i32)>) -> i32 {
-    match result {
-        Ok((text, code)) => {
-            write_once(&text, "");
-            code
-        }
-        Err(e) => {
-            write_once("", &human_error(&e, None));
-            e.exit_code()
-        }
     }
 }
 

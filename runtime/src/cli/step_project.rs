@@ -8,7 +8,7 @@
 //! component's name, size, world and digest; `test` runs every example in
 //! the sandbox, so every language tests the same way.
 
-use super::output::{human_error, write_once};
+use super::output::{finish, write_once};
 use crate::error::{Error, Result};
 use crate::executor::{run_pipeline, Outcome};
 use crate::kernel::{Context, Mode};
@@ -76,20 +76,7 @@ pub fn step(argv: &[String]) -> i32 {
             &["new", "build", "test", "publish", "pull", "sign"],
         ))),
     };
-    match result {
-        Ok((text, ok)) => {
-            write_once(&text, "");
-            if ok {
-                0
-            } else {
-                1
-            }
-        }
-        Err(e) => {
-            write_once("", &human_error(&e, None));
-            e.exit_code()
-        }
-    }
+    finish(result.map(|(text, ok)| (text, if ok { 0 } else { 1 })))
 }
 
 fn one_dir(argv: &[String], what: &str) -> Result<PathBuf> {

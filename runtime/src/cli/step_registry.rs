@@ -1,7 +1,7 @@
 //! `lobster step publish|pull|sign`: steps in OCI registries, signed.
 //! Parses and prints; the work is `crate::registry::ship`.
 
-use super::output::{human_error, write_once};
+use super::output::finish_text;
 use super::trust_args;
 use crate::error::{Error, Result};
 use crate::policy::Policy;
@@ -61,16 +61,7 @@ pub fn step_registry(command: &str, argv: &[String]) -> i32 {
             _ => sign(&args.words, args.key.as_deref(), &policy),
         }
     });
-    match result {
-        Ok(text) => {
-            write_once(&text, "");
-            0
-        }
-        Err(e) => {
-            write_once("", &human_error(&e, None));
-            e.exit_code()
-        }
-    }
+    finish_text(result)
 }
 
 fn reference(text: &str) -> Result<Reference> {
@@ -163,12 +154,7 @@ pub fn signature_line(path: &Path, digest: &str, policy: &Policy) -> String {
         Ok(None) => return "unsigned".into(),
         Err(e) => return format!("unreadable ({e})"),
     };
-    let keys: Vec<signing::PublicKey> = policy
-        .signers
-        .keys
-        .iter()
-        .filter_map(|line| signing::PublicKey::from_line(line, "[signers] keys").ok())
-        .collect();
+    let keys = signing::trusted_keys(&policy.signers);
     match signing::signature::verify_digest(digest, || std::fs::read(path), &sig, &keys) {
         Verdict::Trusted(s) => format!("signed by {s}, a trusted signer"),
         Verdict::UnknownKey(s) if keys.is_empty() => {

@@ -2,7 +2,7 @@
 //! step path into the cache (a gateway runs it at deploy time, so no run
 //! pays a first compile).
 
-use super::output::{human_error, write_once};
+use super::output::{finish, human_error, write_once};
 use crate::error::{Error, Result};
 use crate::sandbox::{load_file, ArtifactCache, CacheOutcome, StepPath};
 use crate::state::StateStore;
@@ -32,20 +32,11 @@ pub fn steps(argv: &[String]) -> i32 {
         return 0;
     }
     match argv[0].as_str() {
-        "precompile" => match parse_dirs(&argv[1..]).and_then(|dirs| precompile(&dirs)) {
-            Ok((text, ok)) => {
-                write_once(&text, "");
-                if ok {
-                    0
-                } else {
-                    1
-                }
-            }
-            Err(e) => {
-                write_once("", &human_error(&e, None));
-                e.exit_code()
-            }
-        },
+        "precompile" => finish(
+            parse_dirs(&argv[1..])
+                .and_then(|dirs| precompile(&dirs))
+                .map(|(text, ok)| (text, if ok { 0 } else { 1 })),
+        ),
         other => {
             let e = Error::parse(format!(
                 "lobster steps: unknown subcommand {other:?} (expected precompile)"

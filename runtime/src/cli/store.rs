@@ -1,7 +1,7 @@
 //! `lobster store migrate`, and the global `--store URL` flag that chooses
 //! the store for any command.
 
-use super::output::{human_error, write_once};
+use super::output::{finish_text, human_error, write_once};
 use crate::error::{Error, Result};
 use crate::state::StateStore;
 
@@ -72,16 +72,7 @@ pub fn store(argv: &[String]) -> i32 {
             write_once(STORE_HELP, "");
             0
         }
-        Some("migrate") if argv.len() == 1 => match migrate(&StateStore::from_env()) {
-            Ok(text) => {
-                write_once(&text, "");
-                0
-            }
-            Err(e) => {
-                write_once("", &human_error(&e, None));
-                e.exit_code()
-            }
-        },
+        Some("migrate") if argv.len() == 1 => finish_text(migrate(&StateStore::from_env())),
         Some(other) => {
             let e = Error::parse(format!("unknown store subcommand: {other}"))
                 .with_hint("lobster store migrate (see lobster help store)");
