@@ -192,13 +192,7 @@ impl Admission for Admitter {
             message: format!("policy refuses step {name}: {e}"),
             hint: "remove or replace the broken signature file".into(),
         })?;
-        // Validated when the policy was read.
-        let keys: Vec<signing::PublicKey> = policy
-            .signers
-            .keys
-            .iter()
-            .filter_map(|line| signing::PublicKey::from_line(line, "[signers] keys").ok())
-            .collect();
+        let keys = signing::trusted_keys(&policy.signers);
         let verdict = signature
             .as_ref()
             .map(|s| signing::signature::verify_digest(digest, &mut *bytes, s, &keys));

@@ -26,6 +26,16 @@ pub mod signature;
 pub use key::{KeyId, PublicKey, SecretKey};
 pub use signature::{sign, verify, Signature, Signer, Verdict};
 
+/// The keys a policy's `[signers]` trusts (its lines were validated when the
+/// policy was read, so none is dropped here in practice).
+pub fn trusted_keys(signers: &crate::kernel::policy::SignersPolicy) -> Vec<PublicKey> {
+    signers
+        .keys
+        .iter()
+        .filter_map(|line| PublicKey::from_line(line, "[signers] keys").ok())
+        .collect()
+}
+
 /// Why a key or a signature cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SigningError {
