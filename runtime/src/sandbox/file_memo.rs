@@ -32,7 +32,7 @@ use super::error::SandboxError;
 use super::ArtifactCache;
 use std::collections::HashMap;
 use std::fs::Metadata;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -103,18 +103,40 @@ pub fn load_admitted(
     cache: &ArtifactCache,
     admission: Option<(&str, &dyn Admission)>,
 ) -> Result<Arc<LoadedComponent>, SandboxError> {
+    let file = std::fs::File::open(path).map_err(|source| SandboxError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_admitted_file(file, path, cache, admission)
+}
+
+/// [`load_admitted`] from a file already open (a tenant's component, opened
+/// beneath its roots): the memo is asked with the open file's own stamp and
+/// what is admitted and compiled is read from the handle, never by opening
+/// `path` again (which a swapped symlink could point elsewhere).
+pub fn load_admitted_file(
+    mut file: std::fs::File,
+    path: &Path,
+    cache: &ArtifactCache,
+    admission: Option<(&str, &dyn Admission)>,
+) -> Result<Arc<LoadedComponent>, SandboxError> {
     let io = |source| SandboxError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let stamp = Stamp::of(&std::fs::metadata(path).map_err(io)?);
+    let stamp = Stamp::of(&file.metadata().map_err(io)?);
     if let Some(hit) = lookup(path, &stamp) {
         if let Some((name, a)) = admission {
-            a.admit(name, path, hit.digest(), &mut || std::fs::read(path))?;
+            a.admit(name, path, hit.digest(), &mut || {
+                let mut bytes = Vec::new();
+                file.seek(std::io::SeekFrom::Start(0))?;
+                file.read_to_end(&mut bytes)?;
+                Ok(bytes)
+            })?;
         }
         return Ok(hit);
     }
-    let (bytes, settled) = read_stamped(path).map_err(io)?;
+    let (bytes, settled) = read_stamped_file(file).map_err(io)?;
     let digest = super::component::digest_of(&bytes);
     if let Some((name, a)) = admission {
         a.admit(name, path, &digest, &mut || Ok(bytes.clone()))?;

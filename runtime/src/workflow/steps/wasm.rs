@@ -7,7 +7,7 @@
 use crate::dsl::{Args, FlagValue};
 use crate::error::{Error, Result};
 use crate::kernel::{collect, stream_of, Command, Context, Output};
-use crate::sandbox::file_memo::load_admitted;
+use crate::sandbox::file_memo::{load_admitted, load_admitted_file};
 use crate::sandbox::{ArtifactCache, WasmStep};
 use crate::value::{to_js_json, Item};
 use crate::workflow::model::{Action, Workflow};
@@ -27,6 +27,9 @@ pub fn load(
     // The run's admission: fetches `oci://` components, and judges every
     // component (signatures) before it is compiled.
     let admission = crate::sandbox::resolver_of(&ctx.registry).and_then(|s| s.admission().cloned());
+    // A tenant's component file, opened beneath its roots: loaded from
+    // that handle, not by opening its path again.
+    let mut opened_file = None;
     let full = match admission.as_ref().and_then(|a| a.fetch(uses)) {
         Some(fetched) => fetched.map_err(at_step)?,
         None => {
@@ -37,7 +40,10 @@ pub fn load(
                 // working directory, catalog and step directories), opened
                 // beneath them; missing and outside get one answer.
                 match authority.open_file(&full) {
-                    Ok(opened) => opened.path,
+                    Ok(opened) => {
+                        opened_file = Some(opened.file);
+                        opened.path
+                    }
                     Err(why) => {
                         return Err(Error::runtime(format!(
                             "Workflow step {step_id} component {uses} {}",
@@ -55,11 +61,12 @@ pub fn load(
             }
         }
     };
-    let component = load_admitted(
-        &full,
-        &ArtifactCache::in_state_dir(ctx.state.dir()),
-        admission.as_deref().map(|a| (uses, a)),
-    )
+    let cache = ArtifactCache::in_state_dir(ctx.state.dir());
+    let admitted = admission.as_deref().map(|a| (uses, a));
+    let component = match opened_file {
+        Some(file) => load_admitted_file(file, &full, &cache, admitted),
+        None => load_admitted(&full, &cache, admitted),
+    }
     .map_err(at_step)?;
     // Judged here, where every `uses:` component is loaded (templated paths
     // too), as a pipeline stage's component is judged at plan time.
