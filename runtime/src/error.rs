@@ -15,7 +15,7 @@ pub struct Location {
 }
 
 /// Everything that can go wrong inside Lobster.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// Bad input the caller can fix: DSL syntax, CLI arguments, tokens, schemas. Exit 2.
     #[error("{message}")]

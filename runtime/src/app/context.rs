@@ -2,7 +2,7 @@
 //! state store from the environment, limits (defaults, clamps, policy
 //! maxima), working directory, operator policy, sandbox grants.
 
-use super::options::{self, LimitArgs, SandboxArgs};
+use super::options::{self as limits, LimitArgs, StepOptions};
 use crate::broker::endpoints::{Endpoints, Sources};
 use crate::error::{Error, Result};
 use crate::kernel::{Broker, Context, ContextBuilder, Grants, Mode};
@@ -49,20 +49,20 @@ pub fn tenant_env(
 
 /// The context of one run: state store from the environment, limits,
 /// working directory (relative to the process's, and inside it), the
-/// operator policy, the sandbox flags when given, the endpoints from this
+/// operator policy, the steps' grants and step path when given, the endpoints from this
 /// process's environment, and whether a human can answer prompts (only in
 /// human mode on a terminal).
 pub fn build_context(
     mode: Mode,
     limits: &LimitArgs,
     cwd: Option<&str>,
-    sandbox: Option<&SandboxArgs>,
+    steps: Option<&StepOptions>,
 ) -> Result<Context> {
     Ok(context_builder(
         mode,
         limits,
         cwd,
-        sandbox,
+        steps,
         StateStore::from_env(),
         None,
         Sources::Process,
@@ -85,7 +85,7 @@ pub fn context_builder(
     mode: Mode,
     limits: &LimitArgs,
     cwd: Option<&str>,
-    sandbox: Option<&SandboxArgs>,
+    steps: Option<&StepOptions>,
     state: StateStore,
     fixed: Option<&crate::kernel::Policy>,
     sources: Sources,
@@ -98,7 +98,7 @@ pub fn context_builder(
         None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
     };
     let run_dir = match cwd {
-        Some(requested) => options::resolve_cwd(&process_dir, requested)?,
+        Some(requested) => limits::resolve_cwd(&process_dir, requested)?,
         None => process_dir,
     };
     let mut run_limits = limits.resolve(mode)?;
@@ -129,11 +129,8 @@ pub fn context_builder(
     if !policy.fuel {
         crate::sandbox::engine::disable_fuel();
     }
-    let (grants, extra) = match sandbox {
-        Some(args) => (
-            sandbox_grants(args)?,
-            args.steps.iter().map(PathBuf::from).collect(),
-        ),
+    let (grants, extra) = match steps {
+        Some(s) => (s.grants_for_run(), s.steps.clone()),
         None => (Grants::default(), Vec::new()),
     };
     let policy = Arc::new(policy);
@@ -163,28 +160,4 @@ pub fn context_builder(
         .registry(registry)
         .broker(Arc::new(broker))
         .interactive(interactive))
-}
-
-/// The grants of `--allow-read`, `--allow-write`, `--allow-env`,
-/// `--allow-tool` and `--allow-llm`, with a fresh clock and random seed
-/// (recorded with any pause).
-pub fn sandbox_grants(args: &SandboxArgs) -> Result<Grants> {
-    let mut builder = Grants::builder();
-    for spec in &args.allow_read {
-        builder = builder.allow_read(spec);
-    }
-    for spec in &args.allow_write {
-        builder = builder.allow_write(spec);
-    }
-    for name in &args.allow_env {
-        builder = builder.allow_env(name);
-    }
-    for name in &args.allow_tool {
-        builder = builder.allow_tool(name);
-    }
-    builder = builder.allow_llm(args.allow_llm);
-    builder
-        .fresh_run()
-        .build()
-        .map_err(|e| Error::parse(e.to_string()))
 }

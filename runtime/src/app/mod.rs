@@ -1,67 +1,69 @@
-//! The front-door layer: typed requests in, the tool envelope out, for every
-//! front door that is not a terminal (`lobster call`, `lobster mcp`, and the
-//! HTTP server that comes later).
+//! The request layer: the only way into a run. Every door — `lobster run`,
+//! `lobster resume`, `lobster call`, `lobster mcp`, and `lobster serve`'s
+//! `/mcp` and `/v1/*` — turns its wire format into a typed [`Request`] and
+//! hands it to [`start`] with the door's [`Settings`]; it gets a
+//! [`RunHandle`] back (its cancellation, and its end to wait for, blocking
+//! or async) and renders the [`Finished`] run its own way ([`Reply`] is the
+//! tool envelope).
 //!
 //! # Contract
 //!
-//! - [`run`] runs a pipeline or a workflow file ([`RunRequest`]); [`resume`]
-//!   continues a paused run by token or `approvalId` ([`ResumeCall`]);
-//!   [`Catalog`] lists the workflows of the `--workflows` directories. Each
-//!   returns a [`Reply`]: the same envelope (`ok`, `needs_approval`,
-//!   `needs_input`, `cancelled`, or an error envelope) and exit code the CLI
-//!   prints for `lobster run --mode tool`, with the same policy, limits
-//!   (defaults, clamps, the `maxStdoutBytes` cap on the envelope), grants,
-//!   state directory and token rules.
-//! - **Concurrency.** Everything a run needs lives in its own [`Context`]
-//!   and on disk (the state directory); [`Settings`] is read-only. Calls from
-//!   several threads of one process are independent: no printing, no global
-//!   latch, no signal handlers on this path.
-//! - **Cancellation.** Each call takes a [`Cancel`] handle the caller made;
-//!   `cancel.trigger(CancelReason::Signal {..})` ends the run as SIGINT would
-//!   (children are signalled, the run ends with the signal's error). The
-//!   deadline (`timeoutMs`, default 20 s) is enforced by the calling thread,
-//!   so no timer thread outlives a call. If the run does not stop within a
-//!   grace period after cancellation, the call returns the cancellation
-//!   error anyway (the CLI's watchdog does the same by exiting).
-//! - **Blocking.** The functions block; async servers call them from
-//!   `spawn_blocking`.
+//! - Requests are typed: [`RunRequest`] (a [`RunTarget`] — the target rule
+//!   is written once, in [`target`] — args, cwd, [`LimitArgs`], mode) and
+//!   [`ResumeCall`]; a resume goes to the pipeline or workflow layer by the
+//!   kind its token names ([`resume`]).
+//! - Everything a run needs lives in its own [`crate::kernel::Context`]
+//!   (built in [`context`] the same way for every door: limits, clamps,
+//!   policy, directory, grants, steps, endpoints) and in the store;
+//!   [`Settings`] is read-only. Runs from many threads are independent: no
+//!   printing, no global latch, no signal handlers here.
+//! - Cancellation: each run has a [`Cancel`] the door may keep;
+//!   `cancel.trigger(CancelReason::Signal {..})` ends the run as SIGINT
+//!   would. The deadline (`timeoutMs`, default 20 s in tool mode) fires on
+//!   the process's timer thread; a run that does not stop within
+//!   [`start::CANCEL_GRACE`] of its cancellation settles with the
+//!   cancellation error anyway.
+//! - Nothing under `app/` imports a door.
 //!
 //! ```no_run
-//! use lobster::app::{self, RunRequest, RunTarget, Settings};
-//! use lobster::executor::Cancel;
-//! let settings = Settings::default();
+//! use lobster::app::{self, Request, RunRequest, Settings, StartOptions};
+//! let settings = std::sync::Arc::new(Settings::default());
 //! let request = RunRequest::pipeline("exec --json --shell 'echo [1,2]' | approve --prompt ok?");
-//! let reply = app::run(&settings, &request, &Cancel::default());
-//! assert_eq!(reply.status(), Some("needs_approval"));
+//! let handle = app::start(settings, Request::Run(request), StartOptions::default());
+//! assert_eq!(handle.wait().reply().status(), Some("needs_approval"));
 //! ```
 
 pub mod approval;
 pub mod catalog;
 pub mod context;
-pub mod exec;
 pub mod gate;
 pub mod journal;
 pub mod options;
+pub mod reply;
 pub mod request;
 pub mod resume;
-pub mod run_threads;
+pub mod start;
+pub mod target;
 
 pub use crate::kernel::Cancel;
 pub use catalog::{Catalog, WorkflowEntry};
-pub use exec::{resume, resume_logged, run, run_as, run_logged, Reply};
-pub use request::{parse_call, Call, ResumeCall, RunRequest, RunTarget};
+pub use options::{LimitArgs, StepOptions};
+pub use reply::Reply;
+pub use request::{parse_call, Call, ResumeCall, RunRequest};
+pub use start::{
+    prepare, start, start_prepared, Finished, Prepared, Request, RunHandle, StartOptions, Work,
+};
+pub use target::RunTarget;
 
-use options::SandboxArgs;
-
-/// What a front door was started with: the operator's policy file, the
-/// sandbox flags every run gets, and the workflow catalog. Read-only; share
+/// What a front door was started with: the operator's policy file, what
+/// every run gets for its steps, and the workflow catalog. Read-only; share
 /// it between threads behind an `Arc`.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     /// `--policy FILE` (refused per call when `LOBSTER_POLICY` is set, as in the CLI).
     pub policy: Option<String>,
-    /// `--steps`, `--allow-read`, `--allow-write`, `--allow-env` for every run.
-    pub sandbox: SandboxArgs,
+    /// The step path and grants of every run (`--steps`, `--allow-*`).
+    pub steps: StepOptions,
     /// The workflows under `--workflows` directories.
     pub catalog: Catalog,
     /// The state store of every run and resume (`None`: `LOBSTER_STATE_DIR`).
@@ -75,14 +77,19 @@ pub struct Settings {
     /// metrics); `None`: nobody is watching.
     pub observer: Option<crate::kernel::StepObserver>,
     /// Refuse requests that name files or directories of this process:
-    /// a workflow file (`RunTarget::WorkflowFile`, or a pipeline that is a
-    /// lone workflow path) and `cwd`. `lobster serve` sets it: its tenants
-    /// run catalog workflows and `workflowText`, in their own roots.
+    /// a workflow that is not a catalog name, a pipeline that is a lone
+    /// workflow path, and `cwd` (see [`target`]). `lobster serve` sets it:
+    /// its tenants run catalog workflows and `workflowText`, in their own
+    /// roots.
     pub no_server_files: bool,
     /// A `lobster serve` tenant's root: runs and resumes start in its
     /// working directory, and every file they name is confined to it and
     /// its read-only roots ([`crate::kernel::root`]).
     pub root: Option<crate::kernel::root::RunRoot>,
+    /// Whether a run's deadline stops while components compile (the CLI's
+    /// one run; a server's runs keep the wall clock, so one tenant's
+    /// compile does not stop another's deadline).
+    pub deadline_pauses: bool,
     /// The runs are a `lobster serve` tenant's: their endpoints and
     /// credentials come only from `fixed_policy` (and the variables it
     /// names), never from the reference's variables in the server's

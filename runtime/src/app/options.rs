@@ -1,10 +1,12 @@
-//! The run options every front door fills in, each from its own wire format
-//! (argv, a `lobster call` or MCP request, a serve tenant's configuration):
-//! the OpenClaw tool contract's limits (timeout, output cap, working
-//! directory) and where WebAssembly steps come from and what they may touch.
+//! The typed options a run is started with, whatever door it came through:
+//! the limits a caller asks for ([`LimitArgs`], resolved with the tool
+//! contract's defaults and clamps), the working directory it names
+//! ([`resolve_cwd`]), and what every run of a front door gets for its
+//! WebAssembly steps ([`StepOptions`]: a step path and the grants). Doors
+//! turn their flags or fields into these; nothing here parses a wire format.
 
 use crate::error::{Error, Result};
-use crate::kernel::{Limits, Mode};
+use crate::kernel::{Grants, Limits, Mode};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -52,23 +54,6 @@ impl LimitArgs {
     }
 }
 
-/// Flags that say where WebAssembly steps come from and what they may touch.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SandboxArgs {
-    /// `--steps DIR` (repeatable): searched before `LOBSTER_STEP_PATH` and `./steps`.
-    pub steps: Vec<String>,
-    /// `--allow-read DIR[:/GUEST]` (repeatable).
-    pub allow_read: Vec<String>,
-    /// `--allow-write DIR[:/GUEST]` (repeatable).
-    pub allow_write: Vec<String>,
-    /// `--allow-env NAME` (repeatable).
-    pub allow_env: Vec<String>,
-    /// `--allow-tool NAME` (repeatable): gateway tools steps may call through the broker.
-    pub allow_tool: Vec<String>,
-    /// `--allow-llm`: steps may call a model through the broker.
-    pub allow_llm: bool,
-}
-
 /// Resolve a requested working directory: relative, and inside `base`
 /// (after following symlinks).
 pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf> {
@@ -103,6 +88,75 @@ pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf> {
         return Err(Error::parse(format!("cwd is not a directory: {requested}")));
     }
     Ok(resolved)
+}
+
+/// What every run of a front door gets for its WebAssembly steps: extra
+/// step directories (searched before `LOBSTER_STEP_PATH` and `./steps`) and
+/// the grants (`--allow-*`); each run gets them with a fresh clock and seed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOptions {
+    /// `--steps DIR`, in order.
+    pub steps: Vec<PathBuf>,
+    /// `--allow-read`, `--allow-write`, `--allow-env`, `--allow-tool`,
+    /// `--allow-llm`.
+    pub grants: Grants,
+}
+
+impl StepOptions {
+    /// The grants of one run: these, with the run's own clock and seed
+    /// (recorded with any pause).
+    pub fn grants_for_run(&self) -> Grants {
+        self.grants.fresh_run()
+    }
+}
+
+/// Flags that say where WebAssembly steps come from and what they may touch,
+/// as a door's caller wrote them (turned into [`StepOptions`] with
+/// `TryFrom`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SandboxArgs {
+    /// `--steps DIR` (repeatable): searched before `LOBSTER_STEP_PATH` and `./steps`.
+    pub steps: Vec<String>,
+    /// `--allow-read DIR[:/GUEST]` (repeatable).
+    pub allow_read: Vec<String>,
+    /// `--allow-write DIR[:/GUEST]` (repeatable).
+    pub allow_write: Vec<String>,
+    /// `--allow-env NAME` (repeatable).
+    pub allow_env: Vec<String>,
+    /// `--allow-tool NAME` (repeatable): gateway tools steps may call through the broker.
+    pub allow_tool: Vec<String>,
+    /// `--allow-llm`: steps may call a model through the broker.
+    pub allow_llm: bool,
+}
+
+impl TryFrom<&SandboxArgs> for StepOptions {
+    type Error = Error;
+
+    /// The step path and grants the flags ask for (each run gets the
+    /// grants with a fresh clock and random seed).
+    fn try_from(args: &SandboxArgs) -> Result<Self> {
+        let mut builder = Grants::builder();
+        for spec in &args.allow_read {
+            builder = builder.allow_read(spec);
+        }
+        for spec in &args.allow_write {
+            builder = builder.allow_write(spec);
+        }
+        for name in &args.allow_env {
+            builder = builder.allow_env(name);
+        }
+        for name in &args.allow_tool {
+            builder = builder.allow_tool(name);
+        }
+        let grants = builder
+            .allow_llm(args.allow_llm)
+            .build()
+            .map_err(|e| Error::parse(e.to_string()))?;
+        Ok(StepOptions {
+            steps: args.steps.iter().map(PathBuf::from).collect(),
+            grants,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -3,26 +3,12 @@
 //! contract's exact error strings.
 
 use super::options::LimitArgs;
+use super::target::RunTarget;
 use crate::error::{Error, Result};
+use crate::kernel::Mode;
 use crate::resume::{Decider, Decision, ResumeRequest, ResumeTarget};
 use crate::value::Item;
 use serde_json::{Map, Value};
-
-/// What a run request runs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunTarget {
-    /// Pipeline text. Like `lobster run`, a lone existing workflow file path
-    /// (no `|`, a workflow extension) runs that workflow.
-    Pipeline(String),
-    /// A workflow file, relative to the run's working directory; it must
-    /// stay inside it.
-    WorkflowFile(String),
-    /// A workflow of the catalog, by its tool name.
-    WorkflowNamed(String),
-    /// A workflow file the front door itself wrote or chose (`lobster
-    /// serve`'s `workflowText`, saved in the tenant's store); taken as is.
-    WorkflowPath(std::path::PathBuf),
-}
 
 /// Run a pipeline or a workflow.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +24,8 @@ pub struct RunRequest {
     pub limits: LimitArgs,
     /// Refuse args the workflow does not declare (workflow-as-tool calls).
     pub strict_args: bool,
+    /// Tool mode (one envelope, gates halt) for every door but `lobster run`.
+    pub mode: Mode,
 }
 
 impl RunRequest {
@@ -50,18 +38,20 @@ impl RunRequest {
             cwd: None,
             limits: LimitArgs::default(),
             strict_args: false,
+            mode: Mode::Tool,
         }
     }
 
     /// A catalog workflow run with these args.
     pub fn workflow_named(name: impl Into<String>, args: Map<String, Item>) -> Self {
         RunRequest {
-            target: RunTarget::WorkflowNamed(name.into()),
+            target: RunTarget::Workflow(name.into()),
             args: Some(args),
             args_json: None,
             cwd: None,
             limits: LimitArgs::default(),
             strict_args: true,
+            mode: Mode::Tool,
         }
     }
 
@@ -89,14 +79,13 @@ pub struct ResumeCall {
     pub request: ResumeRequest,
     /// `timeoutMs` and `maxStdoutBytes` for the rest of the run.
     pub limits: LimitArgs,
+    /// `lobster resume --cwd` (the paused run's own directory wins when it
+    /// still exists).
+    pub cwd: Option<String>,
 }
 
-/// One `lobster call` request.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Call {
-    Run(RunRequest),
-    Resume(ResumeCall),
-}
+/// One request of a door (see [`super::start::Request`]).
+pub use super::start::Request as Call;
 
 /// Parse a `lobster call` request (the OpenClaw tool contract's JSON).
 pub fn parse_call(text: &str) -> Result<Call> {
@@ -130,6 +119,7 @@ pub fn parse_call(text: &str) -> Result<Call> {
                 cwd: cwd_field(obj)?,
                 limits: limit_fields(obj)?,
                 strict_args: false,
+                mode: Mode::Tool,
             }))
         }
         Some("resume") => Ok(Call::Resume(resume_fields(obj)?)),
@@ -198,6 +188,7 @@ pub fn resume_fields(obj: &Map<String, Value>) -> Result<ResumeCall> {
             ),
         },
         limits: limit_fields(obj)?,
+        cwd: None,
     })
 }
 

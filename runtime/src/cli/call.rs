@@ -10,10 +10,11 @@
 
 use super::help;
 use super::output::{pretty_line, write_once, Printer};
-use crate::app::{self, Call, Settings};
+use crate::app::{self, Settings, StartOptions};
 use crate::error::Error;
 use crate::kernel::{Cancel, Mode};
 use std::io::Read;
+use std::sync::Arc;
 
 pub(super) fn call(argv: &[String]) -> i32 {
     if argv.iter().any(|a| a == "--help" || a == "-h") {
@@ -42,11 +43,13 @@ pub(super) fn call(argv: &[String]) -> i32 {
     let cancel = Cancel::default();
     // Without handlers a signal still ends the process, just without the envelope.
     let _ = crate::process::install_signal_handlers(&cancel);
-    let settings = Settings::default();
-    let reply = match call {
-        Call::Run(request) => app::run(&settings, &request, &cancel),
-        Call::Resume(request) => app::resume(&settings, &request, &cancel),
+    let opts = StartOptions {
+        cancel,
+        ..StartOptions::default()
     };
+    let reply = app::start(Arc::new(Settings::default()), call, opts)
+        .wait()
+        .reply();
     write_once(&pretty_line(&reply.envelope), "");
     reply.exit_code
 }

@@ -119,10 +119,11 @@ fn settings(args: &McpArgs) -> Result<Settings> {
         policy: args.policy.clone(),
         ..Default::default()
     };
-    crate::app::context::build_context(Mode::Tool, &limits, None, Some(&args.sandbox))?;
+    let steps = crate::app::StepOptions::try_from(&args.sandbox)?;
+    crate::app::context::build_context(Mode::Tool, &limits, None, Some(&steps))?;
     Ok(Settings {
         policy: args.policy.clone(),
-        sandbox: args.sandbox.clone(),
+        steps,
         catalog,
         door: "mcp",
         ..Default::default()

@@ -38,13 +38,18 @@ pub mod trust_args;
 pub mod workflow_file;
 
 use crate::app::options::LimitArgs;
+use crate::app::{
+    Finished, Prepared, Request, ResumeCall, RunRequest, RunTarget, Settings, StartOptions,
+    StepOptions, Work,
+};
 use crate::error::{Error, Result};
-use crate::kernel::{Context, Mode, Registry};
+use crate::kernel::{Cancel, Context, Mode, Registry};
 use crate::resume::Paused;
 use crate::sandbox::StepPath;
 use crate::state::StateStore;
 use output::{human_error, write_once, Printer};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
@@ -251,34 +256,42 @@ pub(crate) fn build_context(
     sandbox: Option<&crate::app::options::SandboxArgs>,
 ) -> Result<Context> {
     progress::install(mode);
-    let mut ctx = crate::app::context::build_context(mode, limits, cwd, sandbox)?;
+    let steps = sandbox.map(StepOptions::try_from).transpose()?;
+    let mut ctx = crate::app::context::build_context(mode, limits, cwd, steps.as_ref())?;
     ctx.journal = crate::journal::Journal::planned("cli", None);
     ctx.broker.attach_journal(ctx.journal.clone());
     output::announce_run(&ctx.journal);
     Ok(ctx)
 }
 
-/// Arm the run's deadline and signal handling. If the main thread has not
-/// printed a result within a grace period after cancellation (e.g. it is
-/// blocked on a terminal read), the watchdog prints the error and exits.
-pub(crate) fn supervise(ctx: &Context, printer: &Printer) {
+/// The settings of the CLI's one run: the operator's `--policy` and step
+/// flags; its deadline stops while components compile.
+fn cli_settings(
+    policy: Option<String>,
+    sandbox: &crate::app::options::SandboxArgs,
+) -> Result<Settings> {
+    Ok(Settings {
+        policy,
+        steps: StepOptions::try_from(sandbox)?,
+        deadline_pauses: true,
+        door: "cli",
+        ..Settings::default()
+    })
+}
+
+/// Start a prepared run with the signal handlers armed and wait for it. A
+/// run that does not stop within the grace after its cancellation ends the
+/// wait with the cancellation error (the process then exits with it).
+fn run_prepared(prepared: Prepared) -> Arc<Finished> {
     // Without handlers a signal still ends the process, just without the envelope.
-    let _ = crate::process::install_signal_handlers(&ctx.cancel);
-    if let Some(timeout) = ctx.limits.timeout {
-        ctx.cancel.arm_deadline(timeout);
-    }
-    let cancel = ctx.cancel.clone();
-    let printer = printer.clone();
-    std::thread::spawn(move || {
-        cancel.wait();
-        // Named now, before the grace period: the step may end meanwhile.
-        let error = cancel.error_during(crate::sandbox::activity::running());
-        std::thread::sleep(Duration::from_millis(1000));
+    let _ = crate::process::install_signal_handlers(&prepared.ctx.cancel);
+    let cancel = prepared.ctx.cancel.clone();
+    let finished = crate::app::start_prepared(prepared, StartOptions::default()).wait();
+    if cancel.is_cancelled() {
         // A compile about to finish stores its artefact for the next run.
         crate::sandbox::compile::wait_idle(Duration::from_secs(3));
-        let code = printer.error(&error);
-        std::process::exit(code);
-    });
+    }
+    finished
 }
 
 /// A lone unknown word may be a mistyped subcommand or a mistyped pipeline
@@ -315,23 +328,49 @@ fn run(argv: &[String], fallback: bool) -> i32 {
         write_once(help::RUN_HELP, "");
         return 0;
     }
-    if let Some(file) = workflow_file::workflow_target(&args) {
-        return workflow_file::run_workflow(&file, &args, &mut printer);
-    }
     if let Some(missing) = workflow_file::missing_workflow(&args) {
         return printer.error(&missing);
     }
-    let ctx = build_context(mode, &args.limits, args.cwd.as_deref(), Some(&args.sandbox));
-    let ctx = match ctx {
-        Ok(c) => c,
+    let target = match workflow_file::workflow_target(&args) {
+        Some(_) if args.file.is_some() && !args.rest.is_empty() => {
+            return printer.error(&Error::parse(
+                "run --file takes no pipeline text (got extra arguments)",
+            ))
+        }
+        Some(file) => RunTarget::OperatorFile(file),
+        None => RunTarget::Pipeline(args.pipeline_text()),
+    };
+    let request = RunRequest {
+        target,
+        args: None,
+        args_json: args.args_json.clone(),
+        cwd: args.cwd.clone(),
+        limits: args.limits.clone(),
+        strict_args: false,
+        mode,
+    };
+    progress::install(mode);
+    let prepared = cli_settings(args.limits.policy.clone(), &args.sandbox).and_then(|settings| {
+        crate::app::prepare(&settings, &Request::Run(request), &Cancel::default())
+    });
+    let prepared = match prepared {
+        Ok(p) => p,
         Err(e) => return printer.error(&e),
     };
-    printer.max_bytes = ctx.limits.max_output_bytes;
-    let text = args.pipeline_text();
-    printer.text = Some(text.clone());
-    supervise(&ctx, &printer);
+    output::announce_run(&prepared.ctx.journal);
+    printer.max_bytes = prepared.ctx.limits.max_output_bytes;
+    if let Work::Pipeline(text) = &prepared.work {
+        printer.text = Some(text.clone());
+    }
     if args.dry_run {
-        return match dry_run(&text, &ctx) {
+        let plan = match &prepared.work {
+            Work::Pipeline(text) => dry_run(text, &prepared.ctx),
+            Work::Workflow { path, args_json } => {
+                crate::workflow::dry_run::plan(path, args_json.as_deref(), &prepared.ctx)
+            }
+            Work::Resume(_) => unreachable!("a run request"),
+        };
+        return match plan {
             Ok(plan) => {
                 write_once("", &plan);
                 0
@@ -340,20 +379,24 @@ fn run(argv: &[String], fallback: bool) -> i32 {
         };
     }
     let first_word = argv.first().cloned().unwrap_or_default();
-    let result = run_text(&text, &ctx).map_err(|e| {
-        // `lobster rnu …`: the unknown first word may be a subcommand.
-        if fallback && e.to_string() == format!("Unknown command: {first_word}") {
-            e.with_hint(word_hint(&first_word, &ctx.registry))
-        } else {
-            e
-        }
-    });
-    printer.finish(result)
+    let registry = prepared.ctx.registry.clone();
+    let finished = run_prepared(prepared);
+    match (&finished.result, finished.workflow && mode == Mode::Human) {
+        (Ok(paused), true) => workflow_file::print_human(paused.clone(), &printer),
+        (result, _) => printer.finish(result.clone().map_err(|e| {
+            // `lobster rnu …`: the unknown first word may be a subcommand.
+            if fallback && e.to_string() == format!("Unknown command: {first_word}") {
+                e.with_hint(word_hint(&first_word, &registry))
+            } else {
+                e
+            }
+        })),
+    }
 }
 
 /// Parse, validate and run pipeline text to a printable result.
 pub(crate) fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
-    crate::app::exec::run_text(text, ctx)
+    crate::app::start::run_text(text, ctx)
 }
 
 /// The reference's dry-run plan (to stderr): `[DRY RUN] Pipeline (n stages):`
@@ -401,13 +444,25 @@ fn resume(argv: &[String]) -> i32 {
         Ok(a) => a,
         Err(e) => return printer.error(&e),
     };
-    let mut ctx = match build_context(Mode::Tool, &args.limits, args.cwd.as_deref(), None) {
-        Ok(c) => c,
+    progress::install(Mode::Tool);
+    let settings = Settings {
+        policy: args.limits.policy.clone(),
+        deadline_pauses: true,
+        door: "cli",
+        ..Settings::default()
+    };
+    let request = Request::Resume(ResumeCall {
+        request: args.request,
+        limits: args.limits,
+        cwd: args.cwd,
+    });
+    let prepared = match crate::app::prepare(&settings, &request, &Cancel::default()) {
+        Ok(p) => p,
         Err(e) => return printer.error(&e),
     };
-    printer.max_bytes = ctx.limits.max_output_bytes;
-    supervise(&ctx, &printer);
-    printer.finish(crate::app::exec::resume_journaled(&args.request, &mut ctx))
+    output::announce_run(&prepared.ctx.journal);
+    printer.max_bytes = prepared.ctx.limits.max_output_bytes;
+    printer.finish(run_prepared(prepared).result.clone())
 }
 
 /// Human-readable error text, for callers outside this module.

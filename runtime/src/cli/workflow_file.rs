@@ -5,9 +5,7 @@ pub use crate::workflow::{has_workflow_extension, looks_like_workflow, WORKFLOW_
 
 use super::output::{pretty_line, write_once, Printer};
 use super::run_args::RunArgs;
-use super::{build_context, supervise};
 use crate::envelope::Status;
-use crate::kernel::Mode;
 use crate::resume::Paused;
 use crate::value::Item;
 use serde_json::{json, Map};
@@ -39,45 +37,9 @@ pub fn missing_workflow(args: &RunArgs) -> Option<crate::Error> {
     })
 }
 
-/// Run (or dry-run) a workflow file and print the result; returns the exit code.
-pub fn run_workflow(file: &str, args: &RunArgs, printer: &mut Printer) -> i32 {
-    if args.file.is_some() && !args.rest.is_empty() {
-        return printer.error(&crate::Error::parse(
-            "run --file takes no pipeline text (got extra arguments)",
-        ));
-    }
-    let ctx = build_context(
-        args.mode,
-        &args.limits,
-        args.cwd.as_deref(),
-        Some(&args.sandbox),
-    );
-    let ctx = match ctx {
-        Ok(c) => c,
-        Err(e) => return printer.error(&e),
-    };
-    printer.max_bytes = ctx.limits.max_output_bytes;
-    let path = ctx.cwd.join(file);
-    if args.dry_run {
-        return match crate::workflow::dry_run::plan(&path, args.args_json.as_deref(), &ctx) {
-            Ok(plan) => {
-                write_once("", &plan);
-                0
-            }
-            Err(e) => printer.error(&e),
-        };
-    }
-    supervise(&ctx, printer);
-    let result = crate::app::exec::run_workflow_file(&path, args.args_json.as_deref(), &ctx);
-    match (args.mode, result) {
-        (Mode::Human, Ok(paused)) => print_human(paused, printer),
-        (_, other) => printer.finish(other),
-    }
-}
-
 /// Human mode: the output's JSON when there is any; a pause prints
 /// `{status, output, requiresApproval, requiresInput}` and how to resume.
-fn print_human(paused: Paused, printer: &Printer) -> i32 {
+pub fn print_human(paused: Paused, printer: &Printer) -> i32 {
     let env = &paused.envelope;
     let (out, err) = match env.status {
         Status::Ok if env.output.is_empty() => (String::new(), String::new()),

@@ -26,6 +26,9 @@ impl CancelReason {
     }
 }
 
+/// Called once with the reason a run was cancelled.
+type Hook = Box<dyn FnOnce(CancelReason) + Send>;
+
 /// A cloneable handle shared by the run, its stages and its watchdogs.
 #[derive(Clone, Default)]
 pub struct Cancel(Arc<Inner>);
@@ -39,6 +42,8 @@ struct Inner {
     children: Mutex<Vec<Weak<Inner>>>,
     /// The run's deadline, once armed (for messages).
     deadline_ms: Mutex<Option<u64>>,
+    /// Called once with the reason when the run is cancelled.
+    hooks: Mutex<Vec<Hook>>,
 }
 
 impl Cancel {
@@ -74,6 +79,11 @@ impl Cancel {
             self.0.fired.store(true, Ordering::SeqCst);
             self.0.fired_cv.notify_all();
         }
+        let first = self.reason().unwrap_or(reason);
+        let hooks: Vec<_> = self.0.hooks.lock().unwrap().drain(..).collect();
+        for hook in hooks {
+            hook(first);
+        }
         let children: Vec<_> = self.0.children.lock().unwrap().drain(..).collect();
         for child in children.iter().filter_map(Weak::upgrade) {
             Cancel(child).trigger(reason);
@@ -105,6 +115,19 @@ impl Cancel {
             child.trigger(reason);
         }
         child
+    }
+
+    /// Call `hook` with the reason once the run is cancelled (at once when
+    /// it is already). It runs on the cancelling thread: keep it quick.
+    pub fn on_trigger(&self, hook: impl FnOnce(CancelReason) + Send + 'static) {
+        let mut hooks = self.0.hooks.lock().unwrap();
+        match self.reason() {
+            Some(reason) => {
+                drop(hooks);
+                hook(reason);
+            }
+            None => hooks.push(Box::new(hook)),
+        }
     }
 
     /// Block until the run is cancelled; returns the reason.
@@ -174,24 +197,63 @@ impl Cancel {
     /// first. Time spent while deadlines are paused ([`pause_deadlines`]:
     /// compiling a component) does not count.
     pub fn arm_deadline(&self, timeout: Duration) {
+        self.arm(timeout, true);
+    }
+
+    /// Fire [`CancelReason::Timeout`] `timeout` from now by the wall clock
+    /// (a server's runs: one run's compile does not stop another's clock).
+    pub fn arm_wall_deadline(&self, timeout: Duration) {
+        self.arm(timeout, false);
+    }
+
+    fn arm(&self, timeout: Duration, pauses: bool) {
         *self.0.deadline_ms.lock().unwrap() = Some(timeout.as_millis() as u64);
-        let me = self.clone();
         let start = Instant::now();
         let paused_before = paused_total();
-        std::thread::spawn(move || loop {
-            let (total, active) = paused_state();
-            let due = start + timeout + total.saturating_sub(paused_before);
-            let now = Instant::now();
-            if active {
-                std::thread::sleep(Duration::from_millis(10));
-            } else if now >= due {
-                me.trigger(CancelReason::Timeout);
-                return;
-            } else {
-                std::thread::sleep(due - now);
-            }
+        let me = Arc::downgrade(&self.0);
+        schedule(start + timeout, move || {
+            deadline_due(me, start, timeout, pauses.then_some(paused_before))
         });
     }
+}
+
+/// Schedule `f` on the timer thread at `due`.
+fn schedule(due: Instant, f: impl FnOnce() + Send + 'static) {
+    super::timer::at(due, f);
+}
+
+/// A deadline's time came: fire it, or (while compiles pause deadlines, or
+/// when they did meanwhile) look again later. A run that is gone is left.
+fn deadline_due(
+    run: Weak<Inner>,
+    start: Instant,
+    timeout: Duration,
+    paused_before: Option<Duration>,
+) {
+    let Some(inner) = run.upgrade() else { return };
+    let cancel = Cancel(inner);
+    if cancel.is_cancelled() {
+        return;
+    }
+    let now = Instant::now();
+    if let Some(before) = paused_before {
+        let (total, active) = paused_state();
+        let due = start + timeout + total.saturating_sub(before);
+        if active || due > now {
+            let next = if active {
+                now + Duration::from_millis(10)
+            } else {
+                due
+            };
+            let weak = Arc::downgrade(&cancel.0);
+            drop(cancel);
+            schedule(next, move || {
+                deadline_due(weak, start, timeout, Some(before))
+            });
+            return;
+        }
+    }
+    cancel.trigger(CancelReason::Timeout);
 }
 
 /// Process-wide pause of every run deadline: how long deadlines were
@@ -285,6 +347,34 @@ mod tests {
         );
         // A child made after the parent fired is born cancelled.
         assert!(parent.child().is_cancelled());
+    }
+
+    #[test]
+    fn hooks_run_once_with_the_first_reason() {
+        let cancel = Cancel::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = tx.clone();
+        cancel.on_trigger(move |r| t.send(r).unwrap());
+        cancel.trigger(CancelReason::Timeout);
+        cancel.trigger(CancelReason::Signal {
+            name: "SIGINT",
+            number: 2,
+        });
+        assert_eq!(rx.try_recv(), Ok(CancelReason::Timeout));
+        assert!(rx.try_recv().is_err());
+        // Registered after the fact: called at once.
+        cancel.on_trigger(move |r| tx.send(r).unwrap());
+        assert_eq!(rx.try_recv(), Ok(CancelReason::Timeout));
+    }
+
+    #[test]
+    fn a_wall_deadline_fires_and_a_dropped_run_is_left() {
+        let cancel = Cancel::default();
+        cancel.arm_wall_deadline(Duration::from_millis(20));
+        assert_eq!(cancel.wait(), CancelReason::Timeout);
+        // Nothing holds a run whose handle is gone.
+        Cancel::default().arm_wall_deadline(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(30));
     }
 
     #[test]

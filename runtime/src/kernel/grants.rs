@@ -148,6 +148,21 @@ impl Grants {
         self.env.iter().any(|e| e == name)
     }
 
+    /// The same grants with a new run's clock (now) and random seed.
+    pub fn fresh_run(&self) -> Grants {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let mut seed = [0u8; 8];
+        let _ = getrandom::fill(&mut seed);
+        Grants {
+            wall_clock_ms: now,
+            random_seed: u64::from_le_bytes(seed),
+            ..self.clone()
+        }
+    }
+
     /// Check every directory grant against `cwd`: relative, no `..`, an
     /// existing directory, and (after following symlinks) inside `cwd`.
     pub fn resolve_dirs(&self, cwd: &Path) -> Result<Vec<ResolvedDir>, GrantError> {
@@ -261,15 +276,9 @@ impl GrantsBuilder {
     }
 
     /// Clock = now and a fresh random seed (record both to replay the run).
-    pub fn fresh_run(self) -> Self {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let mut seed = [0u8; 8];
-        let _ = getrandom::fill(&mut seed);
-        self.wall_clock_ms(now)
-            .random_seed(u64::from_le_bytes(seed))
+    pub fn fresh_run(mut self) -> Self {
+        self.grants = self.grants.fresh_run();
+        self
     }
 
     /// `--allow-tool NAME`: steps may call gateway tool `NAME` through the broker.

@@ -28,6 +28,7 @@ pub mod registry;
 pub mod root;
 pub mod stage;
 pub mod steps;
+pub mod timer;
 
 pub use authority::{Authority, Refusal, Request, SignatureCheck};
 pub use cancel::{pause_deadlines, Cancel, CancelReason, DeadlinePause, GroupGuard};

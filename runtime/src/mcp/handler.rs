@@ -187,10 +187,7 @@ impl LobsterMcp {
         };
         let target = match (text("pipeline")?, text("workflow")?) {
             (Some(p), None) => RunTarget::Pipeline(p),
-            (None, Some(w)) if self.inner.settings.catalog.get(&w).is_some() => {
-                RunTarget::WorkflowNamed(w)
-            }
-            (None, Some(w)) => RunTarget::WorkflowFile(w),
+            (None, Some(w)) => RunTarget::Workflow(w),
             (Some(_), Some(_)) => {
                 return Err(Error::parse(format!(
                     "{RUN} takes pipeline or workflow, not both"
@@ -215,6 +212,7 @@ impl LobsterMcp {
             cwd: cwd_field(args)?,
             limits: limit_fields(args)?,
             strict_args: false,
+            mode: crate::kernel::Mode::Tool,
         })
     }
 

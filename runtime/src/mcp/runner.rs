@@ -5,7 +5,6 @@
 //! its runs like any other.
 
 use crate::app::{self, Call, Reply, Settings};
-use crate::error::Error;
 use crate::kernel::{Cancel, LogSink};
 use crate::resume::{Decider, ResumeTarget};
 use std::future::Future;
@@ -47,10 +46,10 @@ pub(crate) async fn in_place(
     cancel: Cancel,
     log: Option<LogSink>,
 ) -> Reply {
-    tokio::task::spawn_blocking(move || match call {
-        Call::Run(request) => app::run_logged(&settings, &request, &cancel, log),
-        Call::Resume(call) => app::resume_logged(&settings, &call, &cancel, log),
-    })
-    .await
-    .unwrap_or_else(|e| Reply::error(&Error::runtime(format!("the run failed: {e}"))))
+    let opts = app::StartOptions {
+        cancel,
+        log,
+        ..app::StartOptions::default()
+    };
+    app::start(settings, call, opts).finished().await.reply()
 }

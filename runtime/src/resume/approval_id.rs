@@ -120,8 +120,11 @@ mod tests {
         let id = publish(&store, "pipeline_resume_1").unwrap().unwrap();
         assert_eq!(id.len(), 8);
         assert_eq!(lookup(&store, &id).unwrap().1, "pipeline_resume_1");
-        // Uppercase characters are dropped, as in the reference.
-        assert!(lookup(&store, &id.to_uppercase()).is_err());
+        // Uppercase characters are dropped, as in the reference (an id of
+        // digits only has none).
+        if id.chars().any(|c| c.is_ascii_alphabetic()) {
+            assert!(lookup(&store, &id.to_uppercase()).is_err());
+        }
         remove(&store, &id);
         let e = lookup(&store, &id).unwrap_err();
         assert_eq!(

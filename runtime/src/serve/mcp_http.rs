@@ -20,7 +20,7 @@
 //! which is refused.
 
 use super::offload::offload;
-use super::runs::{self, Attach, Job, Launch};
+use super::runs::{self, Attach, Launch};
 use super::state::AppState;
 use super::tenant::Tenant;
 use super::{authed, ApiError};
@@ -155,25 +155,21 @@ impl TenantRunner {
                     // A run, or the resume of a gate the gateway did not list
                     // (the resume state's own claim still decides it once;
                     // a yes still needs a decider who may approve).
-                    let job = match call {
-                        Call::Run(r) => Job::Run(r),
-                        Call::Resume(c) => {
-                            if c.request.decision == crate::resume::Decision::Approve(true)
-                                && !runs::may_approve(tenant, &c.request.decider)
-                            {
-                                return Err(ApiError::new(
-                                    axum::http::StatusCode::FORBIDDEN,
-                                    "approval_required",
-                                    "approve: true is refused: this tenant's token cannot approve (self_approve = false), and this gate is not among the tenant's listed ones",
-                                ));
-                            }
-                            Job::Resume(c)
+                    if let Call::Resume(c) = &call {
+                        if c.request.decision == crate::resume::Decision::Approve(true)
+                            && !runs::may_approve(tenant, &c.request.decider)
+                        {
+                            return Err(ApiError::new(
+                                axum::http::StatusCode::FORBIDDEN,
+                                "approval_required",
+                                "approve: true is refused: this tenant's token cannot approve (self_approve = false), and this gate is not among the tenant's listed ones",
+                            ));
                         }
-                    };
+                    }
                     let launch = Launch {
                         slot: runs::slot(&app, tenant)?,
                         run_id: time_prefixed_id(),
-                        job,
+                        job: call,
                         created_at: None,
                         stored: false,
                         paused: None,

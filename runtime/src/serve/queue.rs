@@ -8,10 +8,11 @@
 //! else answers 202. With the files store runs start in-process as before.
 
 use super::offload::offload;
-use super::runs::{self, Job as RunJob};
+use super::runs;
 use super::state::AppState;
 use super::tenant::Tenant;
 use super::ApiError;
+use crate::app::Request;
 use crate::resume::approval_id::now_iso;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -179,7 +180,7 @@ fn execute(
             tenant,
             slot,
             run_id,
-            RunJob::Run(request),
+            Request::Run(request),
             created,
             true,
         )

@@ -19,8 +19,8 @@
 //! lease, so a `running` record whose node stopped beating for a lease
 //! reads `interrupted` on every node.
 //!
-//! The work itself is [`crate::app::run`] / [`crate::app::resume`] on the
-//! blocking pool, with the tenant's settings (policy, catalog, steps,
+//! The work itself is [`crate::app::start`] (on the blocking pool), with
+//! the tenant's settings (policy, catalog, steps,
 //! store): the same authority, limits, claims and digests as the CLI.
 
 use super::offload::offload;
@@ -28,7 +28,7 @@ use super::state::{AppState, Live};
 use super::tenant::{RunSlot, Tenant};
 use super::{authed, body_json, ApiError, Log};
 use crate::app::request::{limit_fields, resume_fields};
-use crate::app::{self, ResumeCall, RunRequest, RunTarget};
+use crate::app::{self, Request, ResumeCall, RunRequest, RunTarget};
 use crate::kernel::{Cancel, CancelReason};
 use crate::resume::approval_id::now_iso;
 use crate::resume::{Decider, Decision};
@@ -348,12 +348,6 @@ fn reopen_gate(tenant: &Tenant, rec: &Value, reason: &str) -> Result<Reopen, Api
     Ok(Reopen::Reopened(reopened))
 }
 
-/// What to do.
-pub enum Job {
-    Run(RunRequest),
-    Resume(ResumeCall),
-}
-
 /// Status of a settled run from its reply.
 fn status_of(reply: &app::Reply, by_shutdown: bool) -> &'static str {
     if by_shutdown && !reply.ok() {
@@ -384,7 +378,7 @@ pub fn start(
     tenant: &Arc<Tenant>,
     slot: RunSlot,
     run_id: String,
-    job: Job,
+    job: Request,
     created_at: Option<String>,
     stored: bool,
 ) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
@@ -403,7 +397,7 @@ pub fn start(
 pub struct Launch {
     pub slot: RunSlot,
     pub run_id: String,
-    pub job: Job,
+    pub job: Request,
     pub created_at: Option<String>,
     pub stored: bool,
     /// A resume: the paused record it decides, kept in the running record
@@ -439,7 +433,7 @@ pub fn start_attached(
     if let Some(paused) = paused {
         record["gate"] = paused;
     }
-    if let Job::Resume(c) = &job {
+    if let Request::Resume(c) = &job {
         // Who decided: the door's authenticated decider, never a body's word.
         record["decidedBy"] = json!(c.request.decider.describe());
     }
@@ -477,114 +471,130 @@ pub fn start_attached(
     }
     app.metrics.in_flight(1);
     let (tx, rx) = tokio::sync::watch::channel(None);
-    let app = app.clone();
-    let tenant = tenant.clone();
-    let journal_id = run_id.clone();
-    tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let reply = match &job {
-            Job::Run(r) => app::run_as(
-                &tenant.settings,
-                r,
-                &cancel,
-                log_sink,
-                Some(journal_id.clone()),
-            ),
-            Job::Resume(c) => app::resume_logged(&tenant.settings, c, &cancel, log_sink),
-        };
-        let mut reply = reply;
-        if let Job::Run(RunRequest {
+    let inline: Vec<String> = match &job {
+        Request::Run(RunRequest {
             target: RunTarget::WorkflowPath(path),
             ..
-        }) = &job
-        {
-            // Messages name the inline document, not where the server keeps
-            // it (its path, or its name in the tenant's root).
+        }) => {
+            // Its path, and its name in the tenant's root.
             let names = [path.as_os_str(), path.file_name().unwrap_or_default()];
-            for shown in names
+            names
                 .map(|n| n.to_string_lossy().into_owned())
                 .into_iter()
                 .filter(|n| !n.is_empty())
-            {
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let started = Instant::now();
+    let settle = {
+        let (app, tenant) = (app.clone(), tenant.clone());
+        move |finished: &app::Finished| {
+            let mut reply = finished.reply();
+            for shown in &inline {
+                // Messages name the inline document, not where the server keeps it.
                 if let Some(m) = reply.envelope.pointer_mut("/error/message") {
-                    if let Some(text) = m.as_str().filter(|t| t.contains(&shown)) {
-                        *m = json!(text.replace(&shown, "workflowText"));
+                    if let Some(text) = m.as_str().filter(|t| t.contains(shown.as_str())) {
+                        *m = json!(text.replace(shown.as_str(), "workflowText"));
                     }
                 }
             }
+            let rec = settle_record(&app, &tenant, record, &reply, &by_shutdown, started);
+            app.metrics.in_flight(-1);
+            drop(slot);
+            app.run_ended.notify_waiters();
+            let _ = tx.send(Some(rec));
         }
-        let shut = by_shutdown.load(Ordering::SeqCst);
-        let status = status_of(&reply, shut);
-        let mut rec = record;
-        if let Some(r) = rec.as_object_mut() {
-            r.remove("gate"); // the gate it decided is history now
-        }
-        rec["status"] = json!(status);
-        rec["updatedAt"] = json!(now_iso());
-        rec["envelope"] = reply.envelope.clone();
-        if shut && !reply.ok() {
-            rec["reason"] = json!("cancelled by the server's shutdown (shutdown_grace_ms passed)");
-        }
-        if is_policy_refusal(&reply.envelope) {
-            app.metrics.policy_refused(&tenant.name);
-        }
-        app.metrics
-            .run_settled(&tenant.name, status, started.elapsed());
-        let paused = status == "needs_approval" || status == "needs_input";
-        let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
-        {
-            let log = &app.log;
-            // Files: everything under the lock. PostgreSQL: the writes go
-            // outside it and only leaving the live set is under it, so runs
-            // of one tenant settle side by side instead of one store round
-            // trip at a time. A reader ([`current_record`]) holds the lock
-            // across reading the record and the live set: a run it finds
-            // gone from the live set has its final record stored already.
-            let files = tenant.store.is_files();
-            let mut g = files.then(|| tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
-            let in_store = app
-                .live
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&run_id)
-                .is_none_or(|l| l.in_store);
-            let logged = files
-                && !paused
-                && !in_store
-                && tenant.run_log.as_ref().is_some_and(|l| {
-                    l.append(&run_id, &rec)
-                        .inspect_err(|e| log(&format!("lobster serve: {e}")))
-                        .is_ok()
-                });
-            // Answered within its wait with nothing of it stored yet: one
-            // line in the run log (group-committed; the answer does not
-            // wait for the disk). Otherwise its key in the store.
-            if !logged {
-                // The pending entry first: whoever sees the paused record
-                // can find the gate listed.
-                if let Some(entry) = pending_entry(&rec) {
-                    save_retrying(&tenant.store, &pending_key(&run_id), &entry, log);
-                }
-                save_settled(&tenant.store, &rec, log);
-                if status == "needs_approval" {
-                    super::approvals::notify_gate(&app, &tenant, &rec);
-                }
-            }
-            if g.is_none() {
-                g = Some(tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
-            }
-            let _g = g;
-            app.live
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&run_id);
-        }
-        app.metrics.in_flight(-1);
-        drop(slot);
-        app.run_ended.notify_waiters();
-        let _ = tx.send(Some(rec));
-    });
+    };
+    app::start(
+        tenant.settings.clone(),
+        job,
+        app::StartOptions {
+            cancel,
+            log: log_sink,
+            on_settle: Some(Box::new(settle)),
+            // The journal of a run is kept under its runId.
+            run_id: Some(run_id),
+        },
+    );
     Ok(rx)
+}
+
+/// Store a settled run's record (and its pending entry when it paused),
+/// and take it out of the live set; returns the record.
+fn settle_record(
+    app: &AppState,
+    tenant: &Tenant,
+    record: Value,
+    reply: &app::Reply,
+    by_shutdown: &AtomicBool,
+    started: Instant,
+) -> Value {
+    let shut = by_shutdown.load(Ordering::SeqCst);
+    let status = status_of(reply, shut);
+    let mut rec = record;
+    if let Some(r) = rec.as_object_mut() {
+        r.remove("gate"); // the gate it decided is history now
+    }
+    rec["status"] = json!(status);
+    rec["updatedAt"] = json!(now_iso());
+    rec["envelope"] = reply.envelope.clone();
+    if shut && !reply.ok() {
+        rec["reason"] = json!("cancelled by the server's shutdown (shutdown_grace_ms passed)");
+    }
+    if is_policy_refusal(&reply.envelope) {
+        app.metrics.policy_refused(&tenant.name);
+    }
+    app.metrics
+        .run_settled(&tenant.name, status, started.elapsed());
+    let paused = status == "needs_approval" || status == "needs_input";
+    let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
+    let log = &app.log;
+    // Files: everything under the lock. PostgreSQL: the writes go
+    // outside it and only leaving the live set is under it, so runs
+    // of one tenant settle side by side instead of one store round
+    // trip at a time. A reader ([`current_record`]) holds the lock
+    // across reading the record and the live set: a run it finds
+    // gone from the live set has its final record stored already.
+    let files = tenant.store.is_files();
+    let mut g = files.then(|| tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
+    let in_store = app
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&run_id)
+        .is_none_or(|l| l.in_store);
+    let logged = files
+        && !paused
+        && !in_store
+        && tenant.run_log.as_ref().is_some_and(|l| {
+            l.append(&run_id, &rec)
+                .inspect_err(|e| log(&format!("lobster serve: {e}")))
+                .is_ok()
+        });
+    // Answered within its wait with nothing of it stored yet: one
+    // line in the run log (group-committed; the answer does not
+    // wait for the disk). Otherwise its key in the store.
+    if !logged {
+        // The pending entry first: whoever sees the paused record
+        // can find the gate listed.
+        if let Some(entry) = pending_entry(&rec) {
+            save_retrying(&tenant.store, &pending_key(&run_id), &entry, log);
+        }
+        save_settled(&tenant.store, &rec, log);
+        if status == "needs_approval" {
+            super::approvals::notify_gate(app, tenant, &rec);
+        }
+    }
+    if g.is_none() {
+        g = Some(tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+    let _g = g;
+    app.live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&run_id);
+    rec
 }
 
 /// The pending-list entry of a record paused at a gate.
@@ -740,7 +750,7 @@ pub async fn create(
             &tenant,
             slot,
             run_id.clone(),
-            Job::Run(request),
+            Request::Run(request),
             None,
             false,
         )?
@@ -748,7 +758,7 @@ pub async fn create(
         let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
         offload(move || {
             let request = run_request(&t, &body)?;
-            start(&a, &t, slot, id, Job::Run(request), None, false)
+            start(&a, &t, slot, id, Request::Run(request), None, false)
         })
         .await?
     };
@@ -790,15 +800,8 @@ pub(crate) fn run_request(
         }
     };
     let target = match (text("pipeline")?, text("workflow")?, text("workflowText")?) {
-        (Some(p), None, None) => {
-            if crate::app::exec::lone_workflow_path(&p).is_some() {
-                return Err(ApiError::bad_request(
-                    "pipeline names a workflow file; lobster serve runs catalog workflows (workflow) or inline ones (workflowText), not files of the server",
-                ));
-            }
-            RunTarget::Pipeline(p)
-        }
-        (None, Some(w), None) => RunTarget::WorkflowNamed(w),
+        (Some(p), None, None) => RunTarget::Pipeline(p),
+        (None, Some(w), None) => RunTarget::Workflow(w),
         (None, None, Some(doc)) => RunTarget::WorkflowPath(super::inline::keep(tenant, &doc)?),
         (None, None, None) => {
             return Err(ApiError::bad_request(
@@ -816,15 +819,21 @@ pub(crate) fn run_request(
         Some(Value::Object(m)) => Some(m.clone()),
         Some(_) => return Err(ApiError::bad_request("args must be an object")),
     };
-    let strict = matches!(target, RunTarget::WorkflowNamed(_));
-    Ok(RunRequest {
+    let strict = matches!(target, RunTarget::Workflow(_));
+    let request = RunRequest {
         target,
         args,
         args_json: None,
         cwd: None,
         limits: limit_fields(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
         strict_args: strict,
-    })
+        mode: crate::kernel::Mode::Tool,
+    };
+    // The target rule's refusals (a file of the server) as a 400, before
+    // anything is stored or started.
+    crate::app::target::check_request(&tenant.settings, &request)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(request)
 }
 
 /// `GET /v1/runs/{runId}`.
@@ -1014,7 +1023,7 @@ pub fn decide_call(
     let launch = Launch {
         slot,
         run_id: run_id.clone(),
-        job: Job::Resume(call),
+        job: Request::Resume(call),
         created_at: rec["createdAt"].as_str().map(String::from),
         stored: false,
         paused: Some(rec.clone()),

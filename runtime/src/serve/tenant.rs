@@ -2,7 +2,6 @@
 //! catalog, steps, store), and their request and concurrency budgets.
 
 use super::config::TenantConfig;
-use crate::app::options::SandboxArgs;
 use crate::app::{Catalog, Settings};
 use crate::error::{Error, Result};
 use crate::kernel::root::{Confinement, RunRoot};
@@ -140,19 +139,16 @@ impl Tenant {
         let store = tenant_store(root, &cfg.name);
         let settings = Settings {
             policy: None,
-            sandbox: SandboxArgs {
-                steps: cfg
-                    .steps
-                    .iter()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .collect(),
-                ..SandboxArgs::default()
+            steps: crate::app::StepOptions {
+                steps: cfg.steps.clone(),
+                grants: crate::kernel::Grants::default(),
             },
             catalog,
             state: Some(store.clone()),
             fixed_policy: Some(policy),
             no_server_files: true,
             root: Some(run_root),
+            deadline_pauses: false,
             tenant: true,
             door: "serve",
             // Set from serve.toml's `journal` by `serve::prepare`.
