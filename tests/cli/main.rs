@@ -32,6 +32,7 @@ mod polyglot;
 mod readme;
 mod reaper;
 mod registry;
+mod replay;
 mod reserved;
 mod resume;
 mod signing;

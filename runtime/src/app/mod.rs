@@ -39,6 +39,7 @@ pub mod context;
 pub mod gate;
 pub mod journal;
 pub mod options;
+pub mod replay;
 pub mod reply;
 pub mod request;
 pub mod resume;

@@ -173,6 +173,17 @@ fn prepare_as(
 }
 
 impl Prepared {
+    /// `work` in a context the caller built itself (`lobster replay`: the
+    /// recorded run's clock, seed, grants and a replay journal); its
+    /// deadline does not pause.
+    pub fn with_context(ctx: Context, work: Work) -> Prepared {
+        Prepared {
+            ctx,
+            work,
+            pauses: false,
+        }
+    }
+
     /// Run it on this thread, to its result (no deadline is armed here),
     /// journaled from its start to its end when the context's journal is
     /// planned.

@@ -118,6 +118,32 @@ impl BrokerCalls for Broker {
                 ));
                 return Ok(answer);
             }
+            // A replay (`lobster replay`) answers from the run it replays
+            // and never sends: a call that run did not make is refused.
+            if let Some(recorded) = journal.replaying() {
+                let Some(answer) = recorded.answers.get(&digest).cloned() else {
+                    return Err(Error::runtime(format!(
+                        "replay: run {} recorded no answer to this {} call (request {}); the replay sends nothing",
+                        recorded.run_id,
+                        match kind {
+                            Kind::Tool => "tool",
+                            Kind::Llm => "model",
+                        },
+                        &digest[..16]
+                    ))
+                    .with_hint("the replayed run asked something the run did not: its inputs or components differ"));
+                };
+                ledger.answers.insert(digest.clone(), answer.clone());
+                drop(ledger);
+                let _ = journal.append(crate::journal::Event::CallAnswer(
+                    crate::journal::CallAnswer {
+                        request_digest: digest,
+                        answer: answer.clone(),
+                        replayed: true,
+                    },
+                ));
+                return Ok(answer);
+            }
             match kind {
                 Kind::Tool => judge::charge_tool(&mut ledger.spent, policy),
                 Kind::Llm => judge::charge_llm(&mut ledger.spent, policy),

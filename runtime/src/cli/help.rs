@@ -32,6 +32,7 @@ Usage:
   lobster step publish|pull|sign ...
   lobster steps precompile [--steps DIR]...
   lobster runs list|show|export|prune | lobster approvals | lobster verify FILE
+  lobster replay ID|FILE [--rerun-host] [--json]
   lobster [--store URL] store migrate
   lobster schema workflow | lobster completions bash|zsh|fish
   lobster version [--verbose]

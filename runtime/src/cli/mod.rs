@@ -24,6 +24,7 @@ pub mod mcp;
 pub mod os_args;
 pub mod output;
 pub mod progress;
+pub mod replay;
 pub mod resume_args;
 pub mod run_args;
 pub mod runs;
@@ -96,6 +97,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("runs") => runs::runs(&args[1..]),
         Some("approvals") => runs::approvals(&args[1..]),
         Some("verify") => runs::verify(&args[1..]),
+        Some("replay") => replay::replay(&args[1..]),
         Some("schema") => schema(&args[1..]),
         Some("completions") => completions::completions(&args[1..]),
         Some(_) => run(&args, true),

@@ -21,6 +21,7 @@ Usage:
   (runs and approvals take --tenant NAME: a `lobster serve` tenant's runs,
    with LOBSTER_STATE_DIR / --store naming the server's store)
   lobster verify FILE [--run ID]        (check an exported or stored journal offline)
+  lobster replay ID|FILE                (run it again offline: lobster help replay)
 
 Every run (lobster run, resume, call, mcp, serve) appends events to a
 hash-chained journal in the state store: its start (the request in full,

@@ -3,7 +3,9 @@
 //! mistyped subcommand or flag, and `lobster completions` all read it, so a
 //! new subcommand is known to all three at once.
 
-use super::{bundle, check, help, keys, lock, mcp, runs, serve, step_project, steps, store};
+use super::{
+    bundle, check, help, keys, lock, mcp, replay, runs, serve, step_project, steps, store,
+};
 use crate::error::Error;
 
 /// One subcommand.
@@ -187,6 +189,21 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
         flags: &["--run", "--key", "--json"],
         words: &[],
         help: runs::RUNS_HELP,
+    },
+    Subcommand {
+        name: "replay",
+        summary:
+            "run a finished run again offline from its journal; identical or the first divergence",
+        flags: &[
+            "--rerun-host",
+            "--steps",
+            "--cwd",
+            "--policy",
+            "--tenant",
+            "--json",
+        ],
+        words: &[],
+        help: replay::REPLAY_HELP,
     },
     Subcommand {
         name: "schema",

@@ -130,9 +130,54 @@ pub struct GrantsRecord {
     /// The fixed clock steps see (ms since the epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_ms: Option<u64>,
-    /// The seed of steps' random numbers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The seed of steps' random numbers, as exact decimal text (a JSON
+    /// number past 2^53 would lose digits in the canonical form).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "seed_text")]
     pub seed: Option<u64>,
+}
+
+/// A JSON value as its text, in its own key order.
+mod answer_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(v: &Value, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(v).map_err(serde::ser::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(text) => serde_json::from_str(&text).map_err(serde::de::Error::custom),
+            other => Ok(other),
+        }
+    }
+}
+
+/// An optional `u64` as decimal text (a number is still read).
+mod seed_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(seed: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match seed {
+            Some(n) => s.serialize_str(&n.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Seed {
+        Text(String),
+        Number(u64),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        match Option::<Seed>::deserialize(d)? {
+            None => Ok(None),
+            Some(Seed::Number(n)) => Ok(Some(n)),
+            Some(Seed::Text(t)) => t.parse().map(Some).map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 /// [`Event::RunStarted`].
@@ -269,7 +314,11 @@ pub struct CallIntent {
 pub struct CallAnswer {
     /// The request's digest.
     pub request_digest: String,
-    /// The answer, in full.
+    /// The answer, in full. Written as its JSON text, keys in the order
+    /// they arrived (the canonical form of an object would sort them, and
+    /// a replay must hand steps exactly what they saw); a JSON value is
+    /// still read.
+    #[serde(with = "answer_text")]
     pub answer: Value,
     /// Answered from the run's record instead of sent again.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -361,6 +410,39 @@ mod tests {
         assert_eq!(v["kind"], "step");
         assert!(v.get("replayable").is_none());
         assert_eq!(serde_json::from_value::<Event>(v).unwrap(), e);
+    }
+
+    #[test]
+    fn a_brokered_answer_keeps_its_key_order_through_the_canonical_form() {
+        let answer: Value = serde_json::from_str(r#"{"z":1,"a":{"y":2,"b":3}}"#).unwrap();
+        let e = Event::CallAnswer(CallAnswer {
+            request_digest: "d".into(),
+            answer: answer.clone(),
+            replayed: false,
+        });
+        let text = crate::journal::canon::to_canonical(&serde_json::to_value(&e).unwrap());
+        let back: Event = serde_json::from_str(&text).unwrap();
+        let Event::CallAnswer(back) = back else {
+            panic!("{text}")
+        };
+        assert_eq!(
+            serde_json::to_string(&back.answer).unwrap(),
+            r#"{"z":1,"a":{"y":2,"b":3}}"#
+        );
+    }
+
+    #[test]
+    fn a_large_seed_is_recorded_exactly_in_canonical_form() {
+        let g = GrantsRecord {
+            seed: Some(u64::MAX - 1),
+            ..GrantsRecord::default()
+        };
+        let text = crate::journal::canon::to_canonical(&serde_json::to_value(&g).unwrap());
+        assert!(text.contains("\"18446744073709551614\""), "{text}");
+        let back: GrantsRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.seed, Some(u64::MAX - 1));
+        let none: GrantsRecord = serde_json::from_str("{}").unwrap();
+        assert_eq!(none.seed, None);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 pub mod canon;
 pub mod chain;
 pub mod event;
+pub mod replay;
 pub mod verify;
 
 pub use event::*;
@@ -57,6 +58,9 @@ struct Shared {
     door: String,
     run_id: String,
     live: OnceLock<Inner>,
+    /// The run this one replays (`lobster replay`): its recorded host
+    /// outputs and brokered answers stand in for the real ones.
+    replay: Option<Arc<replay::Recorded>>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -111,7 +115,27 @@ impl Journal {
             door: door.to_string(),
             run_id: run_id.unwrap_or_else(new_run_id),
             live: OnceLock::new(),
+            replay: None,
         })))
+    }
+
+    /// The journal of a run that replays `recorded` (door `replay`, a
+    /// fresh id; kept even when journals are switched off, since the
+    /// replay is judged by it). The engine reads host outputs from the
+    /// record through [`Journal::replaying`], and the broker sends nothing
+    /// the record does not answer.
+    pub fn replay(recorded: Arc<replay::Recorded>) -> Journal {
+        Journal(Some(Arc::new(Shared {
+            door: "replay".to_string(),
+            run_id: new_run_id(),
+            live: OnceLock::new(),
+            replay: Some(recorded),
+        })))
+    }
+
+    /// The run this journal's run replays, if it is a replay.
+    pub fn replaying(&self) -> Option<&replay::Recorded> {
+        self.0.as_ref().and_then(|s| s.replay.as_deref())
     }
 
     /// The door this run came through (`""` when off).
@@ -169,6 +193,7 @@ impl Journal {
             door: started.door.clone(),
             run_id: started.run_id.clone(),
             live: OnceLock::new(),
+            replay: None,
         };
         let _ = shared.live.set(start_inner(store, started, cap)?);
         Ok(Journal(Some(Arc::new(shared))))
@@ -180,6 +205,7 @@ impl Journal {
             door: resumed.door.clone(),
             run_id: head.run.clone(),
             live: OnceLock::new(),
+            replay: None,
         };
         let _ = shared.live.set(resume_inner(store, head, resumed)?);
         Ok(Journal(Some(Arc::new(shared))))

@@ -175,7 +175,8 @@ fn tampering_is_detected_and_the_event_named() {
 
     // Edit: the recorded answer changed.
     let mut edited = orig.clone();
-    edited[3] = edited[3].replace("\"ok\":true", "\"ok\":false");
+    // (The answer is recorded as its JSON text, so its quotes are escaped.)
+    edited[3] = edited[3].replace("\\\"ok\\\":true", "\\\"ok\\\":false");
     assert_ne!(edited[3], orig[3]);
     let (seq, msg) = problem(&join(&edited), "run-a");
     assert_eq!(seq, Some(3), "{msg}");

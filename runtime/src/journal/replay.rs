@@ -1,0 +1,452 @@
+//! What a replay needs from a finished run's journal ([`Recorded`]), what
+//! the replaying run reads from it while it runs (recorded host outputs,
+//! [`Recorded::take_host_output`]; brokered answers,
+//! [`Recorded::answers`]), and how the replay's own journal is compared
+//! with it ([`compare`]: `identical`, or the first [`Divergence`]).
+//!
+//! The chain is verified before anything is read: a journal that does not
+//! verify is never replayed. Running the replay is the request layer's
+//! (`app/replay.rs`); this module only reads and compares journals.
+
+use super::verify::verify_text;
+use super::{CallAnswer, Decision, Event, RunEnded, RunStarted, Step};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Mutex;
+
+/// Why a journal cannot be replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotReplayable(pub String);
+
+impl std::fmt::Display for NotReplayable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A finished run, as its verified journal recorded it.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The run's id.
+    pub run_id: String,
+    /// Its start: the request in full, grants (clock, seed), components.
+    pub started: RunStarted,
+    /// Every `step` event, in the order they were written.
+    pub steps: Vec<Step>,
+    /// The decisions taken at its gates, in order.
+    pub decisions: Vec<Decision>,
+    /// Brokered answers by request digest (the first recorded for each).
+    pub answers: BTreeMap<String, Value>,
+    /// Its last end (a settled status).
+    pub ended: RunEnded,
+    /// Recorded host outputs not yet handed to the replay, per step id.
+    host: Mutex<BTreeMap<String, VecDeque<Step>>>,
+}
+
+/// Every journal event of `text` (whole, verified records only).
+pub fn events_of(text: &str) -> Vec<Event> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|rec| rec.get("event").cloned())
+        .filter_map(|e| serde_json::from_value::<Event>(e).ok())
+        .collect()
+}
+
+impl Recorded {
+    /// Read the journal `text` (stored, or exported with a checkpoint) of
+    /// run `expect_run` (any run when `None`). Refused: a journal whose
+    /// chain does not verify (the first bad event is named), one that was
+    /// capped, one whose run has not settled, a request cut at the cap.
+    pub fn from_text(text: &str, expect_run: Option<&str>) -> Result<Recorded, NotReplayable> {
+        let v = verify_text(text, expect_run);
+        if let Some(p) = &v.problem {
+            return Err(NotReplayable(format!(
+                "the journal does not verify (line {}: {}); it is not replayed",
+                p.line, p.message
+            )));
+        }
+        let run_id = v.run.clone().unwrap_or_default();
+        if v.capped {
+            return Err(NotReplayable(format!(
+                "run {run_id}'s journal reached its size cap: later events were not recorded, so it cannot be replayed"
+            )));
+        }
+        let mut started = None;
+        let mut steps = Vec::new();
+        let mut decisions = Vec::new();
+        let mut answers = BTreeMap::new();
+        let mut ended: Option<RunEnded> = None;
+        for event in events_of(text) {
+            match event {
+                Event::RunStarted(s) => started = Some(*s),
+                Event::Step(s) => steps.push(s),
+                Event::Decision(d) => decisions.push(d),
+                Event::CallAnswer(CallAnswer {
+                    request_digest,
+                    answer,
+                    ..
+                }) => {
+                    answers.entry(request_digest).or_insert(answer);
+                }
+                Event::RunEnded(e) => ended = Some(e),
+                Event::RunResumed(_) => ended = None,
+                _ => {}
+            }
+        }
+        let started = started
+            .ok_or_else(|| NotReplayable(format!("run {run_id} has no run_started event")))?;
+        let ended = match ended {
+            Some(e) if !e.status.starts_with("needs_") => e,
+            Some(e) => {
+                return Err(NotReplayable(format!(
+                    "run {run_id} has not finished: it waits at a gate ({}); replay a settled run",
+                    e.status
+                )))
+            }
+            None => {
+                return Err(NotReplayable(format!(
+                "run {run_id} has no recorded end (still running, or killed); replay a settled run"
+            )))
+            }
+        };
+        if started.request.truncated {
+            return Err(NotReplayable(format!(
+                "run {run_id}'s request was longer than the journal keeps ({} bytes); it cannot be replayed",
+                super::REQUEST_TEXT_CAP
+            )));
+        }
+        if decisions.iter().any(|d| d.decision == "input") {
+            return Err(NotReplayable(format!(
+                "run {run_id} answered an input gate: the journal keeps only the response's digest, so it cannot be replayed"
+            )));
+        }
+        let mut host: BTreeMap<String, VecDeque<Step>> = BTreeMap::new();
+        for s in steps.iter().filter(|s| s.step_kind == "host") {
+            host.entry(s.id.clone()).or_default().push_back(s.clone());
+        }
+        Ok(Recorded {
+            run_id,
+            started,
+            steps,
+            decisions,
+            answers,
+            ended,
+            host: Mutex::new(host),
+        })
+    }
+
+    /// The host-process steps that cannot be answered from the record
+    /// (a pipeline's `exec`, whose output streams and is not kept; a
+    /// workflow line whose output passed the cap).
+    pub fn unreplayable_host_steps(&self) -> Vec<&Step> {
+        self.steps
+            .iter()
+            .filter(|s| s.step_kind == "host" && (!s.replayable || s.output.is_none()))
+            .collect()
+    }
+
+    /// Hand out no recorded host output (`--rerun-host`: host processes
+    /// run again).
+    pub fn forget_host_outputs(&mut self) {
+        self.host.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// The next recorded run of host step `id`, taken (each is handed out
+    /// once, in order: a step in a loop runs again).
+    pub fn take_host_output(&self, id: &str) -> Option<Step> {
+        let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
+        host.get_mut(id).and_then(VecDeque::pop_front)
+    }
+
+    /// The components the run loaded, `(name, digest)`, each once: the
+    /// step path's at its start and every WebAssembly step's.
+    pub fn components(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .started
+            .components
+            .iter()
+            .map(|c| (c.name.clone(), c.digest.clone()))
+            .collect();
+        for s in &self.steps {
+            if let (Some(d), "wasm") = (&s.component, s.step_kind.as_str()) {
+                out.push((s.name.clone(), d.clone()));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        out.retain(|c| seen.insert(c.clone()));
+        out
+    }
+}
+
+/// Where a replay first differed from the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// The step (its id; `run` for the run's end).
+    pub step: String,
+    /// The step's kind and name, for humans (`wasm inbox_apply`).
+    pub what: String,
+    /// What differs: `component`, `input`, `output`, `ok`, `exit_code`,
+    /// `missing` (ran in the run, not in the replay), `extra` (the other
+    /// way), `status` or `output` of the run's end.
+    pub field: String,
+    /// The run's value.
+    pub expected: Option<String>,
+    /// The replay's value.
+    pub actual: Option<String>,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
+        match self.field.as_str() {
+            "missing" => write!(
+                f,
+                "step {} ({}) ran in the run but not in the replay",
+                self.step, self.what
+            ),
+            "extra" => write!(
+                f,
+                "step {} ({}) ran in the replay but not in the run",
+                self.step, self.what
+            ),
+            field => write!(
+                f,
+                "step {} ({}): {field} expected {}, actual {}",
+                self.step,
+                self.what,
+                show(&self.expected),
+                show(&self.actual)
+            ),
+        }
+    }
+}
+
+/// Compare the replay's journal `replayed` with the run it replays: each
+/// recorded step is matched with the replay's first unmatched step of the
+/// same id and kind (parallel branches may finish in another order), and
+/// its component, input and output digests, success and exit code must be
+/// equal; then the run's end (status, output digest). `None`: identical.
+pub fn compare(recorded: &Recorded, replayed: &[Event]) -> Option<Divergence> {
+    let mut theirs: Vec<Option<&Step>> = replayed
+        .iter()
+        .filter_map(|e| match e {
+            Event::Step(s) => Some(s),
+            _ => None,
+        })
+        .map(Some)
+        .collect();
+    for want in &recorded.steps {
+        let what = describe(want);
+        let found = theirs
+            .iter_mut()
+            .find(|s| s.is_some_and(|s| s.id == want.id && s.step_kind == want.step_kind));
+        let Some(slot) = found else {
+            return Some(Divergence {
+                step: want.id.clone(),
+                what,
+                field: "missing".into(),
+                expected: want.output_digest.clone(),
+                actual: None,
+            });
+        };
+        let got = slot.take().unwrap_or(want);
+        let fields: [(&str, Option<String>, Option<String>); 5] = [
+            ("component", want.component.clone(), got.component.clone()),
+            ("input", want.input_digest.clone(), got.input_digest.clone()),
+            (
+                "output",
+                want.output_digest.clone(),
+                got.output_digest.clone(),
+            ),
+            ("ok", Some(want.ok.to_string()), Some(got.ok.to_string())),
+            (
+                "exit_code",
+                want.exit_code.map(|c| c.to_string()),
+                got.exit_code.map(|c| c.to_string()),
+            ),
+        ];
+        for (field, expected, actual) in fields {
+            if expected != actual {
+                return Some(Divergence {
+                    step: want.id.clone(),
+                    what,
+                    field: field.into(),
+                    expected,
+                    actual,
+                });
+            }
+        }
+    }
+    if let Some(extra) = theirs.into_iter().flatten().next() {
+        return Some(Divergence {
+            step: extra.id.clone(),
+            what: describe(extra),
+            field: "extra".into(),
+            expected: None,
+            actual: extra.output_digest.clone(),
+        });
+    }
+    let end = replayed.iter().rev().find_map(|e| match e {
+        Event::RunEnded(e) => Some(e),
+        _ => None,
+    });
+    let want = &recorded.ended;
+    let (status, output) = match end {
+        Some(e) => (Some(e.status.clone()), e.output_digest.clone()),
+        None => (None, None),
+    };
+    if status.as_deref() != Some(want.status.as_str()) {
+        return Some(Divergence {
+            step: "run".into(),
+            what: "the run's end".into(),
+            field: "status".into(),
+            expected: Some(want.status.clone()),
+            actual: status,
+        });
+    }
+    if output != want.output_digest {
+        return Some(Divergence {
+            step: "run".into(),
+            what: "the run's end".into(),
+            field: "output".into(),
+            expected: want.output_digest.clone(),
+            actual: output,
+        });
+    }
+    None
+}
+
+fn describe(s: &Step) -> String {
+    if s.name.is_empty() || s.name == s.id {
+        s.step_kind.clone()
+    } else {
+        format!("{} {}", s.step_kind, s.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(id: &str, out: &str) -> Step {
+        Step {
+            id: id.into(),
+            step_kind: "wasm".into(),
+            name: "s".into(),
+            component: Some("c1".into()),
+            output_digest: Some(out.into()),
+            replayable: true,
+            ok: true,
+            ..Step::default()
+        }
+    }
+
+    fn recorded(steps: Vec<Step>) -> Recorded {
+        Recorded {
+            run_id: "r".into(),
+            started: RunStarted::default(),
+            steps,
+            decisions: Vec::new(),
+            answers: BTreeMap::new(),
+            ended: RunEnded {
+                status: "ok".into(),
+                output_digest: Some("o".into()),
+                ..RunEnded::default()
+            },
+            host: Mutex::default(),
+        }
+    }
+
+    fn end(status: &str, out: &str) -> Event {
+        Event::RunEnded(RunEnded {
+            status: status.into(),
+            output_digest: Some(out.into()),
+            ..RunEnded::default()
+        })
+    }
+
+    #[test]
+    fn the_first_difference_is_named_and_order_of_parallel_steps_does_not_matter() {
+        let r = recorded(vec![step("a", "1"), step("b", "2")]);
+        let same = [
+            Event::Step(step("b", "2")),
+            Event::Step(step("a", "1")),
+            end("ok", "o"),
+        ];
+        assert_eq!(compare(&r, &same), None);
+        let changed = [
+            Event::Step(step("a", "1")),
+            Event::Step(step("b", "9")),
+            end("ok", "o"),
+        ];
+        let d = compare(&r, &changed).unwrap();
+        assert_eq!((d.step.as_str(), d.field.as_str()), ("b", "output"));
+        assert_eq!(d.expected.as_deref(), Some("2"));
+        assert_eq!(d.actual.as_deref(), Some("9"));
+        let mut swapped = step("a", "1");
+        swapped.component = Some("c2".into());
+        let d = compare(&r, &[Event::Step(swapped), Event::Step(step("b", "2"))]).unwrap();
+        assert_eq!(
+            d.to_string(),
+            "step a (wasm s): component expected c1, actual c2"
+        );
+        let d = compare(&r, &[Event::Step(step("a", "1")), end("ok", "o")]).unwrap();
+        assert_eq!(d.field, "missing");
+        let extra = [
+            Event::Step(step("a", "1")),
+            Event::Step(step("b", "2")),
+            Event::Step(step("c", "3")),
+        ];
+        assert_eq!(compare(&r, &extra).unwrap().field, "extra");
+        let d = compare(
+            &r,
+            &[
+                Event::Step(step("a", "1")),
+                Event::Step(step("b", "2")),
+                end("ok", "x"),
+            ],
+        );
+        assert_eq!(d.unwrap().field, "output");
+        let d = compare(
+            &r,
+            &[
+                Event::Step(step("a", "1")),
+                Event::Step(step("b", "2")),
+                end("error", "o"),
+            ],
+        );
+        assert_eq!(d.unwrap().field, "status");
+    }
+
+    #[test]
+    fn text_that_is_not_a_journal_is_refused() {
+        let e = Recorded::from_text("hello\n", None).unwrap_err();
+        assert!(e.0.contains("does not verify"), "{e}");
+        let e = Recorded::from_text("", None).unwrap_err();
+        assert!(e.0.contains("no journal events"), "{e}");
+    }
+
+    #[test]
+    fn host_outputs_are_handed_out_once_in_order() {
+        let mut a = step("h", "1");
+        a.step_kind = "host".into();
+        let mut b = a.clone();
+        b.output_digest = Some("2".into());
+        let r = recorded(Vec::new());
+        r.host
+            .lock()
+            .unwrap()
+            .insert("h".into(), VecDeque::from([a, b]));
+        assert_eq!(
+            r.take_host_output("h").unwrap().output_digest.as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            r.take_host_output("h").unwrap().output_digest.as_deref(),
+            Some("2")
+        );
+        assert!(r.take_host_output("h").is_none());
+        assert!(r.take_host_output("other").is_none());
+    }
+}
