@@ -110,7 +110,9 @@ done
 stages=$(python3 -c 'print(" | ".join(["commands.list"] + ["head --n 1"] * 9998))')
 vstate=$tmp/verify
 LOBSTER_STATE_DIR=$vstate "$bin" run --mode tool "$stages" >/dev/null
-vfile=$(ls "$vstate"/journal/*.jsonl)
+vid=$(LOBSTER_STATE_DIR=$vstate "$bin" runs list --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["runId"])')
+vfile=$tmp/verify.jsonl
+LOBSTER_STATE_DIR=$vstate "$bin" runs export "$vid" >"$vfile"
 events=$(wc -l <"$vfile")
 vline=$(python3 "$script_dir/timeit.py" --runs "$runs" --warmup 1 -- "$bin" verify "$vfile")
 IFS=$'\t' read -r _ vw vc _ <<<"$vline"

@@ -22,6 +22,7 @@
 #                              cases at 16 clients (the targets; "" skips them)
 #   SERVE_BENCH_READY_SECONDS=60   how long to wait for the server's ready line
 #   SERVE_BENCH_KEEP=1         keep the temporary directory (config, logs)
+#   SERVE_BENCH_SPAWN=0        skip the spawned baseline (serve only)
 #   SERVE_BENCH_BIN_DIR=DIR    take lobster and lobster-load from DIR instead
 #                              of building them (release) first
 #   CARGO_TARGET_DIR           as for cargo (default: <repo>/target)
@@ -39,6 +40,7 @@ runs=${SERVE_BENCH_RUNS:-100000}
 seconds=${SERVE_BENCH_SECONDS:-10}
 clients_list=${SERVE_BENCH_CLIENTS:-1 16 64}
 rates=${SERVE_BENCH_RATES-2000 1000}
+spawn=${SERVE_BENCH_SPAWN:-1}
 ready_seconds=${SERVE_BENCH_READY_SECONDS:-60}
 if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
     target_dir=$(realpath -m -- "$CARGO_TARGET_DIR")
@@ -255,9 +257,9 @@ log "warming up"
 log "measuring"
 for c in $clients_list; do
     measure "(a) 3-stage pipeline" serve "$c" "${serve_args[@]}" --body-json "$pipeline_body"
-    measure "(a) 3-stage pipeline" spawn "$c" --exec "$spawn_pipeline"
+    if [[ $spawn == 1 ]]; then measure "(a) 3-stage pipeline" spawn "$c" --exec "$spawn_pipeline"; fi
     measure "(b) 5-step wasm workflow" serve "$c" "${serve_args[@]}" --body-json "$workflow_body"
-    measure "(b) 5-step wasm workflow" spawn "$c" --exec "$spawn_workflow"
+    if [[ $spawn == 1 ]]; then measure "(b) 5-step wasm workflow" spawn "$c" --exec "$spawn_workflow"; fi
 done
 
 # Open loop: a fixed offered rate at 16 clients, latency from when each

@@ -245,21 +245,24 @@ fn a_run_killed_during_a_step_leaves_a_chain_that_verifies() {
         read(&pidfile).ends_with('\n'),
         "the slow step never started"
     );
+    // The first step's records reach the segment within the writer's
+    // window (100 ms) without waiting for the run.
+    std::thread::sleep(Duration::from_millis(400));
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     let listed = runs(&env);
     assert_eq!(listed[0]["status"], "running");
     let id = listed[0]["runId"].as_str().unwrap();
-    let file = env.state.path().join(format!("journal/{id}.jsonl"));
-    let r = env.run(&["verify", file.to_str().unwrap()]);
+    let text = export(&env, id);
+    let r = verify(&env, &text);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.contains("no end recorded"), "{r:?}");
-    assert_eq!(kinds(&read(&file)), ["run_started", "step"]);
+    assert_eq!(kinds(&text), ["run_started", "step"]);
 }
 
 #[test]
-fn journals_swapped_between_runs_do_not_verify_as_theirs() {
+fn journals_swapped_between_runs_or_edited_in_the_store_do_not_verify() {
     let env = Env::new();
     assert_eq!(env.tool("commands.list | head --n 1").code, 0);
     assert_eq!(env.tool("commands.list | head --n 2").code, 0);
@@ -268,25 +271,32 @@ fn journals_swapped_between_runs_do_not_verify_as_theirs() {
         listed[0]["runId"].as_str().unwrap(),
         listed[1]["runId"].as_str().unwrap(),
     );
-    let dir = env.state.path().join("journal");
-    let (fa, fb) = (
-        dir.join(format!("{a}.jsonl")),
-        dir.join(format!("{b}.jsonl")),
-    );
-    let ta = read(&fa);
-    std::fs::write(&fa, read(&fb)).unwrap();
-    std::fs::write(&fb, ta).unwrap();
-    let r = env.run(&["verify", fa.to_str().unwrap(), "--run", a]);
+    // Run b's journal passed off as run a's.
+    let fb = env.work_path("b.jsonl");
+    std::fs::write(&fb, export(&env, b)).unwrap();
+    let r = env.run(&["verify", fb.to_str().unwrap(), "--run", a]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         r.stdout.contains(&format!("belongs to run {b}, not {a}")),
         "{r:?}"
     );
-    let export = env.run(&["runs", "export", a]);
-    assert_eq!(export.code, 1, "{export:?}");
-    assert!(export.stderr.contains("does not verify"), "{export:?}");
+    // One byte of run a's records edited where the store keeps them.
+    let seg = env.state.path().join("journal/seg-00000001.log");
+    let text = read(&seg);
+    let at = text
+        .find(&format!("{{\"run\":\"{a}\""))
+        .and_then(|i| text[i..].find("head --n").map(|j| i + j + 9))
+        .expect("run a's start in the segment");
+    let mut bytes = text.into_bytes();
+    bytes[at] = if bytes[at] == b'7' { b'8' } else { b'7' };
+    std::fs::write(&seg, bytes).unwrap();
+    let exported = env.run(&["runs", "export", a]);
+    assert_eq!(exported.code, 1, "{exported:?}");
+    assert!(exported.stderr.contains("does not verify"), "{exported:?}");
     let show = env.run(&["runs", "show", a]);
     assert!(show.stdout.contains("DOES NOT VERIFY"), "{show:?}");
+    // Run b, beside it in the same segment, still verifies.
+    assert_eq!(verify(&env, &export(&env, b)).code, 0);
 }
 
 #[test]

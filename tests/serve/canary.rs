@@ -128,7 +128,7 @@ fn no_secret_of_the_server_or_a_tenant_leaves_through_any_door() {
     std::fs::write(
         d.join("serve.toml"),
         format!(
-            "state = \"state\"\njournal = true\n\
+            "state = \"state\"\n\
 [[tenant]]\nname = \"acme\"\ntoken_sha256 = \"{}\"\npolicy = \"trusted.toml\"\nself_approve = true\n\
 [[tenant]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\npolicy = \"untrusted.toml\"\nself_approve = true\n",
             sha(ACME),

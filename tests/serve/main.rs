@@ -536,7 +536,7 @@ fn run_poll_resume_cancel_and_exactly_once() {
 #[test]
 fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
     let dir = tempfile::tempdir().unwrap();
-    let s = start(&setup(dir.path(), "journal = true", ""));
+    let s = start(&setup(dir.path(), "", ""));
     let id = s.run(ACME, json!({"pipeline": GATED})).json()["runId"]
         .as_str()
         .unwrap()
@@ -1507,7 +1507,7 @@ fn slow_headers_are_cut_off_and_connections_per_address_capped() {
 #[test]
 fn runs_and_their_journals_are_listed_per_tenant() {
     let dir = tempfile::tempdir().unwrap();
-    let config = setup(dir.path(), "journal = true", "");
+    let config = setup(dir.path(), "", "");
     let s = start(&config);
     let r = s.run(
         ACME,

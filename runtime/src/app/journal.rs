@@ -35,7 +35,7 @@ pub fn begin(
             Trust::Untrusted => "untrusted",
         }
         .into(),
-        policy_digest: digest(format!("{:?}", ctx.policy()).as_bytes()),
+        policy_digest: ctx.policy().digest(),
         request,
         grants: grants_record(ctx),
         components,

@@ -99,9 +99,6 @@ pub struct Settings {
     /// The door runs come through, for their journals (`call`, `mcp`,
     /// `serve`; empty: `call`).
     pub door: &'static str,
-    /// Keep no journal of these runs (`lobster serve` without `journal =
-    /// true`).
-    pub no_journal: bool,
 }
 
 impl Settings {
@@ -115,13 +112,9 @@ impl Settings {
     }
 
     /// The journal a run through these settings keeps (as run `run_id`
-    /// when given): off under [`Settings::no_journal`].
+    /// when given).
     pub fn journal(&self, run_id: Option<String>) -> crate::journal::Journal {
-        if self.no_journal {
-            crate::journal::Journal::off()
-        } else {
-            crate::journal::Journal::planned(self.door(), run_id)
-        }
+        crate::journal::Journal::planned(self.door(), run_id)
     }
 
     /// [`Settings::door`], `call` when unset.

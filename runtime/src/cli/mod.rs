@@ -55,6 +55,13 @@ use std::time::Duration;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
+    let code = dispatch(args);
+    // Journal records still queued for the files store's writers.
+    crate::state::journal::flush_all();
+    code
+}
+
+fn dispatch(args: Vec<String>) -> i32 {
     let mut args = args;
     // Leading global flags, in any order: `--store URL`, `--color WHEN`.
     loop {

@@ -288,7 +288,7 @@ fn append_to(inner: &Inner, event: Event) -> Result<()> {
     let summary = summary_change(&inner.run_id, &event);
     let barrier = matches!(
         event,
-        Event::CallIntent(_) | Event::GateOpened(_) | Event::Decision(_)
+        Event::CallIntent(_) | Event::CallAnswer(_) | Event::GateOpened(_) | Event::Decision(_)
     );
     write(inner, &mut c, text, summary, barrier)
 }

@@ -39,11 +39,11 @@
 //! "nothing" under `untrusted`. YAML files (`.yaml`/`.yml`) use the same keys.
 
 use crate::error::{Error, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// How far the operator trusts the pipelines a run is handed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Trust {
     /// The local default (as the reference): host processes may run.
@@ -54,7 +54,7 @@ pub enum Trust {
 }
 
 /// Maximum limits a run may ask for; defaults above them are lowered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Maxima {
     /// Fuel per wasm step.
@@ -99,7 +99,7 @@ impl Maxima {
 }
 
 /// `[gateway]`: the gateway brokered tool calls go to, set by the operator.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayPolicy {
     /// Base URL (`http://127.0.0.1:18789`).
@@ -113,7 +113,7 @@ pub struct GatewayPolicy {
 }
 
 /// One model provider's endpoint in `[model.<provider>]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderPolicy {
     /// Base URL (`https://api.openai.com/v1`; the gateway's for `openclaw`,
@@ -131,7 +131,7 @@ pub struct ProviderPolicy {
 /// `[model]`: where brokered model calls go, per provider, set by the
 /// operator. A provider named here takes nothing from the environment's
 /// `LOBSTER_LLM_*` variables.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelPolicy {
     /// The provider used when a call names none (`openclaw`, `http`, `pi`
@@ -176,7 +176,7 @@ impl ModelPolicy {
 }
 
 /// `[signers]`: whose signatures a run trusts, and whether it requires one.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignersPolicy {
     /// Key lines of trusted minisign public keys (a `.pub` file's second line).
@@ -212,7 +212,7 @@ pub fn key_id(line: &str) -> Option<String> {
 
 /// An operator policy. `Policy::default()` is what runs without one: trusted,
 /// unrestricted.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// Trusted or untrusted.
@@ -255,7 +255,8 @@ pub struct Policy {
     /// Trusted signers and whether a signature is required.
     #[serde(default)]
     pub signers: SignersPolicy,
-    /// Where the policy was read from (not part of the file).
+    /// Where the policy was read from (not part of the file, nor of its
+    /// digest).
     #[serde(skip)]
     pub source: Option<PathBuf>,
 }
@@ -286,6 +287,16 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// blake3 (hex) of the policy's canonical JSON (RFC 8785; every field
+    /// but where it was read from): what a run's journal names as the
+    /// policy in force.
+    pub fn digest(&self) -> String {
+        let json = serde_json::to_value(self).unwrap_or_default();
+        blake3::hash(crate::journal::canon::to_canonical(&json).as_bytes())
+            .to_hex()
+            .to_string()
+    }
+
     /// Parse policy `text`; YAML when `path` ends in `.yaml`/`.yml`, else TOML.
     /// Errors name the file and, through the parser, the field.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
@@ -490,6 +501,29 @@ fn check_endpoints(policy: &Policy) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_digest_is_of_the_policy_not_its_spelling_or_place() {
+        let t = Policy::parse(
+            "env = [\"A_*\"]\ntrust = \"untrusted\"\n[max]\nfuel = 5\n",
+            Path::new("/a/p.toml"),
+        )
+        .unwrap();
+        let y = Policy::parse(
+            "trust: untrusted\nmax:\n  fuel: 5\nenv: [\"A_*\"]\n",
+            Path::new("/b/p.yaml"),
+        )
+        .unwrap();
+        assert_eq!(t.digest(), y.digest());
+        assert_eq!(t.digest().len(), 64);
+        let more = Policy::parse(
+            "trust: untrusted\nmax:\n  fuel: 6\nenv: [\"A_*\"]\n",
+            Path::new("/b/p.yaml"),
+        )
+        .unwrap();
+        assert_ne!(t.digest(), more.digest());
+        assert_ne!(Policy::default().digest(), t.digest());
+    }
 
     #[test]
     fn toml_and_yaml_parse_the_same() {

@@ -24,7 +24,6 @@ struct RawConfig {
     shutdown_grace_ms: Option<u64>,
     header_timeout_ms: Option<u64>,
     max_connections_per_ip: Option<usize>,
-    journal: Option<bool>,
     journal_retention: Option<String>,
     journal_keep_runs: Option<usize>,
     notify_key_env: Option<String>,
@@ -87,10 +86,6 @@ pub struct ServeConfig {
     /// Most connections open at once from one client address
     /// (`max_connections_per_ip`; `None`: no cap).
     pub max_connections_per_ip: Option<usize>,
-    /// Whether the tenants' runs are journaled (`journal`, default false:
-    /// on the files store a journal file per run halves serve's
-    /// throughput on this project's benchmark machine; see RESULTS.md).
-    pub journal: bool,
     /// Settled runs' journals older than this are pruned (`journal_retention`,
     /// default [`DEFAULT_JOURNAL_RETENTION`]), each leaving a tombstone.
     pub journal_retention: Duration,
@@ -438,7 +433,6 @@ impl ServeConfig {
                 }
                 n => n,
             },
-            journal: raw.journal.unwrap_or(false),
             journal_retention,
             journal_keep_runs,
             tenants,

@@ -308,8 +308,7 @@ pub fn prepare(config: ServeConfig, log: Log) -> Result<AppState> {
             }),
             _ => None,
         };
-        let mut tenant = Tenant::new(t, &root, &metrics, config.request_timeout, notifier)?;
-        Arc::make_mut(&mut tenant.settings).no_journal = !config.journal;
+        let tenant = Tenant::new(t, &root, &metrics, config.request_timeout, notifier)?;
         tenants.push(Arc::new(tenant));
     }
     let link_key = link::LinkKey::load_or_create(&root)?;

@@ -151,8 +151,6 @@ impl Tenant {
             deadline_pauses: false,
             tenant: true,
             door: "serve",
-            // Set from serve.toml's `journal` by `serve::prepare`.
-            no_journal: false,
             observer: Some({
                 let (metrics, tenant) = (metrics.clone(), cfg.name.clone());
                 crate::sandbox::StepObserver::new(move |report| {

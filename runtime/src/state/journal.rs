@@ -2,14 +2,14 @@
 //! the store only appends records, reads them back, and keeps one summary
 //! per run for listing. It knows nothing of events.
 //!
-//! Files: `<dir>/journal/<run id>.jsonl`, one record per line, appended
-//! with one `write(2)` each by the run's thread and fsynced at the run's
-//! barriers (a brokered call about to leave, a gate; everything written
-//! before a barrier is committed with it); a process killed mid-write leaves
-//! at most a torn last line, which readers skip and a writer continuing the
-//! run cuts off first. Summaries are lines of `<dir>/journal/index.log`
-//! (appended under a shared `flock`, compacted under an exclusive one by a
-//! prune), folded by run id when listed.
+//! Files (`state/journal_files.rs`): records go to shared, group-committed
+//! segments under `<dir>/journal/`, written by one writer thread per
+//! directory, with `index.log` naming each run's extents and its summary
+//! changes; barriers (a brokered call about to leave, a gate, a decision)
+//! are synced before their run goes on.
+//!
+//! (A little past 700 lines with its tests: both stores' summaries and
+//! pruning rule are here, the files store's format in `journal_files.rs`.)
 //!
 //! PostgreSQL: rows of `lobster_journal (run_id, seq, prev, hash, event)`,
 //! unique `(run_id, seq)`, and `lobster_journal_runs` (one summary per run,
@@ -17,14 +17,11 @@
 //! them with the summary in one statement at each barrier (run start, a
 //! brokered call's intent, a gate, the end).
 
+use super::journal_files;
 use super::{pg, StateStore};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One journal record as stored: its place in the chain and its event
 /// (canonical JSON text).
@@ -107,9 +104,38 @@ pub struct SummaryUpdate {
     /// When the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
+    /// Files store: where the records written with this change went
+    /// (segment file name, offset, length).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extents: Vec<(String, u64, u64)>,
 }
 
 impl SummaryUpdate {
+    /// This change followed by `next`, as one change.
+    pub fn then(mut self, next: SummaryUpdate) -> SummaryUpdate {
+        if next.events >= self.events {
+            self.events = next.events;
+            self.head = next.head;
+        }
+        if next.started.is_some() {
+            self.started = next.started;
+        }
+        if next.status.is_some() {
+            self.status = next.status;
+        }
+        if next.gate.is_some() {
+            self.gate = next.gate;
+        } else if next.clear_gate {
+            self.gate = None;
+        }
+        self.clear_gate |= next.clear_gate;
+        if next.ended_at.is_some() {
+            self.ended_at = next.ended_at;
+        }
+        self.extents.extend(next.extents);
+        self
+    }
+
     fn apply(&self, s: &mut RunSummary) {
         s.run_id.clone_from(&self.run_id);
         if self.events >= s.events {
@@ -185,15 +211,18 @@ pub struct JournalWriter {
     backend: WriterBackend,
 }
 
+/// (One per run, made once: the PostgreSQL variant's size costs nothing.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 enum WriterBackend {
     Files {
         dir: PathBuf,
-        file: File,
     },
     Postgres {
         tenant: pg::Tenant,
         pending: Vec<StoredRecord>,
+        summary: Option<SummaryUpdate>,
+        since: Option<std::time::Instant>,
     },
 }
 
@@ -202,30 +231,19 @@ impl StateStore {
         self.dir().join("journal")
     }
 
-    /// A writer appending to run `run_id`'s journal (made if new). Files: a
-    /// torn last line a killed writer left is cut off first.
+    /// A writer appending to run `run_id`'s journal (made if new).
     pub fn journal_writer(&self, run_id: &str) -> Result<JournalWriter> {
         check_run_id(run_id)?;
         let backend = match self.pg()? {
             Some(t) => WriterBackend::Postgres {
                 tenant: t.clone(),
                 pending: Vec::new(),
+                summary: None,
+                since: None,
             },
-            None => {
-                let dir = self.journal_dir();
-                make_dir(&dir)?;
-                let path = dir.join(format!("{run_id}.jsonl"));
-                let mut file = OpenOptions::new()
-                    .read(true)
-                    .append(true)
-                    .create(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .map_err(|e| io_error("cannot open journal", &path, e))?;
-                cut_torn_tail(&mut file)
-                    .map_err(|e| io_error("cannot repair journal", &path, e))?;
-                WriterBackend::Files { dir, file }
-            }
+            None => WriterBackend::Files {
+                dir: self.journal_dir(),
+            },
         };
         Ok(JournalWriter {
             run_id: run_id.to_string(),
@@ -233,8 +251,8 @@ impl StateStore {
         })
     }
 
-    /// Run `run_id`'s journal as stored (lines; files: a torn last line
-    /// included as it is), or `None` when there is none.
+    /// Run `run_id`'s journal as stored (lines), or `None` when there is
+    /// none.
     pub fn journal_text(&self, run_id: &str) -> Result<Option<String>> {
         check_run_id(run_id)?;
         if let Some(t) = self.pg()? {
@@ -249,12 +267,7 @@ impl StateStore {
             }
             return Ok(Some(text));
         }
-        let path = self.journal_dir().join(format!("{run_id}.jsonl"));
-        match fs::read_to_string(&path) {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error("cannot read journal", &path, e)),
-        }
+        journal_files::read_run(&self.journal_dir(), run_id)
     }
 
     /// The runs' summaries `filter` keeps, newest first.
@@ -262,14 +275,14 @@ impl StateStore {
         if let Some(t) = self.pg()? {
             return t.journal_runs(filter);
         }
-        let path = self.journal_dir().join("index.log");
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("cannot read the run index", &path, e)),
+        let Some(text) = journal_files::read_index(&self.journal_dir())? else {
+            return Ok(Vec::new());
         };
-        let mut runs = fold_index(&text);
-        runs.retain(|s| filter.keeps(s));
+        let mut runs: Vec<RunSummary> = fold_index(&text)
+            .into_values()
+            .map(|(s, _)| s)
+            .filter(|s| !s.started_at.is_empty() && filter.keeps(s))
+            .collect();
         runs.sort_by(|a, b| (&b.started_at, &b.run_id).cmp(&(&a.started_at, &a.run_id)));
         if let Some(n) = filter.limit {
             runs.truncate(n);
@@ -297,53 +310,47 @@ impl StateStore {
         if let Some(t) = self.pg()? {
             return t.journal_prune(cutoff, keep);
         }
-        let dir = self.journal_dir();
-        let path = dir.join("index.log");
-        let mut index = match OpenOptions::new().read(true).write(true).open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("cannot open the run index", &path, e)),
-        };
-        flock(&index, libc::LOCK_EX)
-            .map_err(|e| io_error("cannot lock the run index", &path, e))?;
-        let mut text = String::new();
-        index
-            .read_to_string(&mut text)
-            .map_err(|e| io_error("cannot read the run index", &path, e))?;
-        let mut runs = fold_index(&text);
-        runs.sort_by(|a, b| (&b.started_at, &b.run_id).cmp(&(&a.started_at, &a.run_id)));
-        let doomed = choose_pruned(&runs, cutoff, keep);
-        for s in runs.iter_mut().filter(|s| doomed.contains(&s.run_id)) {
-            let file = dir.join(format!("{}.jsonl", s.run_id));
-            match fs::remove_file(&file) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_error("cannot remove journal", &file, e)),
+        journal_files::compact(&self.journal_dir(), |text| {
+            let mut runs: Vec<(RunSummary, Vec<Extent>)> = fold_index(text).into_values().collect();
+            // Newest first; lines of runs that never started (a torn start)
+            // go last, and are kept as they are.
+            runs.sort_by(|(a, _), (b, _)| {
+                (&b.started_at, &b.run_id).cmp(&(&a.started_at, &a.run_id))
+            });
+            let started: Vec<RunSummary> = runs
+                .iter()
+                .filter(|(s, _)| !s.started_at.is_empty())
+                .map(|(s, _)| s.clone())
+                .collect();
+            let doomed = choose_pruned(&started, cutoff, keep);
+            let mut out = String::new();
+            for (s, extents) in runs.iter_mut().rev() {
+                let pruned = doomed.contains(&s.run_id);
+                if pruned {
+                    s.status = "pruned".into();
+                    s.gate = None;
+                }
+                let update = SummaryUpdate {
+                    run_id: s.run_id.clone(),
+                    events: s.events,
+                    head: s.head.clone(),
+                    started: (!s.started_at.is_empty())
+                        .then(|| (s.name.clone(), s.door.clone(), s.started_at.clone())),
+                    status: (!s.status.is_empty()).then(|| s.status.clone()),
+                    gate: s.gate.clone(),
+                    clear_gate: false,
+                    ended_at: s.ended_at.clone(),
+                    extents: if pruned {
+                        Vec::new()
+                    } else {
+                        std::mem::take(extents)
+                    },
+                };
+                out.push_str(&serde_json::to_string(&update).unwrap_or_default());
+                out.push('\n');
             }
-            s.status = "pruned".into();
-            s.gate = None;
-        }
-        // The compacted index replaces the old one while the lock is held:
-        // appenders check after locking that they still hold the live file.
-        let mut out = String::new();
-        for s in runs.iter().rev() {
-            let update = SummaryUpdate {
-                run_id: s.run_id.clone(),
-                events: s.events,
-                head: s.head.clone(),
-                started: Some((s.name.clone(), s.door.clone(), s.started_at.clone())),
-                status: Some(s.status.clone()),
-                gate: s.gate.clone(),
-                clear_gate: false,
-                ended_at: s.ended_at.clone(),
-            };
-            out.push_str(&serde_json::to_string(&update).unwrap_or_default());
-            out.push('\n');
-        }
-        super::write_atomic(&path, out.as_bytes())
-            .map_err(|e| io_error("cannot rewrite the run index", &path, e))?;
-        drop(index);
-        Ok(doomed)
+            (out, doomed)
+        })
     }
 }
 
@@ -363,6 +370,12 @@ fn choose_pruned(runs: &[RunSummary], cutoff: &str, keep: usize) -> Vec<String> 
         .collect()
 }
 
+/// Wait until every journal record this process appended is written (the
+/// files store's writers; before the process exits).
+pub fn flush_all() {
+    journal_files::flush_all();
+}
+
 impl JournalWriter {
     /// The run this writer appends to.
     pub fn run_id(&self) -> &str {
@@ -379,143 +392,92 @@ impl JournalWriter {
         barrier: bool,
     ) -> Result<()> {
         match &mut self.backend {
-            WriterBackend::Files { dir, file } => {
-                let mut line = format_line(&self.run_id, &record);
-                line.push('\n');
-                file.write_all(line.as_bytes())
-                    .map_err(|e| io_error("cannot append to journal", dir, e))?;
-                if barrier {
-                    file.sync_data()
-                        .map_err(|e| io_error("cannot sync journal", dir, e))?;
-                }
-                if let Some(s) = summary {
-                    append_index(dir, s)?;
-                }
-                Ok(())
+            WriterBackend::Files { dir } => {
+                journal_files::append(dir, &self.run_id, record, summary.cloned(), barrier)
             }
-            WriterBackend::Postgres { tenant, pending } => {
+            WriterBackend::Postgres {
+                tenant,
+                pending,
+                summary: held,
+                since,
+            } => {
                 pending.push(record);
-                if summary.is_some() || barrier {
+                if let Some(s) = summary {
+                    *held = Some(match held.take() {
+                        Some(before) => before.then(s.clone()),
+                        None => s.clone(),
+                    });
+                }
+                let started = *since.get_or_insert_with(std::time::Instant::now);
+                // One statement per barrier and one at the end (a short run
+                // sends one), or once records have waited the files store's
+                // window.
+                let ends = summary.is_some_and(|s| s.ended_at.is_some());
+                if barrier || ends || started.elapsed() >= journal_files::WINDOW {
+                    *since = None;
                     let records = std::mem::take(pending);
-                    tenant.journal_append(&self.run_id, records, summary.cloned())?;
+                    tenant.journal_append(&self.run_id, records, held.take())?;
                 }
                 Ok(())
             }
         }
     }
 
-    /// Make everything appended durable (PostgreSQL: send what is buffered).
+    /// Make everything appended durable (PostgreSQL: send what is buffered;
+    /// files: written).
     pub fn flush(&mut self) -> Result<()> {
         match &mut self.backend {
-            WriterBackend::Files { .. } => Ok(()),
-            WriterBackend::Postgres { tenant, pending } => {
+            WriterBackend::Files { dir } => {
+                journal_files::flush_dir(dir);
+                Ok(())
+            }
+            WriterBackend::Postgres {
+                tenant,
+                pending,
+                summary,
+                since,
+            } => {
                 if pending.is_empty() {
                     return Ok(());
                 }
+                *since = None;
                 let records = std::mem::take(pending);
-                tenant.journal_append(&self.run_id, records, None)
+                tenant.journal_append(&self.run_id, records, summary.take())
             }
         }
     }
 }
 
-fn fold_index(text: &str) -> Vec<RunSummary> {
-    let mut by_id: std::collections::HashMap<String, RunSummary> = Default::default();
-    // A torn last line (a killed appender) does not parse and is skipped.
+impl Drop for JournalWriter {
+    /// Records still held (PostgreSQL) are sent: a run whose end was never
+    /// recorded still leaves what it did. (The files store's writer has
+    /// them already.)
+    fn drop(&mut self) {
+        if matches!(self.backend, WriterBackend::Postgres { .. }) {
+            let _ = self.flush();
+        }
+    }
+}
+
+/// Where some of a run's records are in the files store: segment file
+/// name, offset, length.
+type Extent = (String, u64, u64);
+
+/// Each run's summary folded from the index's lines, with the extents of
+/// its records in the order written.
+fn fold_index(text: &str) -> std::collections::HashMap<String, (RunSummary, Vec<Extent>)> {
+    let mut by_id: std::collections::HashMap<String, (RunSummary, Vec<Extent>)> =
+        Default::default();
+    // A torn line (a power cut) does not parse and is skipped.
     for line in text.lines() {
-        let Ok(u) = serde_json::from_str::<SummaryUpdate>(line) else {
+        let Ok(mut u) = serde_json::from_str::<SummaryUpdate>(line) else {
             continue;
         };
-        let s = by_id.entry(u.run_id.clone()).or_default();
+        let (s, extents) = by_id.entry(u.run_id.clone()).or_default();
+        extents.append(&mut u.extents);
         u.apply(s);
     }
     by_id
-        .into_values()
-        .filter(|s| !s.started_at.is_empty())
-        .collect()
-}
-
-fn append_index(dir: &Path, s: &SummaryUpdate) -> Result<()> {
-    let path = dir.join("index.log");
-    let mut line = serde_json::to_string(s).unwrap_or_default();
-    line.push('\n');
-    for _ in 0..8 {
-        let mut f = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| io_error("cannot open the run index", &path, e))?;
-        flock(&f, libc::LOCK_SH).map_err(|e| io_error("cannot lock the run index", &path, e))?;
-        // A prune may have replaced the file between open and lock.
-        let live = fs::metadata(&path).map(|m| m.ino()).ok();
-        if live != f.metadata().map(|m| m.ino()).ok() {
-            continue;
-        }
-        return f
-            .write_all(line.as_bytes())
-            .map_err(|e| io_error("cannot append to the run index", &path, e));
-    }
-    Err(Error::runtime(format!(
-        "cannot append to the run index {}: it keeps being replaced",
-        path.display()
-    )))
-}
-
-fn flock(f: &File, op: libc::c_int) -> std::io::Result<()> {
-    loop {
-        // SAFETY: flock on a file descriptor we own; no memory is passed.
-        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// Cut a last line that has no newline (a writer killed mid-write).
-fn cut_torn_tail(file: &mut File) -> std::io::Result<()> {
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(());
-    }
-    let mut last = [0u8; 1];
-    file.seek(SeekFrom::Start(len - 1))?;
-    file.read_exact(&mut last)?;
-    if last[0] == b'\n' {
-        return Ok(());
-    }
-    // Find the last newline, reading backwards in blocks.
-    let mut end = len;
-    let mut buf = vec![0u8; 64 * 1024];
-    while end > 0 {
-        let start = end.saturating_sub(buf.len() as u64);
-        let n = (end - start) as usize;
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut buf[..n])?;
-        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
-            return file.set_len(start + i as u64 + 1);
-        }
-        end = start;
-    }
-    file.set_len(0)
-}
-
-fn make_dir(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| io_error("cannot create journal directory", dir, e))
-}
-
-fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::runtime(format!("{what} {}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -531,24 +493,163 @@ mod tests {
         }
     }
 
+    fn segs(dir: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir.join("journal"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("seg-"))
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
-    fn a_torn_tail_is_cut_before_appending() {
+    fn runs_share_segments_and_each_reads_back_its_own_records_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        let mut a = store.journal_writer("ra").unwrap();
+        let mut b = store.journal_writer("rb").unwrap();
+        for i in 0..3 {
+            a.append(rec(i), None, false).unwrap();
+            b.append(rec(i), None, i == 1).unwrap();
+        }
+        let ta = store.journal_text("ra").unwrap().unwrap();
+        let tb = store.journal_text("rb").unwrap().unwrap();
+        for (t, run) in [(&ta, "ra"), (&tb, "rb")] {
+            let seqs: Vec<u64> = t
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    assert_eq!(v["run"], run);
+                    v["seq"].as_u64().unwrap()
+                })
+                .collect();
+            assert_eq!(seqs, [0, 1, 2]);
+        }
+        assert_eq!(segs(dir.path()), ["seg-00000001.log"]);
+        assert!(store.journal_text("rc").unwrap().is_none());
+        // A journal written before segments (a file per run) is still read.
+        std::fs::write(
+            dir.path().join("journal/rold.jsonl"),
+            format!("{}\n", format_line("rold", &rec(0))),
+        )
+        .unwrap();
+        assert_eq!(
+            store.journal_text("rold").unwrap().unwrap().lines().count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_torn_segment_tail_is_outside_every_run_and_the_next_write_starts_a_line() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::new(dir.path());
         let mut w = store.journal_writer("r1").unwrap();
         w.append(rec(0), None, false).unwrap();
         w.append(rec(1), None, true).unwrap();
-        drop(w);
-        let path = dir.path().join("journal/r1.jsonl");
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"run\":\"r1\",\"seq\":2,\"pr").unwrap();
-        let mut w = store.journal_writer("r1").unwrap();
-        w.append(rec(2), None, false).unwrap();
+        // A power cut left half a line of another run at the end.
+        let seg = dir.path().join("journal/seg-00000001.log");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&seg).unwrap();
+        std::io::Write::write_all(&mut f, b"{\"run\":\"r1\",\"seq\":2,\"pr").unwrap();
+        w.append(rec(2), None, true).unwrap();
         let text = store.journal_text("r1").unwrap().unwrap();
-        assert_eq!(text.lines().count(), 3);
+        assert_eq!(text.lines().count(), 3, "{text}");
         assert!(text
             .lines()
             .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+        // An index that names more than a segment holds (its tail lost):
+        // the whole lines are read, the cut one is not.
+        let len = std::fs::metadata(&seg).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&seg)
+            .unwrap()
+            .set_len(len - 10)
+            .unwrap();
+        let text = store.journal_text("r1").unwrap().unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
+
+    #[test]
+    fn a_run_does_not_start_when_its_journal_cannot_be_written() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the journal's directory should be.
+        std::fs::write(dir.path().join("journal"), "not a directory").unwrap();
+        let store = StateStore::new(dir.path());
+        let mut w = store.journal_writer("r1").unwrap();
+        let e = w.append(rec(0), None, false).unwrap_err();
+        assert!(e.to_string().contains("journal"), "{e}");
+        // Once the store is writable again, runs start.
+        std::fs::remove_file(dir.path().join("journal")).unwrap();
+        w.append(rec(0), None, false).unwrap();
+        w.append(rec(1), None, true).unwrap();
+        assert_eq!(
+            store.journal_text("r1").unwrap().unwrap().lines().count(),
+            2
+        );
+    }
+
+    #[test]
+    fn prune_removes_a_segment_only_when_no_kept_run_uses_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        let summary = |id: &str, status: &str, at: &str| SummaryUpdate {
+            run_id: id.into(),
+            started: Some(("w".into(), "cli".into(), at.into())),
+            status: Some(status.into()),
+            ..Default::default()
+        };
+        let mut old = store.journal_writer("old").unwrap();
+        old.append(
+            rec(0),
+            Some(&summary("old", "ok", "2020-01-01T00:00:00Z")),
+            true,
+        )
+        .unwrap();
+        let mut paused = store.journal_writer("paused").unwrap();
+        paused
+            .append(
+                rec(0),
+                Some(&summary("paused", "needs_approval", "2020-01-01T00:00:01Z")),
+                true,
+            )
+            .unwrap();
+        assert_eq!(
+            store.journal_prune("2021-01-01T00:00:00Z", 100).unwrap(),
+            ["old"]
+        );
+        // The paused run still uses the segment: kept, and still read.
+        assert_eq!(segs(dir.path()), ["seg-00000001.log"]);
+        assert!(store.journal_text("old").unwrap().is_none());
+        assert!(store.journal_text("paused").unwrap().is_some());
+        // Once no kept run uses it, it goes; the writer starts a new one.
+        paused
+            .append(
+                rec(1),
+                Some(&SummaryUpdate {
+                    run_id: "paused".into(),
+                    status: Some("ok".into()),
+                    ..Default::default()
+                }),
+                true,
+            )
+            .unwrap();
+        assert_eq!(
+            store.journal_prune("2021-01-01T00:00:00Z", 100).unwrap(),
+            ["paused"]
+        );
+        assert!(segs(dir.path()).is_empty());
+        let mut next = store.journal_writer("next").unwrap();
+        next.append(rec(0), None, true).unwrap();
+        assert_eq!(segs(dir.path()), ["seg-00000001.log"]);
+        assert_eq!(
+            store.journal_text("next").unwrap().unwrap().lines().count(),
+            1
+        );
+        assert_eq!(
+            store.journal_summary("old").unwrap().unwrap().status,
+            "pruned"
+        );
     }
 
     #[test]
@@ -585,7 +686,7 @@ mod tests {
         let ids: Vec<_> = all.iter().map(|s| s.run_id.as_str()).collect();
         assert_eq!(ids, ["run3", "run2", "run1", "run0"]);
         assert_eq!(all[2].gate.as_deref(), Some("abcd1234"));
-        assert_eq!(all[0].head, "h1");
+        assert_eq!(all[0].head, rec(1).hash);
         let paused = RunFilter {
             status: Some("needs_approval".into()),
             ..Default::default()
@@ -605,7 +706,10 @@ mod tests {
         assert!(store.journal_text("run0").unwrap().is_none());
         assert!(store.journal_text("run1").unwrap().is_some());
         let s = store.journal_summary("run0").unwrap().unwrap();
-        assert_eq!((s.status.as_str(), s.head.as_str()), ("pruned", "h1"));
+        assert_eq!(
+            (s.status.as_str(), s.head.as_str()),
+            ("pruned", rec(1).hash.as_str())
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 mod atomic;
 pub mod journal;
+mod journal_files;
 mod keys;
 pub mod pg;
 mod queue;
