@@ -344,3 +344,74 @@ fn a_serve_tenants_runs_are_read_with_tenant() {
     assert_eq!(verify(&env, &text.stdout).code, 0, "{text:?}");
     assert_eq!(env.run(&["runs", "show", id, "--tenant", "beta"]).code, 1);
 }
+
+/// `runs export --journal-key` signs the checkpoint with the operator's key
+/// (kept outside the store); `verify --key` requires that signature, and
+/// names an edited checkpoint, another key, and an unsigned export.
+#[test]
+fn an_export_signed_with_the_journal_key_verifies_only_with_its_key() {
+    let env = Env::new();
+    assert_eq!(env.run(&["keys", "new", "ops"]).code, 0);
+    assert_eq!(env.run(&["keys", "new", "mallory"]).code, 0);
+    assert_eq!(env.tool("commands.list | head --n 1").code, 0);
+    let id = runs(&env)[0]["runId"].as_str().unwrap().to_string();
+    let signed = env.run(&["runs", "export", &id, "--journal-key", "ops.key"]);
+    assert_eq!(signed.code, 0, "{signed:?}");
+    let file = env.work_path("signed.jsonl");
+    std::fs::write(&file, &signed.stdout).unwrap();
+    let check = |path: &std::path::Path, key: &str| {
+        env.run(&["verify", path.to_str().unwrap(), "--key", key])
+    };
+    let r = check(&file, "ops.pub");
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains("checkpoint matches, signed by ops"),
+        "{r:?}"
+    );
+    // Without --key the signature is noted, not checked.
+    let r = env.run(&["verify", file.to_str().unwrap()]);
+    assert!(r.stdout.contains("pass --key"), "{r:?}");
+    // Another key: refused, naming the signer.
+    let r = check(&file, "mallory.pub");
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("signed by ops"), "{r:?}");
+    // The checkpoint's time edited: the signature no longer covers it.
+    let (records, checkpoint) = signed.stdout.trim_end().rsplit_once('\n').unwrap();
+    assert!(checkpoint.starts_with("{\"checkpoint\""), "{checkpoint}");
+    let edited = format!(
+        "{records}\n{}\n",
+        checkpoint.replacen("\"at\":\"", "\"at\":\"1", 1)
+    );
+    let efile = env.work_path("edited.jsonl");
+    std::fs::write(&efile, edited).unwrap();
+    let r = check(&efile, "ops.pub");
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("signature does not verify"), "{r:?}");
+    // An unsigned export (LOBSTER_JOURNAL_KEY unset) does not pass --key.
+    let unsigned = env.work_path("unsigned.jsonl");
+    std::fs::write(&unsigned, export(&env, &id)).unwrap();
+    let r = check(&unsigned, "ops.pub");
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("not signed"), "{r:?}");
+    // The key named through the environment signs too.
+    let out = env
+        .command(&["runs", "export", &id])
+        .env("LOBSTER_JOURNAL_KEY", env.work_path("ops.key"))
+        .output()
+        .unwrap();
+    std::fs::write(&file, &out.stdout).unwrap();
+    assert_eq!(check(&file, "ops.pub").code, 0);
+    // A key inside the state store is refused: whoever writes the store
+    // could re-sign.
+    let inside = env.state.path().join("ops.key");
+    std::fs::copy(env.work_path("ops.key"), &inside).unwrap();
+    let r = env.run(&[
+        "runs",
+        "export",
+        &id,
+        "--journal-key",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("inside the state store"), "{r:?}");
+}

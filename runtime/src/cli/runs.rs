@@ -15,12 +15,12 @@ pub const RUNS_HELP: &str = "lobster runs — the journal every run leaves
 Usage:
   lobster runs list [--status S] [--since T] [--limit N] [--json]
   lobster runs show ID [--json]
-  lobster runs export ID > run.jsonl
+  lobster runs export ID [--journal-key FILE] > run.jsonl
   lobster runs prune --older-than DURATION [--keep N]
   lobster approvals [--json]            (the runs waiting at a gate)
   (runs and approvals take --tenant NAME: a `lobster serve` tenant's runs,
    with LOBSTER_STATE_DIR / --store naming the server's store)
-  lobster verify FILE [--run ID]        (check an exported or stored journal offline)
+  lobster verify FILE [--run ID] [--key PUB]   (check an exported journal offline)
   lobster replay ID|FILE                (run it again offline: lobster help replay)
 
 Every run (lobster run, resume, call, mcp, serve) appends events to a
@@ -36,7 +36,11 @@ list     newest first: id, status, started, duration, pending gate, name.
          --since an RFC 3339 time or a duration back from now (30m, 24h, 7d).
 show     the run's timeline (--json: the journal's records).
 export   the journal followed by a checkpoint (events, head hash) that
-         `lobster verify` checks; redirect it to a file.
+         `lobster verify` checks; redirect it to a file. With the
+         operator's journal key (--journal-key FILE or LOBSTER_JOURNAL_KEY,
+         a `lobster keys new` key kept outside the store) the checkpoint is
+         signed (minisign format); `verify --key NAME.pub` then requires
+         that signature.
 prune    remove the journals of settled runs started before now minus
          DURATION, and of all but the newest N settled runs (--keep,
          default 10000); each leaves a tombstone (status pruned, head hash).
@@ -122,6 +126,33 @@ fn tenant_store(store: &StateStore, f: &Flags) -> StateStore {
     }
 }
 
+/// The operator's journal key (`--journal-key FILE`, else
+/// `LOBSTER_JOURNAL_KEY`), if one is named. It must be kept outside the
+/// state store: whoever can write the store must not be able to re-sign.
+fn journal_key(f: &Flags, store: &StateStore) -> Result<Option<crate::signing::SecretKey>> {
+    let path = match f.value("--journal-key") {
+        Some(p) => p.to_string(),
+        None => match std::env::var("LOBSTER_JOURNAL_KEY") {
+            Ok(p) if !p.is_empty() => p,
+            _ => return Ok(None),
+        },
+    };
+    let real = std::fs::canonicalize(&path)
+        .map_err(|e| Error::parse(format!("cannot read the journal key {path}: {e}")))?;
+    if let Ok(dir) = std::fs::canonicalize(store.dir()) {
+        if real.starts_with(&dir) {
+            return Err(Error::parse(format!(
+                "the journal key {path} is inside the state store ({}): whoever can write the store could re-sign",
+            dir.display()
+            ))
+            .with_hint("keep the key elsewhere (lobster keys new NAME --dir /etc/lobster)"));
+        }
+    }
+    crate::signing::SecretKey::read(&real)
+        .map(Some)
+        .map_err(|e| Error::parse(format!("the journal key {path}: {e}")))
+}
+
 /// `lobster approvals`: the runs waiting at a gate.
 pub fn approvals(argv: &[String]) -> i32 {
     finish((|| {
@@ -149,22 +180,89 @@ pub fn verify(argv: &[String]) -> i32 {
         if f.help || f.words.is_empty() {
             return Ok((RUNS_HELP.to_string(), 0));
         }
-        if f.value("--key").is_some() {
-            return Err(Error::parse(
-                "lobster verify --key: signed checkpoints are not supported by this build yet; verify checks the chain and the unsigned checkpoint",
-            ));
-        }
+        let key = match f.value("--key") {
+            Some(path) => Some(
+                crate::signing::PublicKey::read(std::path::Path::new(path)).map_err(|e| {
+                    Error::parse(format!("--key {path}: {e}")).with_hint(
+                        "pass the operator's journal public key (NAME.pub of `lobster keys new`)",
+                    )
+                })?,
+            ),
+            None => None,
+        };
         let [file] = f.words.as_slice() else {
             return Err(Error::parse("lobster verify takes one file"));
         };
         let text = std::fs::read_to_string(file)
             .map_err(|e| Error::parse(format!("cannot read {file}: {e}")))?;
-        let v = verify_text(&text, f.value("--run"));
-        Ok(verdict_text(file, &v))
+        let mut v = verify_text(&text, f.value("--run"));
+        let signed = check_signature(&mut v, key.as_ref());
+        Ok(verdict_text(file, &v, &signed))
     })())
 }
 
-fn verdict_text(file: &str, v: &Verdict) -> (String, i32) {
+/// What `verify` says of the checkpoint's signature (its problem, if any,
+/// goes into `v`): checked against `key` when given — then a checkpoint
+/// without a good signature by it does not verify.
+fn check_signature(v: &mut Verdict, key: Option<&crate::signing::PublicKey>) -> String {
+    use crate::signing::Verdict as Sig;
+    let line = v.events as usize + 1;
+    let Some(cp) = v.checkpoint.clone() else {
+        if key.is_some() {
+            v.problem.get_or_insert(crate::journal::verify::Problem {
+                seq: None,
+                line,
+                message: "no checkpoint: --key needs an export with a signed checkpoint (lobster runs export --journal-key)".into(),
+            });
+        }
+        return String::new();
+    };
+    let Some(text) = cp.signature.as_deref() else {
+        if key.is_some() {
+            v.problem.get_or_insert(crate::journal::verify::Problem {
+                seq: None,
+                line,
+                message: "the checkpoint is not signed (exported without a journal key)".into(),
+            });
+        }
+        return " (unsigned)".into();
+    };
+    let Some(key) = key else {
+        return " (signed; pass --key PUB to check the signature)".into();
+    };
+    let bad = |v: &mut Verdict, message: String| {
+        v.problem.get_or_insert(crate::journal::verify::Problem {
+            seq: None,
+            line,
+            message,
+        });
+        String::new()
+    };
+    let sig = match crate::signing::Signature::parse(text, "the checkpoint's signature") {
+        Ok(s) => s,
+        Err(e) => return bad(v, e.to_string()),
+    };
+    match crate::signing::verify(
+        &cp.checkpoint.signed_bytes(),
+        &sig,
+        std::slice::from_ref(key),
+    ) {
+        Sig::Trusted(signer) => format!(", signed by {signer}"),
+        Sig::UnknownKey(signer) => bad(
+            v,
+            format!(
+                "the checkpoint is signed by {signer}, not by the key given ({})",
+                key.id()
+            ),
+        ),
+        Sig::Invalid { reason, .. } => bad(
+            v,
+            format!("the checkpoint's signature does not verify: {reason}"),
+        ),
+    }
+}
+
+fn verdict_text(file: &str, v: &Verdict, signed: &str) -> (String, i32) {
     let run = v.run.as_deref().unwrap_or("(unknown)");
     match &v.problem {
         Some(p) => (
@@ -180,9 +278,9 @@ fn verdict_text(file: &str, v: &Verdict) -> (String, i32) {
                 None => "no end recorded (still going, killed, or cut)".into(),
             };
             let cp = if v.checkpoint.is_some() {
-                ", checkpoint matches (unsigned)"
+                format!(", checkpoint matches{signed}")
             } else {
-                ", no checkpoint"
+                ", no checkpoint".to_string()
             };
             let capped = if v.capped { ", capped" } else { "" };
             (
@@ -207,6 +305,7 @@ fn runs_in(store: &StateStore, argv: &[String]) -> Result<(String, i32)> {
             "--older-than",
             "--keep",
             "--tenant",
+            "--journal-key",
         ],
     )?;
     if f.help || f.words.is_empty() {
@@ -254,14 +353,28 @@ fn runs_in(store: &StateStore, argv: &[String]) -> Result<(String, i32)> {
                 .take(v.events as usize)
                 .map(|l| format!("{l}\n"))
                 .collect();
+            let checkpoint = Checkpoint {
+                run: id.to_string(),
+                events: v.events,
+                head: v.head.clone(),
+                at: crate::journal::now_rfc3339(),
+            };
+            let signature = match journal_key(&f, store)? {
+                Some(key) => Some(
+                    crate::signing::sign(
+                        &key,
+                        &checkpoint.signed_bytes(),
+                        &format!("run {id} checkpoint"),
+                    )
+                    .map_err(|e| Error::runtime(format!("cannot sign the checkpoint: {e}")))?
+                    .text()
+                    .to_string(),
+                ),
+                None => None,
+            };
             let cp = CheckpointLine {
-                checkpoint: Checkpoint {
-                    run: id.to_string(),
-                    events: v.events,
-                    head: v.head.clone(),
-                    at: crate::journal::now_rfc3339(),
-                },
-                signature: None,
+                checkpoint,
+                signature,
             };
             let line = serde_json::to_string(&cp).unwrap_or_default();
             Ok((format!("{whole}{line}\n"), 0))
