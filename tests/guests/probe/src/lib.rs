@@ -1,11 +1,42 @@
 //! `probe`: exercises host functions and reports what the sandbox looks like.
 //! Modes (first positional): `echo` (default), `state`, `log`, `world`,
-//! `env NAME`, `write PATH TEXT`, `read PATH`, `args`, `put KEY TEXT`, `get KEY`.
+//! `env NAME`, `write PATH TEXT`, `read PATH`, `args`, `put KEY TEXT`, `get KEY`,
+//! `taint SECRET` (leaves SECRET reversed in a static, in 2 MiB of heap and
+//! in a static counter) and `scan SECRET` (searches the whole linear memory
+//! for SECRET reversed, without ever writing it: a hit is what an earlier
+//! instance left behind).
 use lobster_guest::{json, log, state, Access, Args, Error, Flag, Step, StepInfo, Value};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 struct Probe;
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+static TAINT: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Whether any address of linear memory 0 starts `needle` reversed. The
+/// reversed needle is compared byte by byte, never built, so it is not in
+/// memory unless something put it there.
+fn memory_holds_reversed(needle: &[u8]) -> bool {
+    if needle.is_empty() {
+        return false;
+    }
+    #[cfg(target_arch = "wasm32")]
+    let size = core::arch::wasm32::memory_size(0) * 65536;
+    #[cfg(not(target_arch = "wasm32"))]
+    let size = 0usize;
+    let n = needle.len();
+    // Address 0 is the null pointer; nothing of interest lives below 8.
+    (8..size.saturating_sub(n)).any(|at| {
+        (0..n).all(|i| {
+            // SAFETY: every address below memory.size is readable in wasm.
+            let byte = unsafe { std::ptr::read_volatile((at + i) as *const u8) };
+            byte == needle[n - 1 - i]
+        })
+    })
+}
 
 impl Step for Probe {
     fn describe() -> StepInfo {
@@ -72,6 +103,27 @@ impl Step for Probe {
             "read" => {
                 let path = pos.get(1).ok_or_else(|| Error::invalid_args("read PATH"))?;
                 Ok(vec![json!({ "text": std::fs::read_to_string(path)? })])
+            }
+            "taint" => {
+                let secret = pos.get(1).ok_or_else(|| Error::invalid_args("taint SECRET"))?;
+                let reversed: Vec<u8> = secret.bytes().rev().collect();
+                let mut heap = vec![0u8; 2 << 20];
+                for chunk in heap.chunks_mut(reversed.len().max(1)) {
+                    let n = chunk.len().min(reversed.len());
+                    chunk[..n].copy_from_slice(&reversed[..n]);
+                }
+                std::mem::forget(std::hint::black_box(heap));
+                TAINT.lock().unwrap().extend_from_slice(&reversed);
+                let n = COUNTER.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok(vec![json!({ "counter": n })])
+            }
+            "scan" => {
+                let secret = pos.get(1).ok_or_else(|| Error::invalid_args("scan SECRET"))?;
+                Ok(vec![json!({
+                    "found": memory_holds_reversed(secret.as_bytes()),
+                    "counter": COUNTER.load(Ordering::SeqCst),
+                    "taint_len": TAINT.lock().unwrap().len(),
+                })])
             }
             other => Err(Error::invalid_args(format!("unknown mode {other}"))),
         }
