@@ -53,7 +53,7 @@ mod bare {
     use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
     use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-    wasmtime::component::bindgen!({ world: "step", path: "../wit" });
+    wasmtime::component::bindgen!({ world: "step", path: "../wit/v0.2" });
 
     pub struct Host {
         wasi: WasiCtx,
@@ -80,6 +80,20 @@ mod bare {
     }
 
     impl self::lobster::step::types::Host for Host {}
+
+    impl self::lobster::step::broker::Host for Host {
+        fn invoke_tool(
+            &mut self,
+            _: String,
+            _: Option<String>,
+            _: String,
+        ) -> Result<String, String> {
+            Err("no broker".into())
+        }
+        fn llm_json(&mut self, _: String) -> Result<String, String> {
+            Err("no broker".into())
+        }
+    }
 
     /// A pre-instantiated noop and its engine.
     pub struct Noop {
