@@ -16,6 +16,7 @@ mod own_pg;
 #[path = "../psql.rs"]
 mod psql;
 mod roots;
+mod run_pages;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lobster");
 const ACME: &str = "acme-token";

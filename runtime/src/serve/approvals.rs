@@ -180,7 +180,7 @@ fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
 /// The approver signed in on this request for `tenant` (their session
 /// cookie), if any. Nothing else — no bearer token, no form field — names
 /// an approver.
-fn signed_in(
+pub(super) fn signed_in(
     app: &AppState,
     tenant: &super::tenant::Tenant,
     headers: &HeaderMap,
@@ -193,7 +193,7 @@ fn signed_in(
 }
 
 /// The gate page for `o` (`approver`: who is signed in).
-fn gate_page(raw: &str, o: &Opened, approver: Option<&str>) -> Response {
+fn gate_page(app: &AppState, raw: &str, o: &Opened, approver: Option<&str>) -> Response {
     let gate = runs::envelope_gate(&o.record);
     let caps: Vec<String> = gate["capabilities"]
         .as_array()
@@ -215,6 +215,9 @@ fn gate_page(raw: &str, o: &Opened, approver: Option<&str>) -> Response {
     let expires = chrono::DateTime::from_timestamp(o.link.expires as i64, 0)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
         .unwrap_or_default();
+    // The run's page is for the tenant's approvers: linked where there are some.
+    let run_page = (!o.tenant.approvers.is_empty())
+        .then(|| super::run_pages::url(app, &o.tenant.name, Some(&o.link.run_id)));
     html(
         StatusCode::OK,
         page::approval(
@@ -226,9 +229,11 @@ fn gate_page(raw: &str, o: &Opened, approver: Option<&str>) -> Response {
                 step: info.as_ref().map(|i| i.step.as_str()),
                 prompt: gate["prompt"].as_str().unwrap_or_default(),
                 preview: preview.as_deref(),
+                items: gate.get("items"),
                 capabilities: &caps,
                 expires_at: &expires,
                 approver,
+                run_page: run_page.as_deref(),
             },
         ),
     )
@@ -248,10 +253,10 @@ pub async fn show(
         Err(r) => return r,
     };
     if !o.tenant.needs_sign_in() {
-        return gate_page(&raw, &o, None);
+        return gate_page(&app, &raw, &o, None);
     }
     match signed_in(&app, &o.tenant, &headers) {
-        Some(name) => gate_page(&raw, &o, Some(&name)),
+        Some(name) => gate_page(&app, &raw, &o, Some(&name)),
         None => html(
             StatusCode::OK,
             page::sign_in(&raw, &o.tenant.name, &o.link.run_id, None),
@@ -271,7 +276,31 @@ pub async fn sign_in(
         Ok(b) => b,
         Err(e) => return html(e.status(), page::refused("Request refused", &e.body_text())),
     };
-    let form = form_urlencoded(&body);
+    let a = app.clone();
+    let r = raw.clone();
+    let o = match offload_page(move || open(&a, &r)).await {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    match check_sign_in(&app, &o.tenant, &body).await {
+        Ok(cookies) => see_other(format!("/a/{raw}"), cookies),
+        Err((status, why)) => html(
+            status,
+            page::sign_in(&raw, &o.tenant.name, &o.link.run_id, Some(why)),
+        ),
+    }
+}
+
+/// Check an approver's sign-in form (`name`, `secret`) for `tenant`: the
+/// session cookies to set, or the status and why not. The approval page
+/// and the run pages sign in through it. The tenant's own token is
+/// refused: the agent is not an approver.
+pub(super) async fn check_sign_in(
+    app: &Arc<AppState>,
+    tenant: &Arc<super::tenant::Tenant>,
+    body: &[u8],
+) -> Result<Vec<header::HeaderValue>, (StatusCode, &'static str)> {
+    let form = form_urlencoded(body);
     let field = |k: &str| {
         form.iter()
             .find(|(n, _)| n == k)
@@ -279,70 +308,69 @@ pub async fn sign_in(
             .unwrap_or_default()
     };
     let (name, secret) = (field("name"), field("secret"));
-    let a = app.clone();
-    let r = raw.clone();
-    let o = match offload_page(move || open(&a, &r)).await {
-        Ok(o) => o,
-        Err(r) => return r,
-    };
-    let again = |status: StatusCode, why: &str| {
-        html(
-            status,
-            page::sign_in(&raw, &o.tenant.name, &o.link.run_id, Some(why)),
-        )
-    };
-    if !o.tenant.admit_sign_in() {
-        return again(
+    if !tenant.admit_sign_in() {
+        return Err((
             StatusCode::TOO_MANY_REQUESTS,
             "Too many sign-in attempts for this tenant; wait a minute and try again.",
-        );
+        ));
     }
-    if o.tenant.is_own_token(&secret) {
+    if tenant.is_own_token(&secret) {
         (app.log)(&format!(
             "lobster serve: tenant {}: the agent's token was refused at an approver sign-in",
-            o.tenant.name
+            tenant.name
         ));
-        return again(
+        return Err((
             StatusCode::FORBIDDEN,
             "That is the tenant's agent token. An approver signs in with a credential of their own.",
-        );
+        ));
     }
     // A password check is deliberately slow: off the async threads.
-    let tenant = o.tenant.clone();
+    let t = tenant.clone();
     let who = tokio::task::spawn_blocking(move || {
-        approver::sign_in(&tenant.approvers, &name, &secret).cloned()
+        approver::sign_in(&t.approvers, &name, &secret).cloned()
     })
     .await
     .ok()
     .flatten();
     let Some(who) = who else {
-        return again(
+        return Err((
             StatusCode::UNAUTHORIZED,
             "That name and password (or token) are not an approver's of this tenant.",
-        );
+        ));
     };
     let ttl = app.config.approval_link_ttl;
-    let cookie = app.session_key.issue(&o.tenant.name, &who, ttl);
+    let cookie = app.session_key.issue(&tenant.name, &who, ttl);
     let secure = if app.public_url.starts_with("https://") {
         "; Secure"
     } else {
         ""
     };
-    let set = format!(
-        "{}={cookie}; Path=/a/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-        approver::COOKIE,
-        ttl.as_secs()
-    );
+    // One session, sent back to the approval pages and the run pages.
+    Ok(["/a/", "/r/"]
+        .iter()
+        .filter_map(|path| {
+            header::HeaderValue::from_str(&format!(
+                "{}={cookie}; Path={path}; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+                approver::COOKIE,
+                ttl.as_secs()
+            ))
+            .ok()
+        })
+        .collect())
+}
+
+/// 303 to `location` (a path on this server), setting `cookies`.
+pub(super) fn see_other(location: String, cookies: Vec<header::HeaderValue>) -> Response {
     let mut resp = (
         StatusCode::SEE_OTHER,
         [
-            (header::LOCATION, format!("/a/{raw}")),
+            (header::LOCATION, location),
             (header::CACHE_CONTROL, "no-store".to_string()),
         ],
     )
         .into_response();
-    if let Ok(v) = header::HeaderValue::from_str(&set) {
-        resp.headers_mut().insert(header::SET_COOKIE, v);
+    for c in cookies {
+        resp.headers_mut().append(header::SET_COOKIE, c);
     }
     resp
 }

@@ -1,7 +1,9 @@
 //! The tenant's run journals over HTTP: `GET /v1/runs?status=&limit=&cursor=`
 //! (newest first, a page at a time) and `GET /v1/runs/{id}/journal` (the
 //! journal's lines, as `lobster runs export` writes them, without the
-//! checkpoint). Each tenant sees only its own store.
+//! checkpoint). Each tenant sees only its own store. The list carries
+//! `pageUrl`, a view link to the same list as a page for the tenant's
+//! approvers (`serve::run_pages`).
 
 use super::offload::offload;
 use super::state::AppState;
@@ -51,7 +53,19 @@ pub async fn list(
         before,
         limit: Some(limit),
     };
-    let runs = offload(move || tenant.store.journal_runs(&filter).map_err(ApiError::store)).await?;
+    let page_url = super::run_pages::url(&app, &tenant.name, None);
+    let runs = offload(move || {
+        let mut runs = tenant
+            .store
+            .journal_runs(&filter)
+            .map_err(ApiError::store)?;
+        // A catalog name or a path beneath the workdir, never the server's.
+        for r in &mut runs {
+            r.name = super::run_pages::shown_name(&tenant, &r.name);
+        }
+        Ok(runs)
+    })
+    .await?;
     let next = (runs.len() == limit)
         .then(|| {
             runs.last()
@@ -74,7 +88,7 @@ pub async fn list(
             })
         })
         .collect();
-    Ok(Json(json!({"runs": rows, "nextCursor": next})).into_response())
+    Ok(Json(json!({"runs": rows, "nextCursor": next, "pageUrl": page_url})).into_response())
 }
 
 /// `GET /v1/runs/{id}/journal`.

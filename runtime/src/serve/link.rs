@@ -68,8 +68,15 @@ impl LinkKey {
     }
 
     fn tag(&self, payload: &str) -> String {
+        self.keyed(b"lobster serve approval link v1\0", payload)
+    }
+
+    /// blake3 keyed with the link key over `domain` then `payload` (hex):
+    /// each kind of link has its own `domain`, so no link passes for
+    /// another kind.
+    pub fn keyed(&self, domain: &[u8], payload: &str) -> String {
         let mut h = blake3::Hasher::new_keyed(&self.0);
-        h.update(b"lobster serve approval link v1\0");
+        h.update(domain);
         h.update(payload.as_bytes());
         h.finalize().to_hex().to_string()
     }

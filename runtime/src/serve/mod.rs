@@ -37,6 +37,7 @@ pub mod offload;
 pub mod page;
 pub mod queue;
 pub mod request_log;
+pub mod run_pages;
 pub mod runs;
 pub mod shutdown;
 pub mod state;
@@ -222,6 +223,8 @@ pub fn router(app: Arc<AppState>) -> Router {
         .route("/v1/approvals", get(approvals::list))
         .route("/a/{link}", get(approvals::show).post(approvals::decide))
         .route("/a/{link}/sign-in", post(approvals::sign_in))
+        .route("/r/{link}", get(run_pages::show))
+        .route("/r/{link}/sign-in", post(run_pages::sign_in))
         .route("/mcp", any(mcp_http::handle))
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics_text))
