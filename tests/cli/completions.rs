@@ -75,6 +75,8 @@ fn bash_completes_subcommands_flags_values_and_workflow_files() {
     assert_eq!(words, ["approvals", "approve"]);
     let words = bash_complete(&env, &file, "lobster step pu").unwrap();
     assert_eq!(words, ["publish", "pull"]);
+    let words = bash_complete(&env, &file, "lobster serve ha").unwrap();
+    assert_eq!(words, ["hash-password"]);
     let words = bash_complete(&env, &file, "lobster keys ").unwrap();
     assert_eq!(words, ["new", "--dir"]);
     let words = bash_complete(&env, &file, "lobster runs --status need").unwrap();

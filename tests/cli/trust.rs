@@ -687,4 +687,13 @@ fn workflow_steps_are_locked_and_pins_refuse_a_swap() {
         "{}",
         r.stdout
     );
+    // Checking the workflow alone reads ./lobster.lock too, as its run does.
+    let r = env.run(&["check", "wf.lobster"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout
+            .contains("step step.wasm does not match its pin in lobster.lock"),
+        "{}",
+        r.stdout
+    );
 }

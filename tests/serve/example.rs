@@ -198,6 +198,14 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
                 && l.ends_with(&format!("tenant=community run={run_id}"))),
         "{text}"
     );
+    // The approver's sign-in is logged against the link's tenant and run too.
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with("lobster serve: POST /a/<link>/sign-in 303 ")
+                && l.ends_with(&format!("tenant=community run={run_id}"))
+        ),
+        "{text}"
+    );
     assert!(
         lines.iter().any(|l| l.starts_with(&format!(
             "lobster serve: POST /v1/runs/{run_id}/resume 403 "

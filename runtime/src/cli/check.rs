@@ -134,7 +134,7 @@ impl Checker {
         // its flags are resolved as the run would.
         let resolver = StepResolver::new(self.path.clone(), self.cache.clone())
             .with_admission(self.admission.clone());
-        let registry = crate::commands::builtin().with_steps(resolver);
+        let registry = Arc::new(crate::commands::builtin().with_steps(resolver));
         // A workflow that fails validation with the step path (an unknown
         // stage, say) is still walked for what the policy refuses when it
         // loads without it, so one check reports both.
@@ -162,6 +162,7 @@ impl Checker {
                 }
                 let mut lines = found.refused;
                 lines.extend(found.broken);
+                lines.extend(self.unpinned(&wf, registry.clone()));
                 if !invalid.is_empty() {
                     lines.insert(0, std::mem::take(&mut invalid));
                 }
@@ -176,6 +177,36 @@ impl Checker {
             let rule = rule_of(&finding.message, "lobster/workflow");
             self.findings.push(finding.rule(rule));
         }
+    }
+
+    /// The workflow's literal steps that do not match their pin in
+    /// `./lobster.lock`, worded as the run refuses them (the run reads the
+    /// same file, so `check WORKFLOW` alone must too).
+    fn unpinned(
+        &self,
+        wf: &crate::workflow::model::Workflow,
+        registry: Arc<crate::kernel::Registry>,
+    ) -> Vec<String> {
+        let Some((lock_path, lock)) = &self.pins else {
+            return Vec::new();
+        };
+        let ctx =
+            crate::kernel::Context::builder(crate::kernel::Mode::Tool, StateStore::from_env())
+                .policy(self.policy.clone())
+                .registry(registry)
+                .build();
+        crate::workflow::policy::workflow_steps(wf, &ctx)
+            .into_iter()
+            .filter_map(|(name, digest)| {
+                let pinned = lock.pin(&name).filter(|p| **p != digest)?;
+                Some(format!(
+                    "step {name} does not match its pin in {} (pinned blake3 {}, the component now is {})",
+                    lock_path.display(),
+                    crate::policy::enforce::short(pinned),
+                    crate::policy::enforce::short(&digest)
+                ))
+            })
+            .collect()
     }
 
     fn bundle(&mut self, path: &Path) {

@@ -137,7 +137,7 @@ pub const SUBCOMMANDS: &[Subcommand] = &[
         name: "serve",
         summary: "the multi-tenant HTTP gateway",
         flags: &["--config", "--listen"],
-        words: &[],
+        words: &["hash-password"],
         help: serve::SERVE_HELP,
     },
     Subcommand {

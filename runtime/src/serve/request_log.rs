@@ -75,7 +75,9 @@ impl Seen {
                 .map(|t| t.name.clone()),
             run: None,
         };
-        if let Some(link) = path.strip_prefix("/a/") {
+        if let Some(rest) = path.strip_prefix("/a/") {
+            // `/a/{link}` and `/a/{link}/sign-in` name the same run.
+            let link = rest.split('/').next().unwrap_or_default();
             if let Ok(l) = app.link_key.verify(link) {
                 seen.tenant = Some(l.tenant);
                 seen.run = Some(l.run_id);
@@ -94,8 +96,11 @@ impl Seen {
 /// anything else, cut at 200 characters (the URI is already
 /// percent-encoded, so it holds no control characters or spaces).
 fn shown_path(path: &str) -> String {
-    if path.starts_with("/a/") {
-        return "/a/<link>".into();
+    if let Some(rest) = path.strip_prefix("/a/") {
+        return match rest.split_once('/') {
+            Some((_, "sign-in")) => "/a/<link>/sign-in".into(),
+            _ => "/a/<link>".into(),
+        };
     }
     match path.char_indices().nth(200) {
         Some((i, _)) => format!("{}…", &path[..i]),
@@ -110,6 +115,11 @@ mod tests {
     #[test]
     fn links_never_reach_the_log() {
         assert_eq!(shown_path("/a/Y29tbXVuaXR5.c06cd210"), "/a/<link>");
+        assert_eq!(
+            shown_path("/a/Y29tbXVuaXR5.c06cd210/sign-in"),
+            "/a/<link>/sign-in"
+        );
+        assert_eq!(shown_path("/a/Y29tbXVuaXR5.c06cd210/x"), "/a/<link>");
         assert_eq!(shown_path("/v1/runs"), "/v1/runs");
         assert_eq!(
             shown_path(&format!("/{}", "x".repeat(300))).chars().count(),
