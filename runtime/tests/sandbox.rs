@@ -947,7 +947,9 @@ fn commands_and_cancellation_through_the_pipeline() {
         err.to_string(),
         "lobster runtime timed out: step hostile was in run when the run's deadline (300ms) passed"
     );
-    assert!(start.elapsed() < Duration::from_secs(10));
+    // Loading and compiling `hostile` counts here too; under CI's load that
+    // alone has taken over 10 s, so the bound only says "it did not spin on".
+    assert!(start.elapsed() < Duration::from_secs(60));
     assert_host_ok();
 }
 

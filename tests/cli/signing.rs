@@ -340,7 +340,7 @@ fn help_and_doctor_show_who_signed_a_step() {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no key id in {pubfile}"))
         .to_string();
-    assert_eq!(id.len(), 16, "{pubfile}");
+    assert!((1..=16).contains(&id.len()), "{pubfile}");
     let shown = format!("signed by release (key {id})");
     let r = env.run(&["help", "--steps", "steps", "greet"]);
     assert_eq!(r.code, 0, "{r:?}");

@@ -7,13 +7,14 @@
 //! RWSBcG9+…                                   <- the key line a policy lists
 //! ```
 //!
-//! The key id is minisign's: 8 random bytes, printed as 16 upper-case hex
-//! digits of their little-endian value.
+//! The key id is minisign's: 8 random bytes, printed as the upper-case hex
+//! of their little-endian value without leading zeros (minisign's
+//! `%" PRIX64 "`), so an id can be 15 digits or fewer.
 
 use super::SigningError;
 use std::path::{Path, PathBuf};
 
-/// A key id as minisign prints it (16 upper-case hex digits).
+/// A key id as minisign prints it (upper-case hex, no leading zeros).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KeyId(pub [u8; 8]);
 
@@ -28,7 +29,7 @@ impl KeyId {
 
 impl std::fmt::Display for KeyId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:016X}", u64::from_le_bytes(self.0))
+        write!(f, "{:X}", u64::from_le_bytes(self.0))
     }
 }
 
@@ -272,6 +273,16 @@ pub fn write_new_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_ids_print_as_minisign_prints_them() {
+        // minisign's comment for keynum 99 45 9C 18 05 8B 35 0F is
+        // `F358B05189C4599`: little-endian, no leading zero.
+        let id = KeyId([0x99, 0x45, 0x9C, 0x18, 0x05, 0x8B, 0x35, 0x0F]);
+        assert_eq!(id.to_string(), "F358B05189C4599");
+        assert_eq!(KeyId([0xFF; 8]).to_string(), "FFFFFFFFFFFFFFFF");
+        assert_eq!(KeyId([0; 8]).to_string(), "0");
+    }
 
     #[test]
     fn key_files_round_trip_with_name_and_id() {
