@@ -134,11 +134,23 @@ fn forged_edited_and_truncated_tokens_run_nothing() {
         serde_json::to_vec(&json!({"protocolVersion":1,"v":1,"kind":"workflow-file","filePath":"/etc/passwd","resumeAtIndex":0,"steps":{},"args":{}}))
             .unwrap(),
     );
+    // The honest token in other spellings (the reference accepted them
+    // all): padding, spaces, the same JSON with its keys reordered or spaced.
+    let obj: serde_json::Map<String, Value> =
+        serde_json::from_slice(&B64.decode(&token).unwrap()).unwrap();
+    let reordered: serde_json::Map<String, Value> = obj.clone().into_iter().rev().collect();
+    let reordered = B64.encode(serde_json::to_vec(&reordered).unwrap());
+    let spaced = B64.encode(serde_json::to_string_pretty(&obj).unwrap());
+    let (padded, spaced_out) = (format!("{token}="), format!(" {token} "));
     for bad in [
         forged.as_str(),
         &token[..token.len() - 5],
         "not-a-token",
         legacy.as_str(),
+        padded.as_str(),
+        spaced_out.as_str(),
+        reordered.as_str(),
+        spaced.as_str(),
     ] {
         let r = env.run(&["resume", "--token", bad, "--approve", "yes"]);
         assert_eq!(r.code, 2, "{bad}: {r:?}");

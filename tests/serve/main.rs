@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 mod canary;
 mod example;
+mod gates;
 mod nodes;
 #[path = "../own_pg.rs"]
 mod own_pg;

@@ -11,6 +11,7 @@
 //! handle ([`RunHandle::wait`]) or awaits it ([`RunHandle::finished`]).
 
 use super::context::context_builder;
+use super::gate::Taken;
 use super::journal;
 use super::request::{ResumeCall, RunRequest};
 use super::target::{self, Resolved};
@@ -52,6 +53,11 @@ pub struct StartOptions {
     /// The id the door answers with (`lobster serve`'s `runId`): the run's
     /// journal is kept under it (`None`: a fresh id).
     pub run_id: Option<String>,
+    /// A resume's gate, taken by the door already ([`super::gate::take`]
+    /// with the door's approver rule). `None`: the run takes it itself,
+    /// with the operator's rule ([`super::gate::operator`]), before
+    /// anything runs.
+    pub gate: Option<Taken>,
 }
 
 /// How a run ended.
@@ -63,9 +69,23 @@ pub struct Finished {
     pub max_output: Option<usize>,
     /// Whether it ran a workflow file (the CLI prints those its own way).
     pub workflow: bool,
+    /// A resume whose decision was refused before its gate was spent (a
+    /// check in the paused run's context): the gate is open as it was, and
+    /// `result` says why.
+    pub refused: bool,
 }
 
 impl Finished {
+    /// A run that ended with `error` before it started.
+    fn failed(error: Error) -> Finished {
+        Finished {
+            result: Err(error),
+            max_output: None,
+            workflow: false,
+            refused: false,
+        }
+    }
+
     /// The tool envelope and exit code, with the output cap applied.
     pub fn reply(&self) -> Reply {
         Reply::from_result(&self.result, self.max_output)
@@ -81,6 +101,8 @@ pub struct Prepared {
     pub work: Work,
     /// Whether its deadline pauses while components compile (the CLI's).
     pauses: bool,
+    /// A resume's gate, taken: given back or spent when the run ends.
+    gate: Option<Taken>,
 }
 
 /// What a prepared run does.
@@ -104,7 +126,7 @@ pub enum Work {
 /// Blocking (the store is asked); every refusal of the request comes from
 /// here, before anything runs.
 pub fn prepare(settings: &Settings, request: &Request, cancel: &Cancel) -> Result<Prepared> {
-    prepare_as(settings, request, cancel, None)
+    prepare_as(settings, request, cancel, None, None)
 }
 
 /// [`prepare`], the journal kept under `run_id` when given.
@@ -113,6 +135,7 @@ fn prepare_as(
     request: &Request,
     cancel: &Cancel,
     run_id: Option<String>,
+    gate: Option<Taken>,
 ) -> Result<Prepared> {
     let pauses = settings.deadline_pauses;
     let mut prepared = match request {
@@ -137,7 +160,12 @@ fn prepare_as(
                 Resolved::Pipeline(text) => Work::Pipeline(text),
                 Resolved::Workflow(path) => Work::Workflow { path, args_json },
             };
-            Prepared { ctx, work, pauses }
+            Prepared {
+                ctx,
+                work,
+                pauses,
+                gate: None,
+            }
         }
         Request::Resume(call) => {
             let mut limits = call.limits.clone();
@@ -154,10 +182,17 @@ fn prepare_as(
             )?
             .cancel(cancel.clone())
             .build();
+            // Every door decides a gate through the one function: taken by
+            // the door with its approver rule, else here with the operator's.
+            let gate = match gate {
+                Some(taken) => taken,
+                None => super::gate::take(&ctx.state, &call.request, &super::gate::operator)?,
+            };
             Prepared {
                 ctx,
                 work: Work::Resume(call.request.clone()),
                 pauses,
+                gate: Some(gate),
             }
         }
     };
@@ -181,13 +216,36 @@ impl Prepared {
             ctx,
             work,
             pauses: false,
+            gate: None,
         }
     }
 
     /// Run it on this thread, to its result (no deadline is armed here),
     /// journaled from its start to its end when the context's journal is
-    /// planned.
-    pub fn run(mut self) -> Result<Paused> {
+    /// planned. A resume's gate (taken by [`prepare`]) is spent or given
+    /// back at the end.
+    pub fn run(self) -> Result<Paused> {
+        self.run_gated().0
+    }
+
+    /// [`Prepared::run`]; the second value says whether a resume's gate
+    /// was given back (see [`Finished::refused`]).
+    fn run_gated(mut self) -> (Result<Paused>, bool) {
+        let gate = self.gate.take();
+        let store = self.ctx.state.clone();
+        let result = self.run_work();
+        let refused = gate.is_some_and(|g| super::gate::release_after(&store, &g, result.is_err()));
+        (result, refused)
+    }
+
+    /// Give a resume's gate back without running.
+    fn abandon(mut self) {
+        if let Some(g) = self.gate.take() {
+            super::gate::release(&self.ctx.state, &g);
+        }
+    }
+
+    fn run_work(mut self) -> Result<Paused> {
         let result = match self.work {
             Work::Pipeline(text) => return run_text(&text, &self.ctx),
             Work::Workflow { path, args_json } => {
@@ -228,9 +286,11 @@ pub fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
 pub fn start(settings: Arc<Settings>, request: Request, opts: StartOptions) -> RunHandle {
     let handle = RunHandle::new(opts.cancel.clone(), opts.on_settle);
     let h = handle.clone();
-    let (log, run_id) = (opts.log, opts.run_id);
+    let (log, run_id, gate) = (opts.log, opts.run_id, opts.gate);
+    let unstarted = gate.clone().map(|g| (g, settings.store()));
     let spawned = spawn_run(move || {
-        let prepared = prepare_as(&settings, &request, h.cancel(), run_id);
+        let given = gate.clone();
+        let prepared = prepare_as(&settings, &request, h.cancel(), run_id, gate);
         match prepared {
             Ok(mut p) => {
                 if let Some(log) = log {
@@ -238,20 +298,28 @@ pub fn start(settings: Arc<Settings>, request: Request, opts: StartOptions) -> R
                 }
                 run_to_end(p, &h)
             }
-            Err(e) => h.settle(Finished {
-                result: Err(e),
-                max_output: None,
-                workflow: false,
-            }),
+            Err(e) => {
+                // A gate the door took is given back: nothing ran.
+                let refused = given.is_some_and(|g| {
+                    super::gate::release(&settings.store(), &g);
+                    true
+                });
+                h.settle(Finished {
+                    refused,
+                    ..Finished::failed(e)
+                })
+            }
         }
     });
     if let Err(e) = spawned {
+        if let Some((g, store)) = &unstarted {
+            super::gate::release(store, g);
+        }
         handle.settle(Finished {
-            result: Err(Error::runtime(format!(
+            refused: unstarted.is_some(),
+            ..Finished::failed(Error::runtime(format!(
                 "cannot start the run's thread: {e}"
-            ))),
-            max_output: None,
-            workflow: false,
+            )))
         });
     }
     handle
@@ -261,15 +329,20 @@ pub fn start(settings: Arc<Settings>, request: Request, opts: StartOptions) -> R
 pub fn start_prepared(prepared: Prepared, opts: StartOptions) -> RunHandle {
     let handle = RunHandle::new(prepared.ctx.cancel.clone(), opts.on_settle);
     let h = handle.clone();
-    let spawned = spawn_run(move || run_to_end(prepared, &h));
+    let slot = Arc::new(Mutex::new(Some(prepared)));
+    let mine = slot.clone();
+    let spawned = spawn_run(move || {
+        if let Some(p) = mine.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            run_to_end(p, &h)
+        }
+    });
     if let Err(e) = spawned {
-        handle.settle(Finished {
-            result: Err(Error::runtime(format!(
-                "cannot start the run's thread: {e}"
-            ))),
-            max_output: None,
-            workflow: false,
-        });
+        if let Some(p) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            p.abandon();
+        }
+        handle.settle(Finished::failed(Error::runtime(format!(
+            "cannot start the run's thread: {e}"
+        ))));
     }
     handle
 }
@@ -287,11 +360,12 @@ fn run_to_end(prepared: Prepared, handle: &RunHandle) {
             cancel.arm_wall_deadline(timeout);
         }
     }
-    let result = prepared.run();
+    let (result, refused) = prepared.run_gated();
     handle.settle(Finished {
         result,
         max_output,
         workflow,
+        refused,
     });
 }
 
@@ -349,13 +423,7 @@ impl RunHandle {
                 }
                 let error = handle.0.cancel.error_during(running);
                 // Off the timer thread: settling may write records.
-                std::thread::spawn(move || {
-                    handle.settle(Finished {
-                        result: Err(error),
-                        max_output: None,
-                        workflow: false,
-                    })
-                });
+                std::thread::spawn(move || handle.settle(Finished::failed(error)));
             });
         });
         RunHandle(shared)
@@ -473,11 +541,7 @@ mod tests {
         let (release, stuck) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
             let _ = stuck.recv();
-            h.settle(Finished {
-                result: Err(Error::runtime("late")),
-                max_output: None,
-                workflow: false,
-            });
+            h.settle(Finished::failed(Error::runtime("late")));
         });
         let started = Instant::now();
         cancel.trigger(CancelReason::Signal {

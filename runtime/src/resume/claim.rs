@@ -290,17 +290,31 @@ fn claim_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
 /// when every step after its gate is pure ([`crate::policy::recovery`]).
 /// `None` when there is nothing to claim.
 pub fn claimable(store: &StateStore, state_key: &str) -> Result<Option<Value>> {
+    Ok(claimable_as(store, state_key)?.map(|(state, _)| state))
+}
+
+/// [`claimable`], with which claim of the run it would be: `""` for a
+/// paused state; for a run whose resumer died, an identity of that dead
+/// claim (its interrupted record, or its claim epoch), so that each
+/// take-over is told apart from the ones before it.
+pub fn claimable_as(store: &StateStore, state_key: &str) -> Result<Option<(Value, String)>> {
     if let Some(state) = store.get(state_key)? {
-        return Ok(Some(state));
+        return Ok(Some((state, String::new())));
     }
     match store.pg()? {
         Some(pg) => {
             let key = crate::state::key_to_file_name(state_key)?;
             Ok(pg
-                .run_get_rerunnable(&key)?
-                .and_then(|body| serde_json::from_str(&body).ok()))
+                .run_get_rerunnable_epoch(&key)?
+                .and_then(|(body, epoch)| {
+                    let state = serde_json::from_str(&body).ok()?;
+                    Some((state, format!("epoch {epoch}")))
+                }))
         }
-        None => Ok(dead_rerun_record(store, state_key).map(|(_, state)| state)),
+        None => Ok(dead_rerun_record(store, state_key).map(|(record, state)| {
+            let id = blake3::hash(record.to_string().as_bytes()).to_hex()[..16].to_string();
+            (state, format!("record {id}"))
+        })),
     }
 }
 

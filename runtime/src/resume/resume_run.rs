@@ -58,27 +58,7 @@ pub fn resume_pipeline(
     let stored = super::claim::claimable(store, &state_key)?
         .ok_or_else(|| not_found("Pipeline resume state not found"))?;
     let state = PipelineResumeState::from_json(stored)?;
-    let input = match (&state.halt_type, &request.decision) {
-        (HaltType::Input, Decision::Approve(_)) => {
-            return Err(Error::parse("pipeline input resumes require response"));
-        }
-        (HaltType::Approval, Decision::Respond(_)) => {
-            return Err(Error::parse(
-                "approval resumes require approved=true|false, not response",
-            ));
-        }
-        (HaltType::Input, Decision::Respond(response)) => {
-            let schema = state
-                .input_schema
-                .clone()
-                .unwrap_or(serde_json::Value::Bool(true));
-            crate::schema::validate_response(&schema, response, "pipeline input response")?;
-            Some(vec![response.clone()])
-        }
-        (HaltType::Approval, Decision::Approve(true)) => Some(state.items.clone()),
-        (HaltType::Approval, Decision::Approve(false)) => None,
-        (_, Decision::Cancel) => unreachable!("handled above"),
-    };
+    let input = decided_input(&state, &request.decision)?;
     let pipeline = crate::dsl::parse(&state.pipeline)
         .map_err(|_| Error::runtime("Invalid pipeline resume state"))?;
     if input.is_some() {
@@ -116,6 +96,36 @@ pub fn resume_pipeline(
     let finished = finish_run(&state.pipeline, &pipeline, outcome, ctx)?;
     drop(claimed);
     Ok(finished)
+}
+
+/// What the stage after the gate gets for `decision` (`None`: the run
+/// ends, declined), or why the decision does not fit the gate: the wrong
+/// kind of answer, or an input response the gate's schema refuses. Nothing
+/// is claimed: the request layer asks this before it takes a gate.
+pub fn decided_input(
+    state: &PipelineResumeState,
+    decision: &Decision,
+) -> Result<Option<Vec<crate::value::Item>>> {
+    Ok(match (&state.halt_type, decision) {
+        (HaltType::Input, Decision::Approve(_)) => {
+            return Err(Error::parse("pipeline input resumes require response"));
+        }
+        (HaltType::Approval, Decision::Respond(_)) => {
+            return Err(Error::parse(
+                "approval resumes require approved=true|false, not response",
+            ));
+        }
+        (HaltType::Input, Decision::Respond(response)) => {
+            let schema = state
+                .input_schema
+                .clone()
+                .unwrap_or(serde_json::Value::Bool(true));
+            crate::schema::validate_response(&schema, response, "pipeline input response")?;
+            Some(vec![response.clone()])
+        }
+        (HaltType::Approval, Decision::Approve(true)) => Some(state.items.clone()),
+        (HaltType::Approval, Decision::Approve(false)) | (_, Decision::Cancel) => None,
+    })
 }
 
 /// Run where and as the paused run did.

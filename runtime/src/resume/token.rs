@@ -56,25 +56,32 @@ const TAG_CONTEXT: &[u8] = b"lobster resume token v1\0";
 pub fn issue(store: &StateStore, kind: TokenKind, state_key: &str) -> Result<String> {
     let key =
         load_key(store, true)?.ok_or_else(|| Error::runtime("cannot create the token key"))?;
+    Ok(encode(kind, state_key, &tag(&key, kind, state_key)))
+}
+
+/// The one spelling of a token: unpadded base64url of the compact JSON
+/// with its keys in this order.
+fn encode(kind: TokenKind, state_key: &str, tag: &str) -> String {
     let payload = json!({
         "protocolVersion": 1,
         "v": 1,
         "kind": kind.wire(),
         "stateKey": state_key,
-        "tag": tag(&key, kind, state_key),
+        "tag": tag,
     });
-    Ok(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&payload).expect("a JSON value serialises")))
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&payload).expect("a JSON value serialises"))
 }
 
-/// Decode and verify a token against this state directory's key.
+/// Decode and verify a token against this state directory's key. A token
+/// has one spelling, the one [`issue`] wrote: padding, spaces, other JSON
+/// key orders or whitespace are `Invalid token` (the reference decoded
+/// leniently), so no door can take one gate under two names.
 pub fn decode(store: &StateStore, token: &str) -> Result<TokenRef> {
     let invalid = || {
         Error::parse("Invalid token")
             .with_hint("the token is damaged, was edited, or was issued for another state directory (LOBSTER_STATE_DIR)")
     };
-    let bytes = URL_SAFE_NO_PAD
-        .decode(token.trim().trim_end_matches('='))
-        .map_err(|_| invalid())?;
+    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid())?;
     let payload: Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
     if payload.get("protocolVersion") != Some(&json!(1)) {
         return Err(Error::parse("Unsupported protocol version"));
@@ -97,6 +104,9 @@ pub fn decode(store: &StateStore, token: &str) -> Result<TokenRef> {
         .ok_or_else(invalid)?;
     let key = load_key(store, false)?.ok_or_else(invalid)?;
     if !constant_time_eq(given.as_bytes(), tag(&key, kind, state_key).as_bytes()) {
+        return Err(invalid());
+    }
+    if encode(kind, state_key, given) != token {
         return Err(invalid());
     }
     Ok(TokenRef {
@@ -277,6 +287,45 @@ mod tests {
             decode(&other_store, &t).unwrap_err().to_string(),
             "Invalid token"
         );
+    }
+
+    #[test]
+    fn a_token_has_one_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        let t = issue(&store, TokenKind::Workflow, "workflow_resume_abc").unwrap();
+        assert!(decode(&store, &t).is_ok());
+        let payload: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&t).unwrap()).unwrap();
+        let obj = payload.as_object().unwrap();
+        // The same fields, keys reversed; the same JSON with spaces.
+        let mut reordered = String::from("{");
+        for (i, (k, v)) in obj.iter().rev().enumerate() {
+            if i > 0 {
+                reordered.push(',');
+            }
+            reordered.push_str(&format!("{}:{}", json!(k), v));
+        }
+        reordered.push('}');
+        let spaced = serde_json::to_string_pretty(&payload).unwrap();
+        let standard =
+            base64::engine::general_purpose::URL_SAFE.encode(URL_SAFE_NO_PAD.decode(&t).unwrap());
+        let variants = [
+            format!("{t}="),
+            format!("{t}=="),
+            standard.clone(),
+            format!(" {t}"),
+            format!("{t} "),
+            format!("{t}\n"),
+            URL_SAFE_NO_PAD.encode(reordered.as_bytes()),
+            URL_SAFE_NO_PAD.encode(spaced.as_bytes()),
+        ];
+        for v in variants.iter().filter(|v| **v != t) {
+            assert_eq!(
+                decode(&store, v).map_err(|e| e.to_string()),
+                Err("Invalid token".to_string()),
+                "{v:?}"
+            );
+        }
     }
 
     #[test]

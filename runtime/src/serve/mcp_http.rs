@@ -152,29 +152,38 @@ impl TenantRunner {
                     Ok(runs::decide_call(&app, tenant, &rec, c, attach)?.1)
                 }
                 (_, call) => {
-                    // A run, or the resume of a gate the gateway did not list
-                    // (the resume state's own claim still decides it once;
-                    // a yes still needs a decider who may approve).
-                    if let Call::Resume(c) = &call {
-                        if c.request.decision == crate::resume::Decision::Approve(true)
-                            && !runs::may_approve(tenant, &c.request.decider)
-                        {
-                            return Err(ApiError::new(
-                                axum::http::StatusCode::FORBIDDEN,
-                                "approval_required",
-                                "approve: true is refused: this tenant's token cannot approve (self_approve = false), and this gate is not among the tenant's listed ones",
-                            ));
+                    // A run, or the resume of a gate the gateway did not
+                    // list: decided through the same gate function (a token
+                    // in another spelling is refused; a gate taken through
+                    // another door is taken), before anything is recorded.
+                    let slot = runs::slot(&app, tenant)?;
+                    let gate = match &call {
+                        Call::Resume(c) => {
+                            let rule = |gate: &crate::app::gate::Gate,
+                                        request: &crate::resume::ResumeRequest| {
+                                runs::may_decide(&app, tenant, None, gate, request)
+                            };
+                            Some(
+                                crate::app::gate::take(&tenant.store, &c.request, &rule)
+                                    .map_err(|r| runs::refusal("", r))?,
+                            )
                         }
-                    }
+                        Call::Run(_) => None,
+                    };
                     let launch = Launch {
-                        slot: runs::slot(&app, tenant)?,
+                        slot,
                         run_id: time_prefixed_id(),
                         job: call,
                         created_at: None,
                         stored: false,
                         paused: None,
+                        gate: gate.clone(),
                     };
-                    runs::start_attached(&app, tenant, launch, attach)
+                    runs::start_attached(&app, tenant, launch, attach).inspect_err(|_| {
+                        if let Some(g) = &gate {
+                            crate::app::gate::release(&tenant.store, g);
+                        }
+                    })
                 }
             }
         })

@@ -10,8 +10,11 @@
 //! were made, which is how the log finds old records. Each run
 //! paused at a gate has a key of its own (`serve_pending_<runId>`), listed
 //! by prefix (the approvals list): nothing is read-modified-written by
-//! several nodes. A gate is taken by creating `serve_taken_<digest of its
-//! token>` ([`StateStore::create_new`]): of racers on any node, one wins.
+//! several nodes. A gate is decided through [`crate::app::gate::take`], as
+//! at every door: the decision is checked first (an invalid answer leaves
+//! the gate open), then the gate is taken once by a mark keyed by the
+//! paused run in the tenant's store: of racers on any node and any door,
+//! one wins; the others get 409.
 //!
 //! With a PostgreSQL store several nodes share the records: a run's record
 //! names its `node`, stored `running` as soon as it starts; each node
@@ -83,13 +86,6 @@ fn node_gone(app: &AppState, node: &str) -> Result<bool, ApiError> {
 
 fn pending_key(run_id: &str) -> String {
     format!("{PENDING}{run_id}")
-}
-
-fn taken_key(token: &str) -> String {
-    format!(
-        "serve_taken_{}",
-        &blake3::hash(token.as_bytes()).to_hex()[..32]
-    )
 }
 
 pub(crate) fn record_key(run_id: &str) -> String {
@@ -171,25 +167,43 @@ pub fn pending(tenant: &Tenant) -> Result<Vec<Value>, ApiError> {
         .collect())
 }
 
-/// Take the gate whose resume token is `token` (of run `run_id`): `Ok(false)`
-/// when it was taken already, on this node or another. The winner removes
-/// the run from the pending list.
-fn take_gate(tenant: &Tenant, run_id: &str, token: &str, log: &Log) -> Result<bool, ApiError> {
-    let won = tenant
-        .store
-        .create_new(
-            &taken_key(token),
-            &json!({ "runId": run_id, "at": now_iso() }),
-        )
-        .map_err(ApiError::internal)?;
-    if won {
-        if let Err(e) = tenant.store.remove(&pending_key(run_id)) {
-            log(&format!(
-                "lobster serve: cannot take {run_id} off the pending list: {e}"
-            ));
-        }
+/// Decide the gate of the paused run `rec` through the one gate function
+/// ([`crate::app::gate::take`]): `call`'s decision checked against the gate
+/// and `rule`, then the gate taken once, on this node or another. The
+/// winner takes the run off the pending list.
+fn take_gate(
+    tenant: &Tenant,
+    run_id: &str,
+    call: &ResumeCall,
+    rule: app::gate::Rule,
+    log: &Log,
+) -> Result<app::gate::Taken, ApiError> {
+    let taken =
+        app::gate::take(&tenant.store, &call.request, rule).map_err(|r| refusal(run_id, r))?;
+    if let Err(e) = tenant.store.remove(&pending_key(run_id)) {
+        log(&format!(
+            "lobster serve: cannot take {run_id} off the pending list: {e}"
+        ));
     }
-    Ok(won)
+    Ok(taken)
+}
+
+/// A refused decision as the HTTP answer: 400 for a decision that does not
+/// fit the gate, 403 for a decider the tenant does not allow, 409 for a gate
+/// decided already.
+pub fn refusal(run_id: &str, refused: app::gate::Refused) -> ApiError {
+    use app::gate::Refused;
+    match refused {
+        Refused::Invalid(e) => ApiError::bad_request(e.to_string()),
+        Refused::Forbidden(e) => {
+            ApiError::new(StatusCode::FORBIDDEN, "approval_required", e.to_string())
+        }
+        Refused::Taken(_) if run_id.is_empty() => ApiError::decided(
+            "no paused run of this tenant has that token or approvalId: it was already decided, or it never existed",
+        ),
+        Refused::Taken(_) => ApiError::decided(format!("run {run_id}: its gate was already decided")),
+        Refused::Store(e) => ApiError::store(e.to_string()),
+    }
 }
 
 /// The record of `run_id` as it stands: a record still `running` whose run
@@ -336,7 +350,7 @@ fn reopen_gate(tenant: &Tenant, rec: &Value, reason: &str) -> Result<Reopen, Api
         "{reason} during the resume; every step after the gate is pure, so the gate is open again"
     ));
     // The gate was taken by the resume that died: give it back.
-    let _ = store.remove(&taken_key(&token));
+    app::gate::reopen(store, &key);
     if let Some(entry) = pending_entry(&reopened) {
         store
             .set(
@@ -389,6 +403,7 @@ pub fn start(
         created_at,
         stored,
         paused: None,
+        gate: None,
     };
     start_attached(app, tenant, launch, Attach::default())
 }
@@ -404,6 +419,8 @@ pub struct Launch {
     /// (`gate`) so that a gate whose resumer died can open again
     /// ([`reopen_gate`]).
     pub paused: Option<Value>,
+    /// A resume: its gate, taken ([`crate::app::gate::take`]).
+    pub gate: Option<app::gate::Taken>,
 }
 
 /// [`start`] with an [`Attach`].
@@ -420,6 +437,7 @@ pub fn start_attached(
         created_at,
         stored,
         paused,
+        gate,
     } = launch;
     let now = now_iso();
     let mut record = json!({
@@ -491,6 +509,16 @@ pub fn start_attached(
         let (app, tenant) = (app.clone(), tenant.clone());
         move |finished: &app::Finished| {
             let mut reply = finished.reply();
+            if finished.refused {
+                // Refused before the gate was spent: the paused record and
+                // its pending entry are back, nothing of this try is kept.
+                let rec = give_back(&app, &tenant, record, &reply);
+                app.metrics.in_flight(-1);
+                drop(slot);
+                app.run_ended.notify_waiters();
+                let _ = tx.send(Some(rec));
+                return;
+            }
             for shown in &inline {
                 // Messages name the inline document, not where the server keeps it.
                 if let Some(m) = reply.envelope.pointer_mut("/error/message") {
@@ -515,9 +543,38 @@ pub fn start_attached(
             on_settle: Some(Box::new(settle)),
             // The journal of a run is kept under its runId.
             run_id: Some(run_id),
+            gate,
         },
     );
     Ok(rx)
+}
+
+/// A resume refused before its gate was spent: put the paused record
+/// (`record["gate"]`) and its pending entry back and leave the live set.
+/// Returns what the waiter gets: the paused record's id and status with
+/// the refusal's envelope, marked `refused`.
+fn give_back(app: &AppState, tenant: &Tenant, record: Value, reply: &app::Reply) -> Value {
+    let run_id = record["runId"].as_str().unwrap_or_default().to_string();
+    let paused = record.get("gate").cloned().unwrap_or(Value::Null);
+    {
+        let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if paused.is_object() {
+            if let Some(entry) = pending_entry(&paused) {
+                save_retrying(&tenant.store, &pending_key(&run_id), &entry, &app.log);
+            }
+            save_settled(&tenant.store, &paused, &app.log);
+        }
+        app.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&run_id);
+    }
+    json!({
+        "runId": run_id,
+        "status": paused["status"],
+        "refused": true,
+        "envelope": reply.envelope,
+    })
 }
 
 /// Store a settled run's record (and its pending entry when it paused),
@@ -649,8 +706,17 @@ fn hand_out(app: &AppState, tenant: &Tenant, run_id: &str) {
     }
 }
 
-/// `{runId, …envelope}` (200) for a settled run, `{runId, status:"running"}` (202) otherwise.
-fn answer(run_id: &str, settled: Option<Value>) -> Response {
+/// `{runId, …envelope}` (200) for a settled run, `{runId, status:"running"}`
+/// (202) otherwise; 400 for a decision refused before its gate was spent.
+fn answer(run_id: &str, settled: Option<Value>) -> Result<Response, ApiError> {
+    if let Some(rec) = settled.as_ref().filter(|r| r["refused"] == true) {
+        let message = rec["envelope"]["error"]["message"]
+            .as_str()
+            .unwrap_or("the decision was refused");
+        return Err(ApiError::bad_request(format!(
+            "{message} (the gate is still open)"
+        )));
+    }
     let mut response = match settled {
         Some(rec) => {
             let mut out = Map::new();
@@ -670,7 +736,7 @@ fn answer(run_id: &str, settled: Option<Value>) -> Response {
     response
         .extensions_mut()
         .insert(super::request_log::RunId(run_id.to_string()));
-    response
+    Ok(response)
 }
 
 fn wait_of(
@@ -737,7 +803,7 @@ pub async fn create(
                 })
                 .await?;
                 let settled = super::queue::settled(&app, &tenant, &run_id, wait).await;
-                return Ok(answer(&run_id, settled));
+                return answer(&run_id, settled);
             }
         }
     };
@@ -767,7 +833,7 @@ pub async fn create(
     if settled.is_none() && tenant.store.is_files() {
         hand_out(&app, &tenant, &run_id);
     }
-    Ok(answer(&run_id, settled))
+    answer(&run_id, settled)
 }
 
 /// The run request of a `POST /v1/runs` body.
@@ -903,7 +969,15 @@ pub async fn resume_by_token(
         token.map(String::from),
         approval.map(String::from),
     );
-    let found = offload(move || find_paused(&t, token.as_deref(), approval.as_deref())).await?;
+    let found = offload(move || {
+        // One spelling per token: any other is refused, not looked up.
+        if let Some(t_) = token.as_deref() {
+            crate::resume::token::decode(&t.store, t_)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        }
+        find_paused(&t, token.as_deref(), approval.as_deref())
+    })
+    .await?;
     if let Some(rec) = found {
         let agent = Decider::TenantAgent(tenant.name.clone());
         return decide(&app, &tenant, &rec, body, wait, agent).await;
@@ -953,34 +1027,37 @@ pub async fn decide(
     if settled.is_none() && tenant.store.is_files() {
         hand_out(app, tenant, &run_id);
     }
-    Ok(answer(&run_id, settled))
+    answer(&run_id, settled)
 }
 
-/// Whether `call`'s decider may make its decision at the gate of `rec`:
-/// approving an approval gate takes a signed-in approver of the tenant, the
-/// tenant's agent where `self_approve = true`, or an elicited answer where
-/// `elicitation_is_human = true`; denying, cancelling and answering an
-/// input gate take any decider of the tenant. A refusal carries a fresh
-/// approval link to forward to a human.
+/// The tenant's approver rule, which [`crate::app::gate::take`] asks for
+/// every serve door: whether `request`'s decider may make its decision at
+/// `gate` (of the paused run `rec`, when the gateway lists it). Approving an
+/// approval gate takes a signed-in approver of the tenant, the tenant's
+/// agent where `self_approve = true`, or an elicited answer where
+/// `elicitation_is_human = true` ([`may_approve`]); denying, cancelling and
+/// answering an input gate take any decider of the tenant. A refusal of a
+/// listed gate carries a fresh approval link to forward to a human.
 pub fn may_decide(
     app: &AppState,
     tenant: &Tenant,
-    rec: &Value,
-    call: &ResumeCall,
-) -> Result<(), ApiError> {
-    let approving = call.request.decision == Decision::Approve(true)
-        && rec["status"].as_str() == Some("needs_approval");
-    if !approving || may_approve(tenant, &call.request.decider) {
+    rec: Option<&Value>,
+    gate: &app::gate::Gate,
+    request: &crate::resume::ResumeRequest,
+) -> crate::error::Result<()> {
+    let approving = gate.approval && request.decision == Decision::Approve(true);
+    if !approving || may_approve(tenant, &request.decider) {
         return Ok(());
     }
-    let link = super::approvals::link_for(app, tenant, rec);
-    Err(ApiError::new(
-        StatusCode::FORBIDDEN,
-        "approval_required",
-        format!(
-            "this tenant's token cannot approve its own runs (self_approve = false): send a human approver this approval link (also in GET /v1/approvals as approveUrl): {link} — they sign in and decide; you may still deny or cancel"
-        ),
-    ))
+    Err(crate::error::Error::parse(match rec {
+        Some(rec) => {
+            let link = super::approvals::link_for(app, tenant, rec);
+            format!(
+                "this tenant's token cannot approve its own runs (self_approve = false): send a human approver this approval link (also in GET /v1/approvals as approveUrl): {link} — they sign in and decide; you may still deny or cancel"
+            )
+        }
+        None => "approve: true is refused: this tenant's token cannot approve (self_approve = false), and this gate is not among the tenant's listed ones".to_string(),
+    }))
 }
 
 /// Whether `decider` may say yes at an approval gate of `tenant`.
@@ -994,10 +1071,10 @@ pub fn may_approve(tenant: &Tenant, decider: &Decider) -> bool {
 }
 
 /// Start the resume `call` of the paused run `rec` (its gate token is the
-/// call's target), exactly once over every node: the run's id and the
-/// receiver of its settled record. Every door comes through here, so the
-/// decider's permission ([`may_decide`]) is checked here, before the gate
-/// is taken.
+/// call's target), exactly once over every node and door: the run's id and
+/// the receiver of its settled record. Every serve door comes through here:
+/// the decision is checked against the gate and the tenant's rule
+/// ([`may_decide`]) by the one gate function before the gate is taken.
 pub fn decide_call(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
@@ -1006,20 +1083,19 @@ pub fn decide_call(
     attach: Attach,
 ) -> Result<(String, tokio::sync::watch::Receiver<Option<Value>>), ApiError> {
     paused_status(rec)?;
-    may_decide(app, tenant, rec, &call)?;
     let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
     let token =
         gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
     let slot = slot(app, tenant)?;
     // A workflowText run paused on another node: its document, from the store.
     super::inline::materialise(&tenant.store, tenant.workdir(), &run_id, &token)?;
-    // Exactly once on every node: whoever creates the gate's taken key
-    // decides it (the store's claim of the resume state is the second lock).
-    if !take_gate(tenant, &run_id, &token, &app.log)? {
-        return Err(ApiError::decided(format!(
-            "run {run_id}: its gate was already decided"
-        )));
-    }
+    // Exactly once on every node and door: the one gate function checks the
+    // decision, then the tenant's rule, then takes the gate by the paused
+    // run's key (the store's claim of the resume state is the second lock).
+    let rule = |gate: &app::gate::Gate, request: &crate::resume::ResumeRequest| {
+        may_decide(app, tenant, Some(rec), gate, request)
+    };
+    let taken = take_gate(tenant, &run_id, &call, &rule, &app.log)?;
     let launch = Launch {
         slot,
         run_id: run_id.clone(),
@@ -1027,12 +1103,13 @@ pub fn decide_call(
         created_at: rec["createdAt"].as_str().map(String::from),
         stored: false,
         paused: Some(rec.clone()),
+        gate: Some(taken.clone()),
     };
     let rx = start_attached(app, tenant, launch, attach).inspect_err(|_| {
         // Not started (the store failed): give the gate back, so it can be
         // decided once the store is back (best effort; the resume state
         // itself was never claimed).
-        let _ = tenant.store.remove(&taken_key(&token));
+        app::gate::release(&tenant.store, &taken);
         if let Some(entry) = pending_entry(rec) {
             let _ = tenant.store.set(&pending_key(&run_id), &entry);
         }

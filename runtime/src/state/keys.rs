@@ -53,12 +53,14 @@ pub fn key_to_file_name(key: &str) -> Result<String> {
 
 /// The name families Lobster keeps its own records under, in the same
 /// namespace as `state.get`/`state.set`/`diff.last` keys: paused runs' resume
-/// states, their interrupted records, `approvalId` aliases, the gateway's
+/// states, their interrupted records, `approvalId` aliases, gates taken by
+/// a decision (`gate_taken_`), the gateway's
 /// run records, pending gates, taken gates, spent links, inline workflows,
 /// approver sessions and node heartbeats (`serve_`), cached model answers of
 /// a `lobster serve` tenant (`llm_cache_`) and spent human-approval requests.
-const RESERVED_KEY_PREFIXES: [&str; 7] = [
+const RESERVED_KEY_PREFIXES: [&str; 8] = [
     "pipeline_resume",
+    "gate_taken_",
     "workflow_resume",
     "interrupted_",
     "approval_",

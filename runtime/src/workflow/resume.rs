@@ -72,28 +72,9 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
             .get("LOBSTER_APPROVAL_APPROVED_BY")
             .map(String::as_str),
     );
-    match (&state.halt_type, &request.decision) {
-        (HaltType::Approval, Decision::Respond(_)) => {
-            return Err(Error::parse(
-                "Workflow resume requires --approve yes|no for approval requests",
-            ))
-        }
-        (HaltType::Input, Decision::Approve(_)) => {
-            return Err(Error::parse(
-                "Workflow resume requires --response-json for input requests",
-            ))
-        }
-        (HaltType::Approval, Decision::Approve(true)) => {
-            super::gate::check_identity(&state.step_id, &state.identity(), approver.as_deref())?;
-        }
-        (HaltType::Input, Decision::Respond(response)) => {
-            let schema = state
-                .input_schema
-                .clone()
-                .unwrap_or(serde_json::Value::Bool(true));
-            super::gate::validate_response(&state.step_id, &schema, response)?;
-        }
-        _ => {}
+    check_answer(&state, &request.decision)?;
+    if (&state.halt_type, &request.decision) == (&HaltType::Approval, &Decision::Approve(true)) {
+        super::gate::check_identity(&state.step_id, &state.identity(), approver.as_deref())?;
     }
     let (wf, files) = verify(&state, ctx)?;
 
@@ -170,6 +151,29 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     let finished = finish(&runner, stop)?;
     drop(claimed);
     Ok(finished)
+}
+
+/// Whether `decision` fits the paused workflow's gate: the kind of answer
+/// it takes, and an input response its schema accepts. Nothing is claimed:
+/// the request layer asks this before it takes a gate (the approver's
+/// identity is checked by [`resume`], in the paused run's context).
+pub fn check_answer(state: &WorkflowState, decision: &Decision) -> Result<()> {
+    match (&state.halt_type, decision) {
+        (HaltType::Approval, Decision::Respond(_)) => Err(Error::parse(
+            "Workflow resume requires --approve yes|no for approval requests",
+        )),
+        (HaltType::Input, Decision::Approve(_)) => Err(Error::parse(
+            "Workflow resume requires --response-json for input requests",
+        )),
+        (HaltType::Input, Decision::Respond(response)) => {
+            let schema = state
+                .input_schema
+                .clone()
+                .unwrap_or(serde_json::Value::Bool(true));
+            super::gate::validate_response(&state.step_id, &schema, response)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Run where and as the paused run did: its working directory, its grants

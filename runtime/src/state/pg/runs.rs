@@ -38,14 +38,20 @@ impl Tenant {
     /// The resume state under `key` when its claim expired and the run is
     /// `rerun` (claimable again, see [`Tenant::claim`]).
     pub fn run_get_rerunnable(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.run_get_rerunnable_epoch(key)?.map(|(body, _)| body))
+    }
+
+    /// [`Tenant::run_get_rerunnable`] with the claim epoch of the dead
+    /// claim a take-over would replace (each claim has its own).
+    pub fn run_get_rerunnable_epoch(&self, key: &str) -> Result<Option<(String, i64)>> {
         let key = key.to_string();
         self.run("cannot read from", move |c, t| {
             Ok(c.query_opt(
-                "SELECT body FROM lobster_runs WHERE tenant = $1 AND state_key = $2
+                "SELECT body, claim_epoch FROM lobster_runs WHERE tenant = $1 AND state_key = $2
                    AND status = 'resuming' AND rerun AND lease_until < now()",
                 &[&t, &key],
             )?
-            .map(|r| r.get(0)))
+            .map(|r| (r.get(0), r.get(1))))
         })
     }
 
