@@ -113,8 +113,10 @@ expect '"status":"needs_approval"' "$out"
 out=$(readme 'curl -s -H "Authorization: Bearer $COMMUNITY_TOKEN" http://127.0.0.1:8787/v1/approvals')
 expect '"workflow":"publish","step":"review"' "$out"
 readme "url=\$(curl -s -H \"Authorization: Bearer \$COMMUNITY_TOKEN\" http://127.0.0.1:8787/v1/approvals | jq -r '.[0].approveUrl')"
-readme 'curl -s -c ann.cookies -d name=ann -d secret=ann-approver-token "$url/sign-in"' >/dev/null
-out=$(readme 'curl -s -b ann.cookies -d decision=approve "$url"')
+# The README's cookie jar in /tmp stands for one in the scratch directory,
+# so the walk leaves nothing behind (in the checkout or in /tmp).
+readme_with 'curl -s -c /tmp/ann.cookies -d name=ann -d secret=ann-approver-token "$url/sign-in"' /tmp/ann.cookies "$scratch/ann.cookies" >/dev/null
+out=$(readme_with 'curl -s -b /tmp/ann.cookies -d decision=approve "$url"' /tmp/ann.cookies "$scratch/ann.cookies")
 expect '<h1>Approved</h1>' "$out"
 expect '<b id="status">ok</b>' "$out"
 out=$(readme "curl -s -H \"Authorization: Bearer \$COMMUNITY_TOKEN\" -d '{\"pipeline\": \"state.get published-post-42\"}' http://127.0.0.1:8787/v1/runs")
