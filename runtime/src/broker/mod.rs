@@ -106,34 +106,27 @@ impl BrokerCalls for Broker {
         let journal = self.journal();
         {
             let mut ledger = self.lock();
-            if let Some(answer) = ledger.answers.get(&digest) {
-                let answer = answer.clone();
-                drop(ledger);
-                let _ = journal.append(crate::journal::Event::CallAnswer(
-                    crate::journal::CallAnswer {
-                        request_digest: digest,
-                        answer: answer.clone(),
-                        replayed: true,
-                    },
-                ));
-                return Ok(answer);
-            }
-            // A replay (`lobster replay`) answers from the run it replays
-            // and never sends: a call that run did not make is refused.
-            if let Some(recorded) = journal.replaying() {
-                let Some(answer) = recorded.answers.get(&digest).cloned() else {
-                    return Err(Error::runtime(format!(
-                        "replay: run {} recorded no answer to this {} call (request {}); the replay sends nothing",
-                        recorded.run_id,
-                        match kind {
-                            Kind::Tool => "tool",
-                            Kind::Llm => "model",
-                        },
-                        &digest[..16]
-                    ))
-                    .with_hint("the replayed run asked something the run did not: its inputs or components differ"));
-                };
-                ledger.answers.insert(digest.clone(), answer.clone());
+            // An answer this run already has, or, in a replay (`lobster
+            // replay`), the answer the replayed run recorded: the replay
+            // never sends, so a call that run did not make is refused.
+            let known = match (ledger.answers.get(&digest), journal.replaying()) {
+                (Some(answer), _) => Some(answer.clone()),
+                (None, Some(recorded)) => {
+                    let Some(answer) = recorded.answers.get(&digest).cloned() else {
+                        return Err(Error::runtime(format!(
+                            "replay: run {} recorded no answer to this {} call (request {}); the replay sends nothing",
+                            recorded.run_id,
+                            kind.noun(),
+                            &digest[..16]
+                        ))
+                        .with_hint("the replayed run asked something the run did not: its inputs or components differ"));
+                    };
+                    ledger.answers.insert(digest.clone(), answer.clone());
+                    Some(answer)
+                }
+                (None, None) => None,
+            };
+            if let Some(answer) = known {
                 drop(ledger);
                 let _ = journal.append(crate::journal::Event::CallAnswer(
                     crate::journal::CallAnswer {
@@ -159,11 +152,7 @@ impl BrokerCalls for Broker {
         journal
             .append(crate::journal::Event::CallIntent(
                 crate::journal::CallIntent {
-                    target: match kind {
-                        Kind::Tool => "tool",
-                        Kind::Llm => "model",
-                    }
-                    .into(),
+                    target: kind.noun().into(),
                     name: name.to_string(),
                     request_digest: digest.clone(),
                 },

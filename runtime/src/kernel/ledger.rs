@@ -76,6 +76,16 @@ pub enum Kind {
     Llm,
 }
 
+impl Kind {
+    /// The word the journal and errors use for the call: `tool` or `model`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Llm => "model",
+        }
+    }
+}
+
 impl Broker {
     /// A broker started with `config` (`crate::broker::endpoints::Endpoints`),
     /// nothing recorded yet.
