@@ -22,46 +22,13 @@
 // Chromium's first start on a loaded machine (CI: 2 cores, tests running
 // beside it) can take far longer than a page does: the launch gets its own
 // timeout ($LOBSTER_BROWSER_LAUNCH_TIMEOUT_MS, default 120000) and one
-// retry with a fresh profile when it times out.
+// retry with a fresh profile when it times out (browser.mjs).
 
-import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-class Failure extends Error {}
-
-function fail(message) {
-  throw new Failure(message);
-}
-
-function loadPlaywright() {
-  const require = createRequire(import.meta.url);
-  try {
-    return require('playwright-core');
-  } catch {
-    const local = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'target',
-      'browser-tools', 'node_modules', 'playwright-core');
-    try {
-      return require(local);
-    } catch {
-      fail('playwright-core not found: run `bash tests/serve/setup-browser.sh` and pass the ' +
-        'NODE_PATH it prints');
-    }
-  }
-}
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  chromiumMissing, fail, launch, runHarness, signInIfAsked,
+} from './browser.mjs';
 
 async function text(page, selector) {
   const l = page.locator(selector);
@@ -71,61 +38,23 @@ async function text(page, selector) {
 async function main() {
   const [url, shots] = process.argv.slice(2);
   if (!url || !shots) fail('usage: node run-page-in-browser.mjs APPROVAL_URL SCREENSHOT_DIR');
-  const executablePath = process.env.LOBSTER_CHROMIUM || '/usr/bin/chromium';
-  if (!existsSync(executablePath)) {
-    process.stderr.write(`\n*** chromium not found at ${executablePath} ***\n\n`);
-    return 3;
-  }
+  if (chromiumMissing()) return 3;
   mkdirSync(shots, { recursive: true });
   const timeout = Number(process.env.LOBSTER_BROWSER_TIMEOUT_MS || 60000);
-  const { chromium } = loadPlaywright();
   const launchTimeout = Number(process.env.LOBSTER_BROWSER_LAUNCH_TIMEOUT_MS || 120000);
-  const profiles = [];
-  let context;
+  const browser = await launch({
+    timeout: launchTimeout,
+    viewport: { width: 1000, height: 1200 },
+    who: 'run-page-in-browser',
+  });
   try {
-    for (let attempt = 1; ; attempt++) {
-      const profile = mkdtempSync(join(tmpdir(), 'lobster-browser-'));
-      profiles.push(profile);
-      try {
-        // Playwright passes the profile as --user-data-dir itself.
-        context = await chromium.launchPersistentContext(profile, {
-          executablePath,
-          headless: true,
-          args: FLAGS,
-          timeout: launchTimeout,
-          viewport: { width: 1000, height: 1200 },
-        });
-        break;
-      } catch (e) {
-        if (attempt >= 2 || !(e && (e.name === 'TimeoutError' || /Timeout/.test(String(e.message))))) throw e;
-        process.stderr.write(`run-page-in-browser: Chromium did not start within ${launchTimeout} ms; trying once more\n`);
-      }
-    }
-    const page = context.pages()[0] || (await context.newPage());
+    const page = browser.context.pages()[0] || (await browser.context.newPage());
     page.setDefaultTimeout(timeout);
-    let shown = await page.goto(url, { waitUntil: 'load' });
+    const shown = await page.goto(url, { waitUntil: 'load' });
     if (!shown || shown.status() !== 200) {
       fail(`the approval page answered ${shown ? shown.status() : 'nothing'}`);
     }
-    const signIn = page.locator(`form[action="${new URL(url).pathname}/sign-in"]`);
-    const signedIn = (await signIn.count()) === 1;
-    if (signedIn) {
-      const name = process.env.LOBSTER_APPROVER_NAME;
-      const secret = process.env.LOBSTER_APPROVER_SECRET;
-      if (!name || !secret) {
-        fail('the page asks an approver to sign in; set LOBSTER_APPROVER_NAME and LOBSTER_APPROVER_SECRET');
-      }
-      if ((await page.locator('script').count()) !== 0) fail('the sign-in page carries <script>');
-      await signIn.locator('input[name="name"]').fill(name);
-      await signIn.locator('input[name="secret"]').fill(secret);
-      [shown] = await Promise.all([
-        page.waitForNavigation({ waitUntil: 'load' }),
-        signIn.locator('button[type="submit"]').click(),
-      ]);
-      if (!shown || shown.status() !== 200) {
-        fail(`signing in answered ${shown ? shown.status() : 'nothing'}`);
-      }
-    }
+    const signedIn = await signInIfAsked(page, new URL(url).pathname);
     if ((await page.locator('script').count()) !== 0) fail('the approval page carries <script>');
     const out = {
       signedIn,
@@ -155,16 +84,8 @@ async function main() {
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return 0;
   } finally {
-    if (context) await context.close().catch(() => {});
-    for (const p of profiles) rmSync(p, { recursive: true, force: true });
+    await browser.close();
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e) => {
-    const reason = e instanceof Failure ? e.message : (e && e.stack) || String(e);
-    process.stderr.write(`run-page-in-browser: ${reason}\n`);
-    process.exit(1);
-  },
-);
+runHarness('run-page-in-browser', main);
