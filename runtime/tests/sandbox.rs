@@ -19,44 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn test_guest_dir() -> PathBuf {
-    repo().join("tests/guests/target/wasm32-wasip2/release")
-}
-
-fn example_dir() -> PathBuf {
-    repo().join("examples/steps/target/wasm32-wasip2/release")
-}
-
-fn cache() -> ArtifactCache {
-    ArtifactCache::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("lobster-wasm-cache"))
-}
-
-/// The guest `file` in `dir`, or `None` after a loud skip message. Under CI
-/// (and in `tests/run.sh`, which sets `LOBSTER_REQUIRE_GUESTS`) a missing
-/// guest fails the test instead: a skipped hostile test proves nothing.
-fn wasm(dir: &Path, file: &str) -> Option<PathBuf> {
-    let path = dir.join(file);
-    if path.is_file() {
-        Some(path)
-    } else if std::env::var_os("CI").is_some()
-        || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some()
-    {
-        panic!(
-            "{} is missing; tests/build-guests.sh must run first",
-            path.display()
-        );
-    } else {
-        eprintln!(
-            "\n!!!!!!!!!! SKIPPED: {} is missing; run tests/build-guests.sh first !!!!!!!!!!\n",
-            path.display()
-        );
-        None
-    }
-}
+mod common;
+use common::{cache, example_dir, repo, test_guest_dir, wasm};
 
 fn load(dir: &Path, file: &str) -> Option<Arc<LoadedComponent>> {
     let path = wasm(dir, file)?;

@@ -5,35 +5,17 @@
 //! Build the guests first: `tests/build-guests.sh`. A missing `.wasm` skips
 //! loudly (and fails under CI / tests/run.sh).
 
-use lobster::sandbox::{
-    self, load_file, ArtifactCache, EffectiveLimits, LoadedComponent, SandboxError, StepEnv,
-};
+use lobster::sandbox::{self, load_file, EffectiveLimits, LoadedComponent, SandboxError, StepEnv};
 use lobster::state::StateStore;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn guest(file: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/guests/target/wasm32-wasip2/release")
-        .join(file);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
-        panic!("{} is missing; run tests/build-guests.sh", path.display());
-    }
-    eprintln!(
-        "\n!!!!!!!!!! SKIPPED: {} is missing !!!!!!!!!!\n",
-        path.display()
-    );
-    None
-}
+mod common;
+use common::guest;
 
-fn cache() -> ArtifactCache {
-    ArtifactCache::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("lobster-wasm-cache"))
-}
+use common::cache;
 
 fn load(file: &str) -> Option<Arc<LoadedComponent>> {
     Some(load_file(&guest(file)?, &cache()).expect("guest loads"))

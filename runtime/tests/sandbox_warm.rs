@@ -11,32 +11,16 @@
 
 use lobster::executor::{process_context, Mode};
 use lobster::sandbox::{
-    self, load_file, Allocation, ArtifactCache, EffectiveLimits, Grants, LoadedComponent,
-    SandboxError, StepEnv,
+    self, load_file, Allocation, EffectiveLimits, Grants, LoadedComponent, SandboxError, StepEnv,
 };
 use lobster::state::StateStore;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn guest(file: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/guests/target/wasm32-wasip2/release")
-        .join(file);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
-        panic!("{} is missing; run tests/build-guests.sh", path.display());
-    }
-    eprintln!(
-        "\n!!!!!!!!!! SKIPPED: {} is missing !!!!!!!!!!\n",
-        path.display()
-    );
-    None
-}
+mod common;
+use common::{cache, guest};
 
 /// The component, loaded by an engine that uses the pool (as serve's).
 fn load(file: &str) -> Option<Arc<LoadedComponent>> {
@@ -47,9 +31,7 @@ fn load(file: &str) -> Option<Arc<LoadedComponent>> {
         Allocation::Pooling,
         "these tests need the pooling allocator (LOBSTER_WASM_ALLOCATOR unset, no ulimit -v)"
     );
-    let cache =
-        ArtifactCache::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("lobster-wasm-cache"));
-    Some(load_file(&path, &cache).expect("guest loads"))
+    Some(load_file(&path, &cache()).expect("guest loads"))
 }
 
 fn limits() -> EffectiveLimits {

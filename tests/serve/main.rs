@@ -737,6 +737,38 @@ fn an_expired_approver_session_decides_nothing() {
     assert_eq!(s.get_run(ACME, &id).json()["decidedBy"], "approver alice");
 }
 
+/// A browser test that cannot run says so loudly and passes, except under
+/// `CI=true`, where `.ci/run` installs Chromium and Node: there it fails.
+fn skip_browser_test(test: &str, why: &str) {
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("browser test cannot run under CI=true: {why}");
+    }
+    eprintln!("\n*** SKIPPED {test}: {why} ***\n");
+}
+
+/// The `NODE_PATH` of playwright-core (`tests/serve/setup-browser.sh`), or
+/// `None` after `skip` says why not.
+fn browser_tools(skip: impl Fn(&str)) -> Option<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tools = Command::new("bash")
+        .arg(root.join("tests/serve/setup-browser.sh"))
+        .stderr(Stdio::inherit())
+        .output();
+    match tools {
+        Ok(out) if out.status.success() => {
+            Some(String::from_utf8(out.stdout).unwrap().trim().to_string())
+        }
+        Ok(out) => {
+            skip(&format!("setup-browser.sh failed ({})", out.status));
+            None
+        }
+        Err(e) => {
+            skip(&format!("cannot run setup-browser.sh: {e}"));
+            None
+        }
+    }
+}
+
 /// The approval page in a real browser: headless Debian Chromium (driven by
 /// `tests/serve/approve-in-browser.mjs`) loads the link, clicks Approve, and
 /// the run completes. Where Chromium or Node is missing the test says so
@@ -744,22 +776,9 @@ fn an_expired_approver_session_decides_nothing() {
 #[test]
 fn a_human_approves_in_a_real_browser() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let skip = |why: &str| {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("browser test cannot run under CI=true: {why}");
-        }
-        eprintln!("\n*** SKIPPED a_human_approves_in_a_real_browser: {why} ***\n");
-    };
-    let tools = Command::new("bash")
-        .arg(root.join("tests/serve/setup-browser.sh"))
-        .stderr(Stdio::inherit())
-        .output();
-    let node_path = match tools {
-        Ok(out) if out.status.success() => {
-            String::from_utf8(out.stdout).unwrap().trim().to_string()
-        }
-        Ok(out) => return skip(&format!("setup-browser.sh failed ({})", out.status)),
-        Err(e) => return skip(&format!("cannot run setup-browser.sh: {e}")),
+    let skip = |why: &str| skip_browser_test("a_human_approves_in_a_real_browser", why);
+    let Some(node_path) = browser_tools(skip) else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let s = start(&setup(dir.path(), "", ""));

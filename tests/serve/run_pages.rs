@@ -8,7 +8,7 @@
 use super::{setup, start, Server, ACME, ALICE, BETA, BOB, SELF};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// A catalog workflow whose gate stops at step `check` with two object items.
 const SEND_MAIL: &str = "name: send-mail\nsteps:\n  - id: draft\n    pipeline: commands.list | head --n 1\n  - id: check\n    stdin:\n      - {to: ann@example.com, subject: \"Hi <b>\"}\n      - {to: bob@example.com, subject: Re}\n    approval: Send these two?\n  - id: send\n    when: $check.approved\n    pipeline: exec --shell 'echo sent'\n";
@@ -220,21 +220,13 @@ fn run_pages_are_for_the_tenants_approvers_only() {
 fn an_approver_reads_the_approval_and_run_pages_in_a_real_browser() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let skip = |why: &str| {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("browser test cannot run under CI=true: {why}");
-        }
-        eprintln!("\n*** SKIPPED an_approver_reads_the_approval_and_run_pages_in_a_real_browser: {why} ***\n");
+        super::skip_browser_test(
+            "an_approver_reads_the_approval_and_run_pages_in_a_real_browser",
+            why,
+        )
     };
-    let tools = Command::new("bash")
-        .arg(root.join("tests/serve/setup-browser.sh"))
-        .stderr(Stdio::inherit())
-        .output();
-    let node_path = match tools {
-        Ok(out) if out.status.success() => {
-            String::from_utf8(out.stdout).unwrap().trim().to_string()
-        }
-        Ok(out) => return skip(&format!("setup-browser.sh failed ({})", out.status)),
-        Err(e) => return skip(&format!("cannot run setup-browser.sh: {e}")),
+    let Some(node_path) = super::browser_tools(skip) else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let (s, id, link) = send_mail_paused(dir.path());
