@@ -15,7 +15,11 @@ if ! command -v npm >/dev/null 2>&1; then
   echo "setup-browser.sh: npm not found; install Node.js 20+ with npm (Debian: apt-get install -y nodejs npm)" >&2
   exit 1
 fi
-# Reinstall only when the pinned lock changed or the package is missing.
+# Reinstall only when the pinned lock changed or the package is missing;
+# one caller at a time (the serve tests run two browser tests at once, and
+# `npm ci` removes node_modules before it installs).
+exec 9>"$dest/.install-lock"
+flock 9
 if ! cmp -s "$here/package-lock.json" "$dest/package-lock.json" \
   || [ ! -f "$dest/node_modules/playwright-core/package.json" ]; then
   cp "$here/package.json" "$here/package-lock.json" "$dest/"
