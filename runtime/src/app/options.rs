@@ -54,9 +54,12 @@ impl LimitArgs {
     }
 }
 
-/// Resolve a requested working directory: relative, and inside `base`
-/// (after following symlinks).
+/// Resolve a requested working directory: relative, and inside `base`.
+/// The directory is opened beneath `base` through a capability handle
+/// ([`crate::kernel::root::open_dir`]): `..` and symlinks are followed only
+/// while they stay inside, and the answer is where the handle really is.
 pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf> {
+    use crate::kernel::root::{open_dir, Refused};
     let requested_path = Path::new(requested);
     if requested_path.is_absolute() {
         return Err(Error::parse("cwd must be a relative path"));
@@ -74,20 +77,19 @@ pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf> {
             return Err(outside());
         }
     }
-    let base = base
-        .canonicalize()
-        .map_err(|e| Error::runtime(format!("cannot resolve working directory: {e}")))?;
-    let joined = base.join(requested_path);
-    let resolved = joined
-        .canonicalize()
-        .map_err(|_| Error::parse(format!("cwd does not exist: {requested}")))?;
-    if !resolved.starts_with(&base) {
-        return Err(outside());
+    match open_dir(base, requested_path) {
+        Ok(dir) => Ok(dir.path),
+        Err(Refused::Outside) => Err(outside()),
+        Err(Refused::Missing) if base.join(requested_path).is_file() => {
+            Err(Error::parse(format!("cwd is not a directory: {requested}")))
+        }
+        Err(Refused::Missing | Refused::WrongKind) => {
+            Err(Error::parse(format!("cwd does not exist: {requested}")))
+        }
+        Err(Refused::Unreadable(e)) => Err(Error::runtime(format!(
+            "cannot open working directory {requested}: {e}"
+        ))),
     }
-    if !resolved.is_dir() {
-        return Err(Error::parse(format!("cwd is not a directory: {requested}")));
-    }
-    Ok(resolved)
 }
 
 /// What every run of a front door gets for its WebAssembly steps: extra
@@ -198,6 +200,26 @@ mod tests {
         assert_eq!(
             resolve_cwd(dir.path(), "root").unwrap_err().to_string(),
             escape
+        );
+        // A link inside that leads out through `..` is refused too.
+        std::os::unix::fs::symlink("sub/../..", dir.path().join("up")).unwrap();
+        assert_eq!(
+            resolve_cwd(dir.path(), "up").unwrap_err().to_string(),
+            escape
+        );
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        assert_eq!(
+            resolve_cwd(dir.path(), "file").unwrap_err().to_string(),
+            "cwd is not a directory: file"
+        );
+        assert_eq!(
+            resolve_cwd(dir.path(), "nope").unwrap_err().to_string(),
+            "cwd does not exist: nope"
+        );
+        // The answer is where the directory really is.
+        assert_eq!(
+            resolve_cwd(dir.path(), "sub").unwrap(),
+            dir.path().canonicalize().unwrap().join("sub")
         );
     }
 }
