@@ -18,6 +18,7 @@ mod own_pg;
 mod psql;
 mod roots;
 mod run_pages;
+mod upgrade;
 mod wire;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lobster");
