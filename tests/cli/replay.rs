@@ -352,3 +352,52 @@ fn a_tampered_journal_an_unknown_id_and_a_file_that_is_not_a_journal_are_refused
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains("has not finished"), "{r:?}");
 }
+
+/// Recovery: a resume of a gated pipeline whose calls after the gate are
+/// journaled is SIGKILLed while its second call is in flight; the run is
+/// claimed again: the first (answered) call is not sent again, and the
+/// unanswered one stops the run for a human, naming it — every time.
+#[test]
+fn a_dead_resumers_unanswered_call_stops_the_reclaimed_run_and_nothing_is_sent_twice() {
+    let gw = Stub::start("gateway", None);
+    let env = Env::new();
+    let line = r#"exec --json --shell 'echo [1]' | approve --prompt go? | openclaw.invoke --tool echo --action a --args-json '{"n":1}' | openclaw.invoke --tool slow --action b --args-json '{"ms":60000}'"#;
+    let r = run_with(&env, &[("OPENCLAW_URL", gw.url.as_str())], &[], line);
+    assert_eq!(r.json()["status"], "needs_approval", "{r:?}");
+    let token = token_of(&r.json());
+    let resume = |env: &Env| {
+        let mut c = env.command(&[
+            "resume",
+            "--mode",
+            "tool",
+            "--token",
+            &token,
+            "--approve",
+            "yes",
+        ]);
+        c.env("OPENCLAW_URL", &gw.url);
+        c
+    };
+    let mut child = resume(&env).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while gw.requests().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow call never arrived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: the answer of the slow call is never recorded.
+    child.wait().unwrap();
+    for _ in 0..2 {
+        let r = crate::common::finish(resume(&env).output().unwrap());
+        assert_eq!(r.code, 1, "{r:?}");
+        let msg = crate::common::err_message(&r);
+        assert!(
+            msg.contains("interrupted after approval at stage 2")
+                && msg.contains("tool call slow (request "),
+            "{msg}"
+        );
+        assert_eq!(gw.requests().len(), 2, "a call was sent again");
+    }
+}

@@ -145,9 +145,15 @@ impl BrokerCalls for Broker {
         }
         // The intent is on disk before the request leaves: a run that dies
         // mid-call leaves "asked, no answer" in its journal, not nothing.
+        // The gateway's request is `{url, body: {tool, …}}`.
         let name = ["tool", "model", "provider"]
             .iter()
-            .find_map(|k| request.get(*k).and_then(Value::as_str))
+            .find_map(|k| {
+                request
+                    .get(*k)
+                    .or_else(|| request.get("body").and_then(|b| b.get(*k)))
+                    .and_then(Value::as_str)
+            })
             .unwrap_or_default();
         journal
             .append(crate::journal::Event::CallIntent(

@@ -18,8 +18,17 @@
 //! (`state.set`, `diff.last`, and any step importing `lobster:step/host`,
 //! which can write its own state), brokered tool and model calls, sub-workflows,
 //! a stage whose command name comes from a template, anything unknown.
-//! Brokered answers recorded before the gate replay on any resume, but a
-//! call after the gate has no recorded answer, so it is not pure.
+//! Brokered answers recorded before the gate replay on any resume.
+//!
+//! Recoverable ([`pipeline_recoverable_from`]): pure, or a built-in
+//! brokered call (`openclaw.invoke`, `clawd.invoke`, `llm.invoke`,
+//! `llm_task.invoke`) when the run keeps a journal. Its intent is journaled
+//! before the request leaves and its answer as it arrives, so a run claimed
+//! again after its resumer died replays the answered calls from the journal
+//! instead of sending them again, and stops for a human (`interrupted`,
+//! naming the call) when one was asked and not answered
+//! (`resume::recovered`). Pipelines only for now: a workflow after its gate
+//! is judged by purity alone.
 
 use crate::dsl::Pipeline;
 use crate::kernel::{Access, Context, Grants};
@@ -56,6 +65,28 @@ pub fn stage_is_pure(stage: &crate::dsl::Stage, ctx: &Context) -> bool {
 /// calls tools and models).
 pub fn imports_are_pure(imports: &[String]) -> bool {
     !imports.iter().any(|i| i.starts_with("lobster:step/"))
+}
+
+/// Whether `stage` is a built-in brokered call whose intent and answer the
+/// run's journal keeps (see the module docs).
+pub fn stage_is_journaled_call(stage: &crate::dsl::Stage, ctx: &Context) -> bool {
+    ctx.journal.is_on()
+        && !stage.name.contains('$')
+        && matches!(
+            stage.name.as_str(),
+            "openclaw.invoke" | "clawd.invoke" | "llm.invoke" | "llm_task.invoke"
+        )
+}
+
+/// Whether every stage of `pipeline` from index `from` on is pure or a
+/// journaled brokered call: a run that may be claimed again after its
+/// resumer died.
+pub fn pipeline_recoverable_from(pipeline: &Pipeline, from: usize, ctx: &Context) -> bool {
+    pipeline
+        .stages
+        .iter()
+        .skip(from)
+        .all(|s| stage_is_pure(s, ctx) || stage_is_journaled_call(s, ctx))
 }
 
 /// Whether every stage of `pipeline` from index `from` on is pure.
@@ -97,6 +128,32 @@ mod tests {
         let p = crate::dsl::parse("exec --shell 'echo [1]' | approve --prompt x | head").unwrap();
         assert!(pipeline_pure_from(&p, 2, &ctx));
         assert!(!pipeline_pure_from(&p, 0, &ctx));
+    }
+
+    #[test]
+    fn brokered_calls_are_recoverable_only_when_journaled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut ctx = ctx(tmp.path());
+        let p = crate::dsl::parse(
+            "approve --prompt x | openclaw.invoke --tool t | llm.invoke --prompt hi | head",
+        )
+        .unwrap();
+        assert!(!pipeline_pure_from(&p, 1, &ctx));
+        assert!(!pipeline_recoverable_from(&p, 1, &ctx), "no journal");
+        ctx.journal = crate::journal::Journal::start(
+            &ctx.state,
+            crate::journal::RunStarted {
+                run_id: "r1".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(pipeline_recoverable_from(&p, 1, &ctx));
+        let host = crate::dsl::parse(
+            "approve --prompt x | openclaw.invoke --tool t | exec --shell 'echo [1]'",
+        )
+        .unwrap();
+        assert!(!pipeline_recoverable_from(&host, 1, &ctx));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod decided;
 pub mod interrupted;
 pub mod pause;
 pub mod plan_digest;
+pub mod recovered;
 pub mod request;
 pub mod resume_run;
 pub mod saved;

@@ -118,7 +118,7 @@ fn save_halt(
         step_digests: step_digests(pipeline, ctx)?,
         plan_digest: plan.as_ref().map(|p| p.digest.clone()),
         broker: ctx.broker.ledger(),
-        rerun_safe: crate::policy::recovery::pipeline_pure_from(pipeline, stage + 1, ctx),
+        rerun_safe: crate::policy::recovery::pipeline_recoverable_from(pipeline, stage + 1, ctx),
         journal: None,
     };
     let mut state = state;

@@ -90,6 +90,13 @@ pub fn resume_pipeline(
             rendered: None,
         });
     };
+    // Claimed again after a resumer died: its answered calls replay, an
+    // unanswered one stops the run (the claim is left as a dead one is).
+    let at = format!("stage {}", state.resume_at_index);
+    if let Err(e) = super::recovered::replay_answered_calls(ctx, state.journal.as_ref(), &at) {
+        claimed.abandon();
+        return Err(e);
+    }
     let outcome = run_pipeline(&pipeline, state.resume_at_index, input, ctx)?;
     // Fenced: a claim that expired while the stages ran saves nothing.
     claimed.check_held()?;
