@@ -31,6 +31,7 @@ mod permissions;
 mod polyglot;
 mod readme;
 mod reaper;
+mod recovery;
 mod registry;
 mod replay;
 mod reserved;

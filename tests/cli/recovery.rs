@@ -1,0 +1,209 @@
+//! Recovery after a dead resumer (issue J1, point 5): a gated pipeline's
+//! brokered calls after the gate are journaled (the intent before the
+//! request leaves, the answer as it arrives), so a resume SIGKILLed after a
+//! call was answered is claimed again by the next resume, which replays the
+//! answer from the journal — the loopback gateway counts the requests: the
+//! call is not sent again — and a resume killed while a call was in flight
+//! (intent, no answer) leaves a run that stops for a human, `interrupted`,
+//! naming the call, on every later resume. Both stores.
+
+use crate::broker::Stub;
+use crate::common::{err_message, finish, test_guest, token_of, Env};
+use crate::own_pg::pg_url;
+use crate::psql::psql;
+use serde_json::{json, Value};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The lease a PostgreSQL claim holds without its heartbeat (short, so a
+/// dead resumer's claim is taken over within the test).
+const LEASE_MS: &str = "1000";
+
+/// The id of the newest run.
+fn newest_run(env: &Env) -> String {
+    let r = env.run(&["runs", "list", "--json"]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    v[0]["runId"].as_str().unwrap().to_string()
+}
+
+/// The events of run `id` as `lobster runs export` writes them.
+fn events(env: &Env, id: &str) -> Vec<Value> {
+    let r = env.run(&["runs", "export", id]);
+    assert_eq!(r.code, 0, "{r:?}");
+    r.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["event"].clone())
+        .filter(|e| e.is_object())
+        .collect()
+}
+
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+/// Pause `line` (tool mode, gateway at `gw`), returning the token and the run.
+fn pause(env: &Env, gw: &Stub, extra: &[&str], line: &str) -> (String, String) {
+    let mut args = vec!["run", "--mode", "tool"];
+    args.extend_from_slice(extra);
+    args.push(line);
+    let mut c = env.command(&args);
+    c.env("OPENCLAW_URL", &gw.url).env_remove("OPENCLAW_TOKEN");
+    let r = finish(c.output().unwrap());
+    assert_eq!(r.json()["status"], "needs_approval", "{r:?}");
+    (token_of(&r.json()), newest_run(env))
+}
+
+/// `lobster resume --approve yes` on `token`, with the gateway at `gw`.
+fn resume(env: &Env, gw: &Stub, token: &str, sleep_ms: &str) -> Command {
+    let mut c = env.command(&[
+        "resume",
+        "--mode",
+        "tool",
+        "--token",
+        token,
+        "--approve",
+        "yes",
+    ]);
+    c.env("OPENCLAW_URL", &gw.url)
+        .env_remove("OPENCLAW_TOKEN")
+        .env("LOBSTER_STORE_LEASE_MS", LEASE_MS)
+        .env("CMD_ECHO_SLEEP_MS", sleep_ms);
+    c
+}
+
+/// Wait (30 s at most) until `done` holds.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGKILL `child` (nothing of lobster's runs after it); on PostgreSQL, let
+/// its claim's lease run out, as a dead claimer's does.
+fn kill(mut child: Child, store: Option<&str>) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+    if store.is_some() {
+        std::thread::sleep(Duration::from_millis(1300));
+    }
+}
+
+fn an_answered_call_is_replayed_not_sent_again(store: Option<&str>) {
+    let Some(echo) = test_guest("cmd-echo") else {
+        return;
+    };
+    let gw = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    std::fs::create_dir(env.work_path("steps")).unwrap();
+    std::fs::copy(echo, env.work_path("steps/cmd-echo.wasm")).unwrap();
+    // After the gate: a brokered call, then a pure step slow enough to kill
+    // the resumer in (told by CMD_ECHO_SLEEP_MS how long to wait).
+    let line = r#"exec --json --shell 'echo [1]' | approve --prompt go? | openclaw.invoke --tool echo --action a --args-json '{"n":1}' | cmd-echo sleep"#;
+    let (token, run) = pause(&env, &gw, &["--allow-env", "CMD_ECHO_SLEEP_MS"], line);
+    let child = resume(&env, &gw, &token, "60000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The call was answered and its answer is in the journal (a barrier,
+    // synced as it arrives): the resumer is in the slow step now.
+    wait_for("the call's answer was never journaled", || {
+        !of_kind(&events(&env, &run), "call_answer").is_empty()
+    });
+    assert_eq!(gw.requests().len(), 1);
+    kill(child, store);
+
+    // Claimed again: the step runs (told not to wait) with the recorded answer.
+    let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
+    let v = r.json();
+    assert_eq!(v["status"], "ok", "{r:?}");
+    let out = serde_json::to_string(&v["output"]).unwrap();
+    assert!(out.contains(r#""n":1"#), "the echo's answer: {out}");
+    assert_eq!(gw.requests().len(), 1, "the answered call was sent again");
+    // The journal says so: one intent (the dead leg's), two answers — the
+    // second replayed — and the chain verifies across both legs.
+    let ev = events(&env, &run);
+    assert_eq!(of_kind(&ev, "call_intent").len(), 1, "{ev:#?}");
+    let answers = of_kind(&ev, "call_answer");
+    assert_eq!(answers.len(), 2, "{ev:#?}");
+    assert_ne!(answers[0]["replayed"], json!(true), "{ev:#?}");
+    assert_eq!(answers[1]["replayed"], json!(true), "{ev:#?}");
+    assert_eq!(answers[0]["answer"], answers[1]["answer"]);
+    let path = env.work_path("run.jsonl");
+    std::fs::write(&path, env.run(&["runs", "export", &run]).stdout).unwrap();
+    let verified = env.run(&["verify", path.to_str().unwrap()]);
+    assert_eq!(verified.code, 0, "{verified:?}");
+    // Exactly once: the token is spent.
+    let again = finish(resume(&env, &gw, &token, "0").output().unwrap());
+    assert_eq!(again.code, 1, "{again:?}");
+    assert_eq!(gw.requests().len(), 1);
+}
+
+#[test]
+fn an_answered_call_is_replayed_not_sent_again_files() {
+    an_answered_call_is_replayed_not_sent_again(None);
+}
+
+#[test]
+fn an_answered_call_is_replayed_not_sent_again_postgres() {
+    let Some(url) = pg_url() else { return };
+    an_answered_call_is_replayed_not_sent_again(Some(&url));
+}
+
+/// A resume killed while its second call is in flight: claimed again, the
+/// run sends nothing (neither the answered call nor the unanswered one) and
+/// stops for a human, naming the call — every time.
+fn an_unanswered_call_stops_the_run_for_a_human(store: Option<&str>) {
+    let gw = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    let line = r#"exec --json --shell 'echo [1]' | approve --prompt go? | openclaw.invoke --tool echo --action a --args-json '{"n":1}' | openclaw.invoke --tool slow --action b --args-json '{"ms":60000}'"#;
+    let (token, run) = pause(&env, &gw, &[], line);
+    let child = resume(&env, &gw, &token, "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the slow call never arrived", || gw.requests().len() >= 2);
+    kill(child, store); // the slow call's answer is never recorded
+    for round in 0..2 {
+        let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
+        assert_eq!(r.code, 1, "{r:?}");
+        let msg = err_message(&r);
+        assert!(
+            msg.contains("interrupted after approval at stage 2")
+                && msg.contains("tool call slow (request "),
+            "{msg}"
+        );
+        assert_eq!(gw.requests().len(), 2, "a call was sent again");
+        if let Some(url) = store {
+            // The refusing resume took the dead claim over (the epoch rose)
+            // and left its own as a dead one's: still `resuming`, not
+            // paused or gone.
+            std::thread::sleep(Duration::from_millis(1300));
+            let row = psql(
+                url,
+                &format!(
+                    "SELECT status || ' ' || claim_epoch FROM lobster_runs WHERE body LIKE '%{run}%'"
+                ),
+            );
+            assert_eq!(row, format!("resuming {}", round + 2));
+        }
+    }
+    let ev = events(&env, &run);
+    assert_eq!(of_kind(&ev, "call_intent").len(), 2, "{ev:#?}");
+    assert_eq!(of_kind(&ev, "call_answer").len(), 1, "{ev:#?}");
+}
+
+#[test]
+fn an_unanswered_call_stops_the_run_for_a_human_files() {
+    an_unanswered_call_stops_the_run_for_a_human(None);
+}
+
+#[test]
+fn an_unanswered_call_stops_the_run_for_a_human_postgres() {
+    let Some(url) = pg_url() else { return };
+    an_unanswered_call_stops_the_run_for_a_human(Some(&url));
+}
