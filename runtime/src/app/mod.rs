@@ -50,7 +50,7 @@ pub use crate::kernel::Cancel;
 pub use catalog::{Catalog, WorkflowEntry};
 pub use options::{LimitArgs, StepOptions};
 pub use reply::Reply;
-pub use request::{parse_call, Call, ResumeCall, RunRequest};
+pub use request::{Call, ResumeCall, RunRequest};
 pub use start::{
     prepare, start, start_prepared, Finished, Prepared, Request, RunHandle, StartOptions, Work,
 };

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::kernel::Mode;
 use crate::resume::{Decider, Decision, ResumeRequest, ResumeTarget};
 use crate::value::Item;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// Run a pipeline or a workflow.
@@ -87,118 +88,157 @@ pub struct ResumeCall {
 /// One request of a door (see [`super::start::Request`]).
 pub use super::start::Request as Call;
 
-/// Parse a `lobster call` request (the OpenClaw tool contract's JSON).
-pub fn parse_call(text: &str) -> Result<Call> {
-    let req: Value = serde_json::from_str(text)
-        .map_err(|e| Error::parse(format!("call request must be a JSON object: {e}")))?;
-    let Some(obj) = req.as_object() else {
-        return Err(Error::parse("call request must be a JSON object"));
-    };
-    match obj.get("action").and_then(Value::as_str) {
-        Some("run") => {
-            let pipeline = obj
-                .get("pipeline")
-                .and_then(Value::as_str)
-                .filter(|p| !p.trim().is_empty())
-                .ok_or_else(|| Error::parse("pipeline required"))?;
-            if let Some(args) = obj.get("argsJson").filter(|v| !v.is_null()) {
-                let ok = args
-                    .as_str()
-                    .is_some_and(|s| serde_json::from_str::<Value>(s).is_ok());
-                if !ok {
-                    return Err(Error::parse("run --args-json must be valid JSON"));
-                }
-            }
-            Ok(Call::Run(RunRequest {
-                target: RunTarget::Pipeline(pipeline.to_string()),
-                args: None,
-                args_json: obj
-                    .get("argsJson")
-                    .and_then(Value::as_str)
-                    .map(String::from),
-                cwd: cwd_field(obj)?,
-                limits: limit_fields(obj)?,
-                strict_args: false,
-                mode: Mode::Tool,
-            }))
-        }
-        Some("resume") => Ok(Call::Resume(resume_fields(obj)?)),
-        other => {
-            let shown = match (other, obj.get("action")) {
-                (Some(s), _) => s.to_string(),
-                (None, Some(v)) => crate::value::js_to_string(Some(v)),
-                (None, None) => "undefined".to_string(),
-            };
-            Err(Error::parse(format!("Unknown action: {shown}")))
+/// A field of a door's wire struct read leniently, as the tool contract
+/// does: the expected JSON type, or anything else (kept so the conversion
+/// can refuse it with the contract's own message, or show it). Absent and
+/// `null` are `None` of an `Option<Lenient<T>>`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Lenient<T> {
+    /// The field has the expected type.
+    Is(T),
+    /// Anything else that was sent.
+    Other(Value),
+}
+
+impl<T> Lenient<T> {
+    /// The value when it has the expected type.
+    pub fn typed(self) -> Option<T> {
+        match self {
+            Lenient::Is(t) => Some(t),
+            Lenient::Other(_) => None,
         }
     }
 }
 
-/// `timeoutMs` and `maxStdoutBytes` of a request object.
-pub fn limit_fields(obj: &Map<String, Value>) -> Result<LimitArgs> {
+/// `timeoutMs` and `maxStdoutBytes`, the limits every door's run and
+/// resume take (other keys of the object are not looked at).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitFields {
+    /// Whole-run (or rest-of-run) timeout in milliseconds.
+    pub timeout_ms: Option<Lenient<f64>>,
+    /// Cap on the envelope's size in bytes.
+    pub max_stdout_bytes: Option<Lenient<f64>>,
+}
+
+impl TryFrom<LimitFields> for LimitArgs {
+    type Error = Error;
+
+    /// Numbers (negative ones count as 0); anything else is refused as
+    /// `<key> must be a number`.
+    fn try_from(f: LimitFields) -> Result<LimitArgs> {
+        limits(f.timeout_ms, f.max_stdout_bytes)
+    }
+}
+
+/// The limits of a wire struct's `timeoutMs` and `maxStdoutBytes`.
+pub fn limits(
+    timeout_ms: Option<Lenient<f64>>,
+    max_stdout_bytes: Option<Lenient<f64>>,
+) -> Result<LimitArgs> {
     Ok(LimitArgs {
-        timeout_ms: count(obj, "timeoutMs")?,
-        max_stdout_bytes: count(obj, "maxStdoutBytes")?,
+        timeout_ms: count("timeoutMs", timeout_ms)?,
+        max_stdout_bytes: count("maxStdoutBytes", max_stdout_bytes)?,
         policy: None,
     })
 }
 
-/// `cwd` of a request object (empty means none).
-pub fn cwd_field(obj: &Map<String, Value>) -> Result<Option<String>> {
-    match obj.get("cwd") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(Error::parse("cwd must be a relative path")),
+/// A wire struct's `cwd`: a string (empty means none), else refused.
+pub fn cwd(field: Option<Lenient<String>>) -> Result<Option<String>> {
+    match field {
+        None => Ok(None),
+        Some(Lenient::Is(s)) if s.is_empty() => Ok(None),
+        Some(Lenient::Is(s)) => Ok(Some(s)),
+        Some(Lenient::Other(_)) => Err(Error::parse("cwd must be a relative path")),
     }
 }
 
-/// The resume fields of a request object: `token` or `approvalId`, then one
-/// of `cancel: true`, `response`, `approve`; `approver`; limits.
-pub fn resume_fields(obj: &Map<String, Value>) -> Result<ResumeCall> {
-    let text = |k: &str| {
-        obj.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let target = match (text("token"), text("approvalId")) {
-        (Some(t), _) => ResumeTarget::Token(t),
-        (None, Some(id)) => ResumeTarget::ApprovalId(id),
-        _ => return Err(Error::parse("token or approvalId required")),
-    };
-    let decision = if obj.get("cancel") == Some(&Value::Bool(true)) {
-        Decision::Cancel
-    } else if let Some(response) = obj.get("response").filter(|v| !v.is_null()) {
-        Decision::Respond(response.clone())
-    } else {
-        match obj.get("approve") {
-            Some(Value::Bool(b)) => Decision::Approve(*b),
-            _ => return Err(Error::parse("approve required")),
-        }
-    };
-    Ok(ResumeCall {
-        request: ResumeRequest {
-            target,
-            decision,
-            decider: Decider::Operator(
-                obj.get("approver")
-                    .and_then(Value::as_str)
-                    .map(String::from),
-            ),
-        },
-        limits: limit_fields(obj)?,
-        cwd: None,
-    })
+/// The resume fields of the tool contract, the same on every door
+/// (`lobster call`'s `action: resume`, MCP's `lobster_resume`, serve's
+/// decisions): `token` or `approvalId`, then one of `cancel: true`,
+/// `response`, `approve`; `approver`; limits. Keys it does not name are
+/// not looked at (a door that refuses them checks first).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeFields {
+    /// The resumeToken of a paused run.
+    pub token: Option<Lenient<String>>,
+    /// The short approvalId of a paused run (instead of token).
+    pub approval_id: Option<Lenient<String>>,
+    /// The decision at an approval gate.
+    pub approve: Option<Lenient<bool>>,
+    /// The answer at an input gate (checked later against its schema).
+    pub response: Option<Value>,
+    /// `true` drops the paused run.
+    pub cancel: Option<Lenient<bool>>,
+    /// Who decided, as the operator names them.
+    pub approver: Option<Lenient<String>>,
+    /// Timeout for the rest of the run in milliseconds.
+    pub timeout_ms: Option<Lenient<f64>>,
+    /// Cap on the envelope's size in bytes.
+    pub max_stdout_bytes: Option<Lenient<f64>>,
 }
 
-fn count(obj: &Map<String, Value>, key: &str) -> Result<Option<u64>> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_f64() {
-            Some(f) if f.is_finite() => Ok(Some(f.max(0.0) as u64)),
-            _ => Err(Error::parse(format!("{key} must be a number"))),
-        },
+impl TryFrom<ResumeFields> for ResumeCall {
+    type Error = Error;
+
+    /// The contract's refusals, in its order: `token or approvalId
+    /// required`, `approve required`, then the limits'.
+    fn try_from(f: ResumeFields) -> Result<ResumeCall> {
+        let text = |field: Option<Lenient<String>>| {
+            field
+                .and_then(Lenient::typed)
+                .filter(|s: &String| !s.is_empty())
+        };
+        let target = match (text(f.token), text(f.approval_id)) {
+            (Some(t), _) => ResumeTarget::Token(t),
+            (None, Some(id)) => ResumeTarget::ApprovalId(id),
+            _ => return Err(Error::parse("token or approvalId required")),
+        };
+        let decision = if f.cancel == Some(Lenient::Is(true)) {
+            Decision::Cancel
+        } else if let Some(response) = f.response {
+            Decision::Respond(response)
+        } else {
+            match f.approve {
+                Some(Lenient::Is(b)) => Decision::Approve(b),
+                _ => return Err(Error::parse("approve required")),
+            }
+        };
+        Ok(ResumeCall {
+            request: ResumeRequest {
+                target,
+                decision,
+                decider: Decider::Operator(f.approver.and_then(Lenient::typed)),
+            },
+            limits: limits(f.timeout_ms, f.max_stdout_bytes)?,
+            cwd: None,
+        })
+    }
+}
+
+/// `timeoutMs` and `maxStdoutBytes` of a request object ([`LimitFields`]).
+pub fn limit_fields(obj: &Map<String, Value>) -> Result<LimitArgs> {
+    LimitArgs::try_from(from_object::<LimitFields>(obj)?)
+}
+
+/// The resume fields of a request object ([`ResumeFields`]).
+pub fn resume_fields(obj: &Map<String, Value>) -> Result<ResumeCall> {
+    ResumeCall::try_from(from_object::<ResumeFields>(obj)?)
+}
+
+/// A wire struct of lenient fields from a JSON object.
+fn from_object<T: serde::de::DeserializeOwned>(obj: &Map<String, Value>) -> Result<T> {
+    T::deserialize(Value::Object(obj.clone()))
+        .map_err(|e| Error::parse(format!("request fields: {e}")))
+}
+
+fn count(key: &str, field: Option<Lenient<f64>>) -> Result<Option<u64>> {
+    match field {
+        None => Ok(None),
+        Some(Lenient::Is(f)) if f.is_finite() => Ok(Some(f.max(0.0) as u64)),
+        Some(_) => Err(Error::parse(format!("{key} must be a number"))),
     }
 }
 
@@ -206,57 +246,65 @@ fn count(obj: &Map<String, Value>, key: &str) -> Result<Option<u64>> {
 mod tests {
     use super::*;
 
-    fn err(text: &str) -> String {
-        parse_call(text).unwrap_err().to_string()
+    fn resume(v: Value) -> Result<ResumeCall> {
+        resume_fields(v.as_object().unwrap())
     }
 
     #[test]
-    fn contract_error_strings() {
-        assert_eq!(err(r#"{"action":"fly"}"#), "Unknown action: fly");
-        assert_eq!(err(r#"{}"#), "Unknown action: undefined");
-        assert_eq!(err(r#"{"action":"run"}"#), "pipeline required");
+    fn resume_fields_refusals_in_the_contract_order() {
+        let err = |v: Value| resume(v).unwrap_err().to_string();
         assert_eq!(
-            err(r#"{"action":"run","pipeline":"head","argsJson":"{"}"#),
-            "run --args-json must be valid JSON"
-        );
-        assert_eq!(
-            err(r#"{"action":"resume","approve":true}"#),
+            err(serde_json::json!({"approve": true})),
             "token or approvalId required"
         );
         assert_eq!(
-            err(r#"{"action":"resume","token":"t"}"#),
+            err(serde_json::json!({"token": "", "approvalId": 5, "approve": true})),
+            "token or approvalId required"
+        );
+        assert_eq!(err(serde_json::json!({"token": "t"})), "approve required");
+        assert_eq!(
+            err(serde_json::json!({"token": "t", "approve": "yes"})),
             "approve required"
         );
         assert_eq!(
-            err(r#"{"action":"resume","token":"t","approve":"yes"}"#),
-            "approve required"
+            err(serde_json::json!({"token": "t", "approve": true, "maxStdoutBytes": [1]})),
+            "maxStdoutBytes must be a number"
         );
+        // The decision is checked before the limits.
         assert_eq!(
-            err(r#"{"action":"run","pipeline":"head","timeoutMs":"soon"}"#),
-            "timeoutMs must be a number"
+            err(serde_json::json!({"token": "t", "timeoutMs": "soon"})),
+            "approve required"
         );
     }
 
     #[test]
-    fn accepted_requests() {
-        let c = parse_call(r#"{"action":"run","pipeline":"head","timeoutMs":30000,"cwd":"x"}"#)
+    fn resume_fields_accepted() {
+        let c = resume(serde_json::json!({
+            "approvalId": "abcd1234", "approve": false, "approver": "ann",
+            "timeoutMs": -5, "maxStdoutBytes": 1000.7, "other": 1
+        }))
+        .unwrap();
+        assert_eq!(
+            c.request.target,
+            ResumeTarget::ApprovalId("abcd1234".into())
+        );
+        assert_eq!(c.request.decision, Decision::Approve(false));
+        assert_eq!(c.request.decider, Decider::Operator(Some("ann".into())));
+        assert_eq!(c.limits.timeout_ms, Some(0));
+        assert_eq!(c.limits.max_stdout_bytes, Some(1000));
+        // cancel: true wins over approve; a response over approve; null is absent.
+        let c = resume(serde_json::json!({"token": "t", "cancel": true, "approve": true})).unwrap();
+        assert_eq!(c.request.decision, Decision::Cancel);
+        let c = resume(serde_json::json!({"token": "t", "response": {"a": 1}, "approve": true}))
             .unwrap();
-        let Call::Run(run) = c else { panic!("a run") };
-        assert_eq!(run.target, RunTarget::Pipeline("head".into()));
-        assert_eq!(run.cwd.as_deref(), Some("x"));
-        assert_eq!(run.limits.timeout_ms, Some(30000));
-        let c =
-            parse_call(r#"{"action":"resume","approvalId":"abcd1234","approve":false}"#).unwrap();
-        assert!(matches!(
-            c,
-            Call::Resume(ResumeCall {
-                request: ResumeRequest {
-                    decision: Decision::Approve(false),
-                    ..
-                },
-                ..
-            })
-        ));
+        assert_eq!(
+            c.request.decision,
+            Decision::Respond(serde_json::json!({"a": 1}))
+        );
+        let c = resume(serde_json::json!({"token": "t", "response": null, "cancel": "yes", "approve": true, "approver": 7}))
+            .unwrap();
+        assert_eq!(c.request.decision, Decision::Approve(true));
+        assert_eq!(c.request.decider, Decider::Operator(None));
     }
 
     #[test]

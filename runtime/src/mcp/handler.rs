@@ -1,23 +1,24 @@
-//! The MCP handler: tool calls → [`crate::app`] calls on the blocking pool.
+//! The MCP handler: tool calls (their arguments read by [`super::args`]) →
+//! [`crate::app`] calls on the blocking pool.
 
 // MCP logging (`logging/setLevel`, `notifications/message`) is deprecated by
 // SEP-2577 but still what clients subscribe with; step logs use it.
 #![allow(deprecated)]
 
+use super::args::{self, ResumeArgs, RunArgs, WorkflowsArgs};
 use super::runner::{in_place, Runner};
 use super::tools::{self, RESUME, RUN, WORKFLOWS};
 use super::ApprovalMode;
-use crate::app::request::{cwd_field, limit_fields, resume_fields};
-use crate::app::{approval, Reply, ResumeCall, RunRequest, RunTarget, Settings};
+use crate::app::{approval, Reply, ResumeCall, RunRequest, Settings};
 use crate::error::{Error, Result};
 use crate::kernel::{Cancel, CancelReason, Level, LogLine, LogSink};
 use crate::resume::Decision;
 use crate::value::Item;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, InputRequest, InputRequests, InputRequiredResult, JsonObject,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    InitializeResult, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -163,57 +164,6 @@ impl LobsterMcp {
             let _ = tokio::time::timeout(std::time::Duration::from_millis(200), task).await;
         }
         reply
-    }
-
-    fn run_request(&self, args: &JsonObject) -> Result<RunRequest> {
-        check_keys(
-            RUN,
-            args,
-            &[
-                "pipeline",
-                "workflow",
-                "args",
-                "argsJson",
-                "cwd",
-                "timeoutMs",
-                "maxStdoutBytes",
-            ],
-        )?;
-        let text = |k: &str| match args.get(k) {
-            None | Some(Item::Null) => Ok(None),
-            Some(Item::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Item::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(Error::parse(format!("{RUN} {k} must be a string"))),
-        };
-        let target = match (text("pipeline")?, text("workflow")?) {
-            (Some(p), None) => RunTarget::Pipeline(p),
-            (None, Some(w)) => RunTarget::Workflow(w),
-            (Some(_), Some(_)) => {
-                return Err(Error::parse(format!(
-                    "{RUN} takes pipeline or workflow, not both"
-                )))
-            }
-            (None, None) => return Err(Error::parse(format!("{RUN} needs pipeline or workflow"))),
-        };
-        let wf_args = match args.get("args") {
-            None | Some(Item::Null) => None,
-            Some(Item::Object(m)) => Some(m.clone()),
-            Some(_) => return Err(Error::parse(format!("{RUN} args must be an object"))),
-        };
-        let args_json = match args.get("argsJson") {
-            None | Some(Item::Null) => None,
-            Some(Item::String(s)) => Some(s.clone()),
-            Some(_) => return Err(Error::parse(format!("{RUN} argsJson must be a string"))),
-        };
-        Ok(RunRequest {
-            target,
-            args: wf_args,
-            args_json,
-            cwd: cwd_field(args)?,
-            limits: limit_fields(args)?,
-            strict_args: false,
-            mode: crate::kernel::Mode::Tool,
-        })
     }
 
     /// `--approvals human`: an `approve: true` is replaced by the human's
@@ -367,23 +317,6 @@ fn client_can_ask(context: &RequestContext<RoleServer>) -> bool {
             .is_some_and(|c| c.elicitation.is_some())
 }
 
-/// Refuse keys a tool does not take, naming them.
-fn check_keys(tool: &str, args: &JsonObject, known: &[&str]) -> Result<()> {
-    let unknown: Vec<&str> = args
-        .keys()
-        .filter(|k| !known.contains(&k.as_str()))
-        .map(String::as_str)
-        .collect();
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    Err(Error::parse(format!(
-        "{tool} does not take {} (it takes {})",
-        unknown.join(", "),
-        known.join(", ")
-    )))
-}
-
 fn failure(e: &Error, human: bool) -> CallToolResponse {
     CallToolResponse::Complete(tools::result(&Reply::error(e), human))
 }
@@ -429,7 +362,7 @@ impl ServerHandler for LobsterMcp {
         let args = request.arguments.clone().unwrap_or_default();
         let job = match request.name.as_ref() {
             WORKFLOWS => {
-                if let Err(e) = check_keys(WORKFLOWS, &args, &[]) {
+                if let Err(e) = args::parse::<WorkflowsArgs>(WORKFLOWS, args) {
                     return Ok(failure(&e, human));
                 }
                 let list: Vec<Item> = self
@@ -447,26 +380,16 @@ impl ServerHandler for LobsterMcp {
                 out.structured_content = Some(body);
                 return Ok(CallToolResponse::Complete(out));
             }
-            RUN => match self.run_request(&args) {
+            RUN => match args::parse::<RunArgs>(RUN, args).and_then(RunRequest::try_from) {
                 Ok(r) => Job::Run(r),
                 Err(e) => return Ok(failure(&e, human)),
             },
             RESUME => {
-                let keys = [
-                    "token",
-                    "approvalId",
-                    "approve",
-                    "response",
-                    "cancel",
-                    "approver",
-                    "timeoutMs",
-                    "maxStdoutBytes",
-                ];
-                let call = match check_keys(RESUME, &args, &keys).and_then(|_| resume_fields(&args))
-                {
-                    Ok(c) => c,
-                    Err(e) => return Ok(failure(&e, human)),
-                };
+                let call =
+                    match args::parse::<ResumeArgs>(RESUME, args).and_then(ResumeCall::try_from) {
+                        Ok(c) => c,
+                        Err(e) => return Ok(failure(&e, human)),
+                    };
                 if human && call.request.decision == Decision::Approve(true) {
                     match self.human_gate(call, &request, &context) {
                         Ok(Gate::Proceed(call)) => Job::Resume(call),

@@ -13,7 +13,9 @@
 //!   `lobster_workflows`, one tool per catalog workflow) and how an envelope
 //!   becomes a tool result (failures are results with `isError: true`, never
 //!   protocol errors).
-//! - [`handler`]: argument checking, dispatch to the [`Runner`] (by default
+//! - [`args`]: the built-in tools' arguments as typed structs (tied to the
+//!   input schemas by a test), converted into [`crate::app`] requests.
+//! - [`handler`]: dispatch to the [`Runner`] (by default
 //!   `spawn_blocking` calls of the app layer, [`runner`]), cancellation (`notifications/cancelled` → the run's
 //!   [`Cancel`](crate::kernel::Cancel) as SIGINT), and approvals by the
 //!   human (`--approvals human`, see [`ApprovalMode`]).
@@ -21,6 +23,7 @@
 //! Nothing here prints: stdout is the protocol; diagnostics go to stderr
 //! from `cli/mcp.rs` only.
 
+pub mod args;
 pub mod handler;
 pub mod runner;
 pub mod tools;
