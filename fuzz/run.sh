@@ -3,41 +3,70 @@
 # committed seed corpus (fuzz/corpus/<target>/). A crash, panic, timeout or
 # out-of-memory fails the script (and CI) and leaves the input in
 # fuzz/artifacts/<target>/.
-#   bash fuzz/run.sh [SECONDS_PER_TARGET]    (default 45)
+#   bash fuzz/run.sh [SECONDS_PER_TARGET]    (default 45; CI: 20)
+# A longer session before a release: `bash fuzz/run.sh 900` (an hour for
+# the four targets), or `cargo +nightly fuzz run <target>` with cargo-fuzz.
 #
-# Build flags, chosen for CI time on a small machine:
-#   -O           optimised: many more executions per second than a debug build.
-#   -a           debug assertions on (overflow checks too): more bugs are panics.
-#   -s none      no sanitizer. The targets are safe Rust; what they hunt is
-#                panics, hangs and runaway memory, which libFuzzer catches
-#                without ASan. ASan would instrument all of wasmtime and
-#                cranelift (linked in, never run by these targets) and made
-#                the build several times slower.
-# Measured on the shared 2-core development machine (load ~12 from other
-# builds): the first build took 75 min of wall time but 14 min 15 s of CPU
-# (user), i.e. about 7-8 min on an idle 2-core runner; later builds reuse
-# fuzz/target. Each target then runs SECONDS (4 x 45 s = 3 min), so the fuzz
-# part of CI stays around 10 min from cold. 30 s per target ran 1.2 M
-# (dsl_parse), 0.5 M (template_render), 5 M (token_decode) and 0.2 M
-# (workflow_load) inputs without a crash.
+# The build is plain cargo on the stable toolchain (CI installs neither
+# nightly nor cargo-fuzz, which alone was a 2-3 minute compile) and shares
+# the test build: it uses the main workspace's target directory, lock file
+# and dev profile (fuzz/Cargo.toml mirrors it), so every dependency the
+# tests built is reused as it is. Only lobster and the targets are compiled
+# again: optimised (opt-level 3, debug assertions and overflow checks on, as
+# `cargo fuzz build -O -a`) and instrumented with libFuzzer's coverage
+# counters and comparison tracing, the flags `cargo fuzz build -s none`
+# passes; fuzz/rustc-wrapper.sh adds them to those crates alone. No
+# sanitizer: the targets are safe Rust, and what they hunt is panics, hangs
+# and runaway memory, which libFuzzer catches itself.
+#
+# What that gives up: coverage feedback and optimisation inside the
+# dependencies (serde_json, the YAML parser), which cargo-fuzz's default
+# build instruments too.
+#
+# Cost on top of a finished `cargo test --workspace` (measured 2026-12-02 on
+# the shared 2-core machine at load 10-14): the build compiles libfuzzer-sys
+# and lobster (optimised, instrumented) and links the four targets, 220-250 s of
+# CPU (the old nightly cargo-fuzz build: ~15 min of wall time in CI); then
+# 4 x 21 s of fuzzing, one core each (20 s: 0.7 M dsl_parse, 0.15 M
+# workflow_load, 0.23 M template_render, 1.4 M token_decode inputs). The
+# fuzzing binaries and the instrumented lobster sit in target/debug beside
+# the test build; the copy of the lock file in fuzz/Cargo.lock is ignored.
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-45}
+root=$(cd .. && pwd)
 
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-
-flags=(-O -a -s none)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+# The main workspace's versions, so the dependencies match the test build
+# (cargo adds libfuzzer-sys to this copy; it is not committed).
+cp "$root/Cargo.lock" Cargo.lock
+export LOBSTER_FUZZ_FLAGS="-Cpasses=sancov-module
+ -Cllvm-args=-sanitizer-coverage-level=4
+ -Cllvm-args=-sanitizer-coverage-inline-8bit-counters
+ -Cllvm-args=-sanitizer-coverage-pc-table
+ -Cllvm-args=-sanitizer-coverage-trace-compares
+ -Cllvm-args=-simplifycfg-branch-fold-threshold=0
+ -Cllvm-args=-sanitizer-coverage-stack-depth
+ --cfg fuzzing"
+export RUSTC_WRAPPER="$PWD/rustc-wrapper.sh"
+# The settings below make lobster's build for fuzzing differ from the
+# tests' (another artifact, never mixed up with an uninstrumented one).
 start=$(date +%s)
-cargo +nightly fuzz build "${flags[@]}"
+CARGO_INCREMENTAL=0 cargo build --bins \
+    --config 'profile.dev.package.lobster.opt-level=3' \
+    --config 'profile.dev.package.lobster.codegen-units=16' \
+    --config 'profile.dev.package.lobster-fuzz.opt-level=3'
 echo "fuzz: targets built in $(($(date +%s) - start)) s"
+bin_dir=$CARGO_TARGET_DIR/debug
 
-for target in $(cargo +nightly fuzz list); do
+targets=$(sed -n '/^\[\[bin\]\]/,/^$/s/^name = "\(.*\)"/\1/p' Cargo.toml)
+[ -n "$targets" ] || { echo "fuzz: no [[bin]] targets in fuzz/Cargo.toml" >&2; exit 1; }
+for target in $targets; do
     # New inputs go to a scratch corpus; the committed seeds stay as they are.
     scratch=$(mktemp -d)
+    mkdir -p "artifacts/$target"
     echo "fuzz: $target for ${secs} s"
-    cargo +nightly fuzz run "${flags[@]}" "$target" "$scratch" "corpus/$target" -- \
+    "$bin_dir/$target" -artifact_prefix="artifacts/$target/" "$scratch" "corpus/$target" \
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
     rm -rf "$scratch"
 done
-echo "fuzz: no crash in $(($(date +%s) - start)) s"
