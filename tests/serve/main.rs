@@ -1578,6 +1578,69 @@ fn runs_and_their_journals_are_listed_per_tenant() {
     assert_eq!(s.call("GET", "/v1/runs?limit=0", ACME, None).status, 400);
 }
 
+/// A tenant reads its runs' journals, so they name no path on the server:
+/// the run's directory, its workflow file (a `workflowText` run's file is
+/// kept in the tenant's workdir) and an error that printed the directory
+/// are recorded relative to the tenant's root — as written, so the journal
+/// the tenant gets still verifies, and the operator's export is that same
+/// chain.
+#[test]
+fn a_tenant_s_journal_names_no_path_on_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), "", "");
+    let s = start(&config);
+    let wf =
+        "name: where\nsteps:\n  - id: where\n    run: echo \"failed in $(pwd)/x\" >&2; exit 3\n";
+    let r = s.run(ACME, json!({"workflowText": wf}));
+    let id = r.json()["runId"].as_str().unwrap().to_string();
+    assert_eq!(s.settled(ACME, &id)["status"], "failed", "{}", r.body);
+    let journal = s.call("GET", &format!("/v1/runs/{id}/journal"), ACME, None);
+    assert_eq!(journal.status, 200, "{}", journal.body);
+    let server = [
+        dir.path().to_string_lossy().into_owned(),
+        dir.path()
+            .canonicalize()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
+    ];
+    for p in &server {
+        assert!(
+            !journal.body.contains(p.as_str()),
+            "{p} in {}",
+            journal.body
+        );
+    }
+    let events: Vec<Value> = journal
+        .body
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .collect();
+    let started = &events[0];
+    assert_eq!(started["kind"], "run_started");
+    assert_eq!(started["cwd"], ".", "{started}");
+    let file = started["request"]["file"].as_str().unwrap();
+    assert!(!file.starts_with('/') && !file.is_empty(), "{file}");
+    let error = events.iter().find(|e| e["kind"] == "error").unwrap();
+    assert!(
+        error["message"].as_str().unwrap().contains("failed in ./x"),
+        "{error}"
+    );
+    // The tenant's copy verifies offline.
+    let path = dir.path().join("run.jsonl");
+    std::fs::write(&path, &journal.body).unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["verify", path.to_str().unwrap(), "--run", &id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // The run list names it by its workdir-relative file, not a server path.
+    let list = s.call("GET", "/v1/runs?limit=10", ACME, None).body;
+    for p in &server {
+        assert!(!list.contains(p.as_str()), "{list}");
+    }
+}
+
 /// A tenant whose policy requires signed steps gets no unsigned step, even
 /// one this server process already loaded for another tenant's run (the
 /// admission is asked on every load, memoised or not).

@@ -3,6 +3,15 @@
 //! which policy, trust and grants, with which components; then how it ended.
 //! The engine records the steps, gates, decisions and brokered calls in
 //! between through the same handle (`Context::journal`).
+//!
+//! A serve tenant reads its runs' journals (`GET /v1/runs/{id}/journal`, the
+//! run pages), so a tenant's journal names no path on the server: its
+//! working directory, workflow file and granted directories are recorded
+//! relative to the tenant's root they lie under (`Authority::shown`), and an
+//! error's text has the tenant's roots and the state directory taken out
+//! ([`masked`]). That is done as the events are written, not when they are
+//! shown, so the one chain the tenant reads is the one the operator exports
+//! and `lobster verify` checks. The operator's own runs keep their paths.
 
 use crate::error::{Error, Result};
 use crate::executor::Context;
@@ -40,8 +49,14 @@ pub fn begin(
         grants: grants_record(ctx),
         components,
         env_names: ctx.env.keys().cloned().collect(),
-        cwd: ctx.cwd.to_string_lossy().into_owned(),
+        cwd: ctx.authority().shown(&ctx.cwd),
     };
+    let mut started = started;
+    if let Some(file) = &started.request.file {
+        if Path::new(file).is_absolute() {
+            started.request.file = Some(ctx.authority().shown(Path::new(file)));
+        }
+    }
     ctx.journal
         .begin(&ctx.state, started)
         .map_err(|e| Error::runtime(format!("cannot start the run's journal: {e}")))
@@ -102,7 +117,7 @@ pub fn finish(ctx: &Context, result: &Result<Paused>) {
         Err(e) => {
             let _ = ctx.journal.append(Event::Error(ErrorEvent {
                 step: String::new(),
-                message: e.to_string(),
+                message: masked(ctx, &e.to_string()),
             }));
             let status = match e {
                 Error::Signal { .. } => "cancelled",
@@ -123,7 +138,7 @@ fn grants_record(ctx: &Context) -> GrantsRecord {
         g.dirs
             .iter()
             .filter(|d| d.access == a)
-            .map(|d| format!("{}:{}", d.host.display(), d.guest))
+            .map(|d| format!("{}:{}", ctx.authority().shown(&d.host), d.guest))
             .collect()
     };
     GrantsRecord {
@@ -134,5 +149,78 @@ fn grants_record(ctx: &Context) -> GrantsRecord {
         models: if g.llm { vec!["*".into()] } else { Vec::new() },
         clock_ms: Some(g.wall_clock_ms),
         seed: Some(g.random_seed),
+    }
+}
+
+/// `text` as a tenant's journal records it: each of the tenant's roots (its
+/// working directory, catalog and step directories) and the state
+/// directory taken out of it — a path beneath a root reads `./` and the
+/// rest of it, the state directory `<state>`. The operator's own runs' text
+/// is left as it is.
+pub fn masked(ctx: &Context, text: &str) -> String {
+    let authority = ctx.authority();
+    let confinement = authority.confinement();
+    if !confinement.tenant {
+        return text.to_string();
+    }
+    let mut prefixes: Vec<(String, &str)> = Vec::new();
+    let mut add = |p: &Path, label: &'static str| {
+        let s = p.to_string_lossy().trim_end_matches('/').to_string();
+        if s.len() > 1 && !prefixes.iter().any(|(q, _)| *q == s) {
+            prefixes.push((s, label));
+        }
+    };
+    for root in std::iter::once(authority.workdir())
+        .chain(std::iter::once(ctx.cwd.as_path()))
+        .chain(confinement.read_only.iter().map(|p| p.as_path()))
+    {
+        add(root, ".");
+    }
+    add(ctx.state.dir(), "<state>");
+    if let Ok(real) = ctx.state.dir().canonicalize() {
+        add(&real, "<state>");
+    }
+    // The longest first: a root inside another is taken out whole.
+    prefixes.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    let mut out = text.to_string();
+    for (prefix, label) in prefixes {
+        out = replace_path(&out, &prefix, label);
+    }
+    out
+}
+
+/// `text` with each whole occurrence of the path `prefix` (followed by `/`
+/// or anything that cannot continue a file name) replaced by `label`.
+fn replace_path(text: &str, prefix: &str, label: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(prefix) {
+        let after = &rest[i + prefix.len()..];
+        let whole = after
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || "-_.".contains(c)));
+        out.push_str(&rest[..i]);
+        out.push_str(if whole { label } else { prefix });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_path;
+
+    #[test]
+    fn a_root_is_replaced_only_where_it_is_a_whole_path() {
+        assert_eq!(
+            replace_path(
+                "read /srv/t/acme/x and /srv/t/acme: /srv/t/acme2/y",
+                "/srv/t/acme",
+                "."
+            ),
+            "read ./x and .: /srv/t/acme2/y"
+        );
     }
 }

@@ -107,7 +107,20 @@ pub fn url(app: &AppState, tenant: &str, run: Option<&str>) -> String {
 pub fn shown_name(tenant: &Tenant, name: &str) -> String {
     let path = std::path::Path::new(name);
     if !path.is_absolute() {
-        return name.to_string();
+        // A tenant's journal names a catalog file relative to its catalog
+        // directory (`app::journal`; catalog files lie directly in it), a
+        // workflowText run's beneath the workdir.
+        let catalog = (!tenant.workdir().join(path).is_file())
+            .then(|| {
+                tenant
+                    .settings
+                    .catalog
+                    .entries
+                    .iter()
+                    .find(|e| e.file.file_name() == Some(path.as_os_str()))
+            })
+            .flatten();
+        return catalog.map_or_else(|| name.to_string(), |e| e.name.clone());
     }
     let real = path.canonicalize().ok();
     let same = |f: &std::path::Path| f == path || (real.is_some() && f.canonicalize().ok() == real);
