@@ -27,21 +27,31 @@ fn main() {
     };
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=LOBSTER_COMMIT={commit}");
-    // HEAD names a branch whose ref file (or packed-refs) moves with each commit.
+    // HEAD names a branch whose ref file (or packed-refs) moves with each
+    // commit. Only paths that exist are watched: cargo re-runs a build script
+    // on every build while a path it watches is missing, which recompiled
+    // lobster on every cargo command in a checkout without packed-refs (a
+    // fresh clone has none). Packing the refs removes the loose ref file,
+    // which re-runs this script, which then watches packed-refs.
+    let watch = |path: PathBuf| {
+        let exists = path.exists();
+        if exists {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+        exists
+    };
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
         let dir = manifest.join(dir);
-        println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
+        watch(dir.join("HEAD"));
         if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
             let common = manifest.join(common);
-            println!(
-                "cargo:rerun-if-changed={}",
-                common.join("packed-refs").display()
-            );
+            let packed = watch(common.join("packed-refs"));
             if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-                println!(
-                    "cargo:rerun-if-changed={}",
-                    common.join(Path::new(&branch)).display()
-                );
+                // An unborn branch has neither: its first commit adds a file
+                // under refs/heads.
+                if !watch(common.join(Path::new(&branch))) && !packed {
+                    watch(common.join("refs").join("heads"));
+                }
             }
         }
     }
