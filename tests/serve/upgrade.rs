@@ -210,3 +210,91 @@ fn an_old_node_s_postgresql_rows_are_served_by_this_one() {
     drop(s);
     psql(&url, &clear);
 }
+
+/// The keys of `v` in order, and of its `gate` record (a resume's).
+fn shape(v: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    if let Some(gate) = v.get("gate") {
+        keys.extend(shape(gate).into_iter().map(|k| format!("gate.{k}")));
+    }
+    keys
+}
+
+/// `runtime/tests/fixtures/run-records/files/<name>.json`.
+fn old_record(name: &str) -> Value {
+    let path = fixtures().join(format!("../files/{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn this_node_writes_records_in_the_shape_older_nodes_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let s = serve_with(dir.path(), state.to_str().unwrap(), "acme", "b-new");
+    let records = state.join("tenants/acme");
+    let stored = |key: &str| -> Value {
+        let text = std::fs::read_to_string(records.join(format!("{key}.json"))).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let same = |key: &str, fixture: &str| {
+        let (now, then) = (stored(key), old_record(fixture));
+        assert_eq!(shape(&now), shape(&then), "{fixture}: {now}");
+        if let Some(env) = then.get("envelope") {
+            let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+            assert_eq!(keys(&now["envelope"]), keys(env), "{fixture}: {now}");
+        }
+        now
+    };
+    let start = |pipeline: &str, query: &str| -> String {
+        let r = s.call(
+            "POST",
+            &format!("/v1/runs{query}"),
+            TOKEN,
+            Some(json!({ "pipeline": pipeline })),
+        );
+        assert!(r.status == 200 || r.status == 202, "{}", r.body);
+        r.json()["runId"].as_str().unwrap().to_string()
+    };
+    let settle = |id: &str| {
+        let started = Instant::now();
+        while s.get_run(TOKEN, id).json()["status"] == "running" {
+            assert!(started.elapsed() < Duration::from_secs(60), "{id} never settled");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let id = start("exec --json --shell 'sleep 1; echo [2]'", "?wait=0");
+    same(&format!("serve_run_{id}"), "running");
+    settle(&id);
+    same(&format!("serve_run_{id}"), "ok");
+    let id = start("exec --shell 'sleep 1; exit 3'", "?wait=0");
+    settle(&id);
+    same(&format!("serve_run_{id}"), "failed");
+    let gated = "exec --json --shell 'echo [1,2]' | approve --prompt 'Send both?'";
+    let id = start(gated, "");
+    same(&format!("serve_run_{id}"), "needs_approval");
+    same(&format!("serve_pending_{id}"), "pending-approval");
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume"),
+        TOKEN,
+        Some(json!({"cancel": true})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(same(&format!("serve_run_{id}"), "cancelled")["status"], "cancelled");
+    let ask = r#"exec --json --shell 'echo [1]' | ask --prompt 'How many?' --schema '{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}'"#;
+    let id = start(ask, "");
+    same(&format!("serve_run_{id}"), "needs_input");
+    same(&format!("serve_pending_{id}"), "pending-input");
+    let slow = "exec --json --shell 'echo [1]' | approve --prompt 'Go?' | exec --shell 'sleep 2; echo done'";
+    let id = start(slow, "");
+    let r = s.call(
+        "POST",
+        &format!("/v1/runs/{id}/resume?wait=0"),
+        TOKEN,
+        Some(json!({"approve": true})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    same(&format!("serve_run_{id}"), "resuming");
+    settle(&id);
+    same(&format!("serve_run_{id}"), "resumed-ok");
+}

@@ -8,6 +8,7 @@ use super::runs::{self, load_record};
 use super::state::AppState;
 use super::{authed, ApiError};
 use crate::resume::Decider;
+use crate::state::{RunRecord, RunStatus};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -23,19 +24,17 @@ pub async fn list(
     let tenant = authed(&app, &headers)?;
     let mut out = Vec::new();
     for entry in runs::pending(&tenant)? {
-        if entry["kind"] != "needs_approval" {
+        if entry.kind != RunStatus::NeedsApproval {
             continue;
         }
-        let Some(id) = entry["runId"].as_str() else {
-            continue;
-        };
+        let id = entry.run_id.as_str();
         let Some(rec) = load_record(&tenant, id)? else {
             continue;
         };
-        if rec["status"] != "needs_approval" {
+        if rec.status != RunStatus::NeedsApproval {
             continue;
         }
-        let gate = runs::envelope_gate(&rec);
+        let gate = rec.approval_gate();
         let info = gate["resumeToken"]
             .as_str()
             .and_then(|t| crate::app::gate::gate_info(&tenant.store, t));
@@ -48,7 +47,7 @@ pub async fn list(
             "items": gate.get("items").cloned().unwrap_or(json!([])),
             "preview": gate.get("preview").cloned().or_else(|| page::preview_of(gate).map(Value::String)),
             "capabilities": gate.get("capabilities").cloned().unwrap_or(json!([])),
-            "createdAt": entry["createdAt"],
+            "createdAt": entry.created_at,
             "approveUrl": link_for(&app, &tenant, &rec),
         }));
     }
@@ -60,16 +59,16 @@ pub async fn list(
 /// with the operator's key. Delivered on a thread of its own (an attempt
 /// waits at most `notify_timeout_ms`); a failure is logged, the run stays
 /// listed in `GET /v1/approvals`.
-pub fn notify_gate(app: &AppState, tenant: &super::tenant::Tenant, rec: &Value) {
+pub fn notify_gate(app: &AppState, tenant: &super::tenant::Tenant, rec: &RunRecord) {
     let Some(notifier) = tenant.notifier.clone() else {
         return;
     };
-    let gate = runs::envelope_gate(rec);
+    let gate = rec.approval_gate();
     let expires = link::now_secs() + app.config.approval_link_ttl.as_secs();
     let body = json!({
         "event": "approval_requested",
         "tenant": tenant.name,
-        "runId": rec["runId"],
+        "runId": rec.run_id,
         "approvalId": gate["approvalId"],
         "prompt": gate["prompt"],
         "approveUrl": link_for(app, tenant, rec),
@@ -91,11 +90,9 @@ pub fn notify_gate(app: &AppState, tenant: &super::tenant::Tenant, rec: &Value) 
 
 /// A fresh signed link for a human to decide the gate of the paused run
 /// `rec` (valid for `approval_link_ttl`).
-pub fn link_for(app: &AppState, tenant: &super::tenant::Tenant, rec: &Value) -> String {
-    let id = rec["runId"].as_str().unwrap_or_default();
-    let approval_id = runs::envelope_gate(rec)["approvalId"]
-        .as_str()
-        .unwrap_or_default();
+pub fn link_for(app: &AppState, tenant: &super::tenant::Tenant, rec: &RunRecord) -> String {
+    let id = &rec.run_id;
+    let approval_id = rec.approval_id().unwrap_or_default();
     let ttl = app.config.approval_link_ttl.as_secs();
     let link = app.link_key.issue(&tenant.name, id, approval_id, ttl);
     format!("{}/a/{link}", app.public_url)
@@ -126,7 +123,7 @@ pub fn html(status: StatusCode, body: String) -> Response {
 struct Opened {
     tenant: Arc<super::tenant::Tenant>,
     link: link::Link,
-    record: Value,
+    record: RunRecord,
 }
 
 fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
@@ -164,9 +161,8 @@ fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
         Ok(Some(r)) => r,
         _ => return Err(unknown()),
     };
-    let gate = runs::envelope_gate(&record);
-    if record["status"] != "needs_approval"
-        || gate["approvalId"].as_str().unwrap_or_default() != link.approval_id
+    if record.status != RunStatus::NeedsApproval
+        || record.approval_id().unwrap_or_default() != link.approval_id
     {
         return Err(gone("This gate was already decided."));
     }
@@ -194,7 +190,7 @@ pub(super) fn signed_in(
 
 /// The gate page for `o` (`approver`: who is signed in).
 fn gate_page(app: &AppState, raw: &str, o: &Opened, approver: Option<&str>) -> Response {
-    let gate = runs::envelope_gate(&o.record);
+    let gate = o.record.approval_gate();
     let caps: Vec<String> = gate["capabilities"]
         .as_array()
         .map(|a| {

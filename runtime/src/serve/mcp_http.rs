@@ -114,7 +114,7 @@ impl TenantRunner {
         call: Call,
         cancel: Cancel,
         log: Option<LogSink>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<runs::Settled, ApiError> {
         let app = self
             .app
             .upgrade()
@@ -198,7 +198,10 @@ impl TenantRunner {
 }
 
 /// The listed paused run a resume target names.
-fn paused_of(tenant: &Tenant, target: &ResumeTarget) -> Result<Option<Value>, ApiError> {
+fn paused_of(
+    tenant: &Tenant,
+    target: &ResumeTarget,
+) -> Result<Option<crate::state::RunRecord>, ApiError> {
     match target {
         ResumeTarget::Token(t) => runs::find_paused(tenant, Some(t), None),
         ResumeTarget::ApprovalId(a) => runs::find_paused(tenant, None, Some(a)),
@@ -217,7 +220,7 @@ impl Runner for TenantRunner {
         Box::pin(async move {
             match this.run(call, cancel, log).await {
                 Ok(rec) => {
-                    let envelope = rec["envelope"].clone();
+                    let envelope = rec.envelope().clone();
                     let ok = envelope["ok"] == Value::Bool(true);
                     Reply {
                         envelope,

@@ -14,6 +14,7 @@ use super::tenant::Tenant;
 use super::ApiError;
 use crate::app::Request;
 use crate::resume::approval_id::now_iso;
+use crate::state::{RunRecord, RunStatus};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,21 +26,18 @@ const POLL: Duration = Duration::from_millis(250);
 /// A store that is down refuses the run (503); nothing is queued.
 pub fn submit(tenant: &Tenant, run_id: &str, body: &Map<String, Value>) -> Result<(), ApiError> {
     let now = now_iso();
-    let record = json!({
-        "runId": run_id,
-        "tenant": tenant.name,
-        "status": "running",
-        "queued": true,
-        "createdAt": now,
-        "updatedAt": now,
-    });
+    let mut record = RunRecord::new(run_id, RunStatus::Running);
+    record.tenant = Some(tenant.name.clone());
+    record.queued = Some(true);
+    record.created_at = Some(now.clone());
+    record.updated_at = Some(now.clone());
     let store = &tenant.store;
     store
-        .set(&runs::record_key(run_id), &record)
+        .set(&RunRecord::key(run_id), &record.to_value())
         .map_err(|e| ApiError::store(format!("run not queued: cannot write its record: {e}")))?;
     let payload = json!({ "body": body, "createdAt": now });
     if let Err(e) = store.enqueue(run_id, &payload) {
-        let _ = store.remove(&runs::record_key(run_id));
+        let _ = store.remove(&RunRecord::key(run_id));
         return Err(ApiError::store(format!("run not queued: {e}")));
     }
     Ok(())
@@ -54,7 +52,7 @@ pub async fn settled(
     tenant: &Arc<Tenant>,
     run_id: &str,
     wait: Duration,
-) -> Option<Value> {
+) -> Option<runs::Settled> {
     let until = Instant::now() + wait;
     let mut pause = Duration::from_millis(5);
     loop {
@@ -70,8 +68,8 @@ pub async fn settled(
             let (t, id) = (tenant.clone(), run_id.to_string());
             let rec = offload(move || runs::load_record(&t, &id)).await;
             if let Ok(Some(rec)) = rec {
-                if rec["status"] != "running" {
-                    return Some(rec);
+                if rec.status != RunStatus::Running {
+                    return Some(runs::Settled::Record(Box::new(rec)));
                 }
             }
         }
@@ -145,13 +143,10 @@ fn execute(
         Err(e) => {
             // Checked when it was submitted; a node whose catalog differs
             // may still refuse it: the record says why.
-            let rec = json!({
-                "runId": run_id, "tenant": tenant.name, "node": app.node,
-                "status": "failed", "createdAt": created, "updatedAt": now_iso(),
-                "envelope": {"protocolVersion": 1, "ok": false,
-                    "error": {"type": "bad_request", "message": e.message}},
-            });
-            let _ = tenant.store.set(&runs::record_key(&run_id), &rec);
+            let mut rec = record(app, tenant, &run_id, RunStatus::Failed, &created);
+            rec.envelope = Some(json!({"protocolVersion": 1, "ok": false,
+                "error": {"type": "bad_request", "message": e.message}}));
+            let _ = tenant.store.set(&RunRecord::key(&run_id), &rec.to_value());
             let _ = job.finish();
             return;
         }
@@ -159,11 +154,8 @@ fn execute(
     // Say which node runs it, waiting out a short store outage (the job is
     // heartbeated meanwhile, so it is not taken for dead).
     let until = Instant::now() + Duration::from_secs(60);
-    let running = json!({
-        "runId": run_id, "tenant": tenant.name, "node": app.node,
-        "status": "running", "createdAt": created, "updatedAt": now_iso(),
-    });
-    while let Err(e) = tenant.store.set(&runs::record_key(&run_id), &running) {
+    let running = record(app, tenant, &run_id, RunStatus::Running, &created).to_value();
+    while let Err(e) = tenant.store.set(&RunRecord::key(&run_id), &running) {
         if Instant::now() >= until || app.stopping() {
             (app.log)(&format!(
                 "lobster serve: cannot start queued run {run_id}: {e}"
@@ -215,4 +207,20 @@ fn execute(
             confirmed = asked;
         }
     });
+}
+
+/// A queued run's record on the node that took it.
+fn record(
+    app: &AppState,
+    tenant: &Tenant,
+    run_id: &str,
+    status: RunStatus,
+    created: &Option<String>,
+) -> RunRecord {
+    let mut rec = RunRecord::new(run_id, status);
+    rec.tenant = Some(tenant.name.clone());
+    rec.node = Some(app.node.clone());
+    rec.created_at = created.clone();
+    rec.updated_at = Some(now_iso());
+    rec
 }

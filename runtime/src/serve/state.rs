@@ -18,7 +18,7 @@ pub struct Live {
     pub by_shutdown: Arc<AtomicBool>,
     /// Its record while it runs (`status: "running"`), stored only once
     /// the run's id is handed out before it settled (a 202).
-    pub record: serde_json::Value,
+    pub record: crate::state::RunRecord,
     /// Whether a record of the run is in the tenant's key/value store (a
     /// resume, a 202, or any run on PostgreSQL): its settled record must
     /// replace that one there. Otherwise it goes to the run log.

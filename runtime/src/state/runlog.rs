@@ -21,8 +21,8 @@
 //! writing leaves at most a torn last line, which every reader skips; a
 //! new process never appends to an old segment, it starts the next one.
 
+use super::RunRecord;
 use crate::error::{Error, Result};
-use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -73,7 +73,7 @@ enum Msg {
 #[derive(Default)]
 struct Recent {
     order: VecDeque<String>,
-    by_id: HashMap<String, Value>,
+    by_id: HashMap<String, RunRecord>,
 }
 
 /// An append-only, group-committed log of records by id (see the module
@@ -127,9 +127,11 @@ impl RunLog {
     /// Append `record` under `id` (an id of [`time_prefixed_id`]). Returns
     /// at once: the record is readable through [`RunLog::get`] now and on
     /// disk after the writer's next batch ([`RunLog::flush`] waits for it).
-    pub fn append(&self, id: &str, record: &Value) -> Result<()> {
+    pub fn append(&self, id: &str, record: &RunRecord) -> Result<()> {
         self.check()?;
-        let line = format!("{id}\t{record}\n");
+        let json = serde_json::to_string(record)
+            .map_err(|e| Error::runtime(format!("run record {id} cannot be written: {e}")))?;
+        let line = format!("{id}\t{json}\n");
         {
             let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
             if recent
@@ -169,7 +171,7 @@ impl RunLog {
     }
 
     /// The record of `id`, if the log has it.
-    pub fn get(&self, id: &str) -> Result<Option<Value>> {
+    pub fn get(&self, id: &str) -> Result<Option<RunRecord>> {
         if let Some(v) = self
             .recent
             .lock()
@@ -258,7 +260,7 @@ fn segments(dir: &Path) -> Result<Vec<Segment>> {
 
 /// The record of `id` in the segment at `path` (a torn or foreign line is
 /// skipped; the last complete record of `id` wins).
-fn find_in(path: &Path, id: &str) -> Result<Option<Value>> {
+fn find_in(path: &Path, id: &str) -> Result<Option<RunRecord>> {
     let text = match fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -277,7 +279,7 @@ fn find_in(path: &Path, id: &str) -> Result<Option<Value>> {
         else {
             continue;
         };
-        if let Ok(v) = serde_json::from_slice::<Value>(rest) {
+        if let Ok(v) = serde_json::from_slice::<RunRecord>(rest) {
             found = Some(v);
         }
     }
@@ -361,7 +363,18 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::state::RunStatus;
+
+    /// A record of run `id` whose `reason` says `n`.
+    fn rec(id: &str, n: impl ToString) -> RunRecord {
+        let mut r = RunRecord::new(id, RunStatus::Ok);
+        r.reason = Some(n.to_string());
+        r
+    }
+
+    fn n(log: &RunLog, id: &str) -> Option<String> {
+        log.get(id).unwrap().map(|r| r.reason.unwrap())
+    }
 
     fn log_in(dir: &Path) -> RunLog {
         RunLog::open(dir, Duration::from_secs(60)).unwrap()
@@ -373,12 +386,12 @@ mod tests {
         let id = time_prefixed_id();
         {
             let log = log_in(dir.path());
-            log.append(&id, &json!({"runId": id, "status": "ok"}))
+            log.append(&id, &RunRecord::new(&id, RunStatus::Ok))
                 .unwrap();
-            assert_eq!(log.get(&id).unwrap().unwrap()["status"], "ok");
+            assert_eq!(log.get(&id).unwrap().unwrap().status, RunStatus::Ok);
         }
         let log = log_in(dir.path());
-        assert_eq!(log.get(&id).unwrap().unwrap()["runId"], json!(id));
+        assert_eq!(log.get(&id).unwrap().unwrap().run_id, id);
         assert_eq!(log.get(&time_prefixed_id()).unwrap(), None);
         assert_eq!(log.get("not-an-id").unwrap(), None);
     }
@@ -389,21 +402,21 @@ mod tests {
         let (a, b) = (time_prefixed_id(), time_prefixed_id());
         {
             let log = log_in(dir.path());
-            log.append(&a, &json!({"n": 1})).unwrap();
+            log.append(&a, &rec(&a, 1)).unwrap();
             log.flush().unwrap();
         }
         let seg = segments(dir.path()).unwrap().pop().unwrap().path;
         let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
-        f.write_all(format!("{b}\t{{\"n\": 2, \"cut").as_bytes())
+        f.write_all(format!("{b}\t{{\"runId\": \"{b}\", \"cut").as_bytes())
             .unwrap();
         let log = log_in(dir.path());
-        assert_eq!(log.get(&a).unwrap().unwrap()["n"], 1);
+        assert_eq!(n(&log, &a).as_deref(), Some("1"));
         assert_eq!(log.get(&b).unwrap(), None, "a torn line is no record");
-        log.append(&b, &json!({"n": 3})).unwrap();
+        log.append(&b, &rec(&b, 3)).unwrap();
         log.flush().unwrap();
         assert_eq!(segments(dir.path()).unwrap().len(), 2);
         drop(log);
-        assert_eq!(log_in(dir.path()).get(&b).unwrap().unwrap()["n"], 3);
+        assert_eq!(n(&log_in(dir.path()), &b).as_deref(), Some("3"));
     }
 
     #[test]
@@ -412,13 +425,13 @@ mod tests {
         let log = log_in(dir.path());
         let ids: Vec<String> = (0..RECENT + 10).map(|_| time_prefixed_id()).collect();
         for (i, id) in ids.iter().enumerate() {
-            log.append(id, &json!({ "i": i })).unwrap();
+            log.append(id, &rec(id, i)).unwrap();
         }
         log.flush().unwrap();
         assert_eq!(log.recent.lock().unwrap().by_id.len(), RECENT);
         assert!(!log.recent.lock().unwrap().by_id.contains_key(&ids[0]));
-        assert_eq!(log.get(&ids[0]).unwrap().unwrap()["i"], 0);
-        assert_eq!(log.get(&ids[RECENT + 9]).unwrap().unwrap()["i"], RECENT + 9);
+        assert_eq!(n(&log, &ids[0]).as_deref(), Some("0"));
+        assert_eq!(n(&log, &ids[RECENT + 9]), Some((RECENT + 9).to_string()));
     }
 
     #[test]
@@ -427,7 +440,7 @@ mod tests {
         let log = log_in(dir.path());
         // Made (by its prefix) a day before anything was logged.
         let old = format!("{:08x}{}", now_secs() - 86_400, "0".repeat(24));
-        log.append(&old, &json!({"n": 1})).unwrap();
+        log.append(&old, &rec(&old, 1)).unwrap();
         log.flush().unwrap();
         let fresh = log_in(dir.path());
         assert_eq!(fresh.get(&old).unwrap(), None);
@@ -441,7 +454,7 @@ mod tests {
         let mut ids = Vec::new();
         for _ in 0..10 {
             let id = time_prefixed_id();
-            log.append(&id, &json!({ "pad": big })).unwrap();
+            log.append(&id, &rec(&id, &big)).unwrap();
             log.flush().unwrap();
             ids.push(id);
         }
@@ -460,10 +473,34 @@ mod tests {
         // root too.
         fs::remove_dir_all(dir.path()).unwrap();
         fs::write(dir.path(), b"").unwrap();
-        log.append(&time_prefixed_id(), &json!({})).unwrap();
+        let id = time_prefixed_id();
+        log.append(&id, &rec(&id, 0)).unwrap();
         let err = log.flush().unwrap_err().to_string();
         assert!(err.contains("cannot be written"), "{err}");
-        assert!(log.append(&time_prefixed_id(), &json!({})).is_err());
+        assert!(log.append(&id, &rec(&id, 1)).is_err());
         fs::remove_file(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_line_older_code_wrote_is_read_and_written_back_the_same() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/run-records/runlog/ok.json"
+        ))
+        .unwrap();
+        let line = text.trim_end();
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = value["runId"].as_str().unwrap().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(format!("runs-{}-000001.log", &id[..8]));
+        fs::write(&old, format!("{id}\t{line}\n")).unwrap();
+        let log = log_in(dir.path());
+        let rec = log.get(&id).unwrap().expect("found by its id's time");
+        assert_eq!(rec.status, RunStatus::Ok);
+        log.append(&id, &rec).unwrap();
+        log.flush().unwrap();
+        let new = segments(dir.path()).unwrap().pop().unwrap().path;
+        assert_ne!(new, old);
+        assert_eq!(fs::read_to_string(new).unwrap(), format!("{id}\t{line}\n"));
     }
 }

@@ -3,8 +3,8 @@
 //! function ([`crate::app::gate::take`]) before the resume starts.
 
 use super::handlers::{answer, settle};
-use super::launch::{slot, start_attached, Attach, Launch};
-use super::registry::{hand_out, load_record, pending, pending_entry, pending_key};
+use super::launch::{slot, start_attached, Attach, Launch, SettledRx};
+use super::registry::{hand_out, load_record, pending};
 use crate::app::request::resume_fields;
 use crate::app::{self, Request, ResumeCall};
 use crate::resume::{Decider, Decision};
@@ -12,7 +12,7 @@ use crate::serve::offload::offload;
 use crate::serve::state::AppState;
 use crate::serve::tenant::Tenant;
 use crate::serve::{ApiError, Log};
-use crate::value::Item;
+use crate::state::{PendingEntry, RunRecord, RunStatus};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
@@ -20,29 +20,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The resume token of a paused run's record.
-pub fn gate_token(rec: &Value) -> Option<String> {
-    let env = &rec["envelope"];
-    env["requiresApproval"]["resumeToken"]
-        .as_str()
-        .or_else(|| env["requiresInput"]["resumeToken"].as_str())
-        .map(String::from)
-}
-
-/// Item access used by the approvals list.
-pub fn envelope_gate(rec: &Value) -> &Item {
-    &rec["envelope"]["requiresApproval"]
+pub fn gate_token(rec: &RunRecord) -> Option<String> {
+    rec.gate_token().map(String::from)
 }
 
 /// The status of a run paused at a gate, or the 409 for any other record.
-fn paused_status(rec: &Value) -> Result<&str, ApiError> {
-    let status = rec["status"].as_str().unwrap_or_default();
-    if status != "needs_approval" && status != "needs_input" {
+fn paused_status(rec: &RunRecord) -> Result<&RunStatus, ApiError> {
+    if !rec.status.is_paused() {
         return Err(ApiError::decided(format!(
-            "run {} is {status}: its gate was already decided (or it has none)",
-            rec["runId"].as_str().unwrap_or_default()
+            "run {} is {}: its gate was already decided (or it has none)",
+            rec.run_id, rec.status
         )));
     }
-    Ok(status)
+    Ok(&rec.status)
 }
 
 /// The tenant's paused run whose gate has resume token `token` or approval
@@ -51,13 +41,11 @@ pub fn find_paused(
     tenant: &Tenant,
     token: Option<&str>,
     approval: Option<&str>,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<RunRecord>, ApiError> {
     for entry in pending(tenant)? {
-        let Some(id) = entry["runId"].as_str() else {
-            continue;
-        };
+        let id = entry.run_id.as_str();
         let matches = match (token, approval) {
-            (None, Some(a)) => entry["approvalId"].as_str() == Some(a),
+            (None, Some(a)) => entry.approval_id.as_deref() == Some(a),
             (Some(_), _) => true,
             (None, None) => false,
         };
@@ -87,7 +75,7 @@ fn take_gate(
 ) -> Result<app::gate::Taken, ApiError> {
     let taken =
         app::gate::take(&tenant.store, &call.request, rule).map_err(|r| refusal(run_id, r))?;
-    if let Err(e) = tenant.store.remove(&pending_key(run_id)) {
+    if let Err(e) = tenant.store.remove(&PendingEntry::key(run_id)) {
         log(&format!(
             "lobster serve: cannot take {run_id} off the pending list: {e}"
         ));
@@ -120,7 +108,7 @@ pub fn refusal(run_id: &str, refused: app::gate::Refused) -> ApiError {
 pub async fn decide(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
-    rec: &Value,
+    rec: &RunRecord,
     mut body: Map<String, Value>,
     wait: Duration,
     decider: Decider,
@@ -158,7 +146,7 @@ pub async fn decide(
 pub fn may_decide(
     app: &AppState,
     tenant: &Tenant,
-    rec: Option<&Value>,
+    rec: Option<&RunRecord>,
     gate: &app::gate::Gate,
     request: &crate::resume::ResumeRequest,
 ) -> crate::error::Result<()> {
@@ -195,12 +183,12 @@ pub fn may_approve(tenant: &Tenant, decider: &Decider) -> bool {
 pub fn decide_call(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
-    rec: &Value,
+    rec: &RunRecord,
     call: ResumeCall,
     attach: Attach,
-) -> Result<(String, tokio::sync::watch::Receiver<Option<Value>>), ApiError> {
+) -> Result<(String, SettledRx), ApiError> {
     paused_status(rec)?;
-    let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
+    let run_id = rec.run_id.clone();
     let token =
         gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
     let slot = slot(app, tenant)?;
@@ -217,7 +205,7 @@ pub fn decide_call(
         slot,
         run_id: run_id.clone(),
         job: Request::Resume(call),
-        created_at: rec["createdAt"].as_str().map(String::from),
+        created_at: rec.created_at.clone(),
         stored: false,
         paused: Some(rec.clone()),
         gate: Some(taken.clone()),
@@ -227,8 +215,10 @@ pub fn decide_call(
         // decided once the store is back (best effort; the resume state
         // itself was never claimed).
         app::gate::release(&tenant.store, &taken);
-        if let Some(entry) = pending_entry(rec) {
-            let _ = tenant.store.set(&pending_key(&run_id), &entry);
+        if let Some(entry) = rec.pending_entry() {
+            let _ = tenant
+                .store
+                .set(&PendingEntry::key(&run_id), &entry.to_value());
         }
     })?;
     Ok((run_id, rx))

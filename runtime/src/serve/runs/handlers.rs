@@ -3,7 +3,7 @@
 //! request of a body, the `wait` and the answer (200 settled, 202 running).
 
 use super::gate::{decide, find_paused};
-use super::launch::{slot, start};
+use super::launch::{slot, start, Settled, SettledRx};
 use super::recovery::current_record;
 use super::registry::hand_out;
 use crate::app::request::limit_fields;
@@ -243,10 +243,7 @@ pub async fn resume_by_token(
 }
 
 /// Wait up to `wait` for the run to settle.
-pub(super) async fn settle(
-    mut rx: tokio::sync::watch::Receiver<Option<Value>>,
-    wait: Duration,
-) -> Option<Value> {
+pub(super) async fn settle(mut rx: SettledRx, wait: Duration) -> Option<Settled> {
     let got = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
     match got {
         Ok(Ok(v)) => v.clone(),
@@ -256,9 +253,9 @@ pub(super) async fn settle(
 
 /// `{runId, …envelope}` (200) for a settled run, `{runId, status:"running"}`
 /// (202) otherwise; 400 for a decision refused before its gate was spent.
-pub(super) fn answer(run_id: &str, settled: Option<Value>) -> Result<Response, ApiError> {
-    if let Some(rec) = settled.as_ref().filter(|r| r["refused"] == true) {
-        let message = rec["envelope"]["error"]["message"]
+pub(super) fn answer(run_id: &str, settled: Option<Settled>) -> Result<Response, ApiError> {
+    if let Some(Settled::Refused(envelope)) = &settled {
+        let message = envelope["error"]["message"]
             .as_str()
             .unwrap_or("the decision was refused");
         return Err(ApiError::bad_request(format!(
@@ -269,7 +266,7 @@ pub(super) fn answer(run_id: &str, settled: Option<Value>) -> Result<Response, A
         Some(rec) => {
             let mut out = Map::new();
             out.insert("runId".into(), json!(run_id));
-            if let Some(env) = rec["envelope"].as_object() {
+            if let Some(env) = rec.envelope().as_object() {
                 out.extend(env.clone());
             }
             (StatusCode::OK, Json(Value::Object(out))).into_response()

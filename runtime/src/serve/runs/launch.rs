@@ -3,13 +3,14 @@
 //! refused before its gate was spent, the paused record given back), and
 //! the tenant's run slots.
 
-use super::registry::{pending_entry, pending_key, record_key, save_retrying, save_settled};
+use super::registry::{save_pending, save_settled};
 use crate::app::{self, Request, RunRequest, RunTarget};
 use crate::kernel::Cancel;
 use crate::resume::approval_id::now_iso;
 use crate::serve::state::{AppState, Live};
 use crate::serve::tenant::{RunSlot, Tenant};
 use crate::serve::ApiError;
+use crate::state::{RunRecord, RunStatus};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +42,30 @@ pub struct Attach {
     pub log: Option<crate::kernel::LogSink>,
 }
 
+/// What a run's waiter gets once it settles.
+#[derive(Clone, Debug)]
+pub enum Settled {
+    /// The run's settled record.
+    Record(Box<RunRecord>),
+    /// A resume refused before its gate was spent (the gate is still open):
+    /// the refusal's envelope.
+    Refused(Value),
+}
+
+impl Settled {
+    /// The envelope the run, or its refusal, answered with.
+    pub fn envelope(&self) -> &Value {
+        static NULL: Value = Value::Null;
+        match self {
+            Settled::Record(r) => r.envelope.as_ref().unwrap_or(&NULL),
+            Settled::Refused(envelope) => envelope,
+        }
+    }
+}
+
+/// The receiver of a run's [`Settled`] (`None` until it settles).
+pub type SettledRx = tokio::sync::watch::Receiver<Option<Settled>>;
+
 /// Start `job` as run `run_id` of `tenant` on the blocking pool; the
 /// receiver gets the settled record. `stored`: its `running` record (with
 /// this node) is in the store already (a queued run the worker took).
@@ -52,7 +77,7 @@ pub fn start(
     job: Request,
     created_at: Option<String>,
     stored: bool,
-) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
+) -> Result<SettledRx, ApiError> {
     let launch = Launch {
         slot,
         run_id,
@@ -80,7 +105,7 @@ pub struct Launch {
     /// A resume: the paused record it decides, kept in the running record
     /// (`gate`) so that a gate whose resumer died can open again
     /// (`recovery::reopen_gate`).
-    pub paused: Option<Value>,
+    pub paused: Option<RunRecord>,
     /// A resume: its gate, taken ([`crate::app::gate::take`]).
     pub gate: Option<app::gate::Taken>,
 }
@@ -91,7 +116,7 @@ pub fn start_attached(
     tenant: &Arc<Tenant>,
     launch: Launch,
     attach: Attach,
-) -> Result<tokio::sync::watch::Receiver<Option<Value>>, ApiError> {
+) -> Result<SettledRx, ApiError> {
     let Launch {
         slot,
         run_id,
@@ -102,20 +127,15 @@ pub fn start_attached(
         gate,
     } = launch;
     let now = now_iso();
-    let mut record = json!({
-        "runId": run_id,
-        "tenant": tenant.name,
-        "node": app.node,
-        "status": "running",
-        "createdAt": created_at.clone().unwrap_or_else(|| now.clone()),
-        "updatedAt": now,
-    });
-    if let Some(paused) = paused {
-        record["gate"] = paused;
-    }
+    let mut record = RunRecord::new(&run_id, RunStatus::Running);
+    record.tenant = Some(tenant.name.clone());
+    record.node = Some(app.node.clone());
+    record.created_at = Some(created_at.clone().unwrap_or_else(|| now.clone()));
+    record.updated_at = Some(now);
+    record.gate = paused.map(Box::new);
     if let Request::Resume(c) = &job {
         // Who decided: the door's authenticated decider, never a body's word.
-        record["decidedBy"] = json!(c.request.decider.describe());
+        record.decided_by = Some(c.request.decider.describe());
     }
     let cancel = attach.cancel.unwrap_or_default();
     let log_sink = attach.log;
@@ -139,7 +159,10 @@ pub fn start_attached(
         // at once (a process that dies now leaves it `interrupted`). On
         // PostgreSQL every run: any node may be asked for it. A store that
         // is down refuses the run (503) before anything starts.
-        if let Err(e) = tenant.store.set(&record_key(&run_id), &record) {
+        if let Err(e) = tenant
+            .store
+            .set(&RunRecord::key(&run_id), &record.to_value())
+        {
             app.live
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -174,11 +197,11 @@ pub fn start_attached(
             if finished.refused {
                 // Refused before the gate was spent: the paused record and
                 // its pending entry are back, nothing of this try is kept.
-                let rec = give_back(&app, &tenant, record, &reply);
+                give_back(&app, &tenant, record);
                 app.metrics.in_flight(-1);
                 drop(slot);
                 app.run_ended.notify_waiters();
-                let _ = tx.send(Some(rec));
+                let _ = tx.send(Some(Settled::Refused(reply.envelope)));
                 return;
             }
             for shown in &inline {
@@ -193,7 +216,7 @@ pub fn start_attached(
             app.metrics.in_flight(-1);
             drop(slot);
             app.run_ended.notify_waiters();
-            let _ = tx.send(Some(rec));
+            let _ = tx.send(Some(Settled::Record(Box::new(rec))));
         }
     };
     app::start(
@@ -212,31 +235,19 @@ pub fn start_attached(
 }
 
 /// A resume refused before its gate was spent: put the paused record
-/// (`record["gate"]`) and its pending entry back and leave the live set.
-/// Returns what the waiter gets: the paused record's id and status with
-/// the refusal's envelope, marked `refused`.
-fn give_back(app: &AppState, tenant: &Tenant, record: Value, reply: &app::Reply) -> Value {
-    let run_id = record["runId"].as_str().unwrap_or_default().to_string();
-    let paused = record.get("gate").cloned().unwrap_or(Value::Null);
-    {
-        let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if paused.is_object() {
-            if let Some(entry) = pending_entry(&paused) {
-                save_retrying(&tenant.store, &pending_key(&run_id), &entry, &app.log);
-            }
-            save_settled(&tenant.store, &paused, &app.log);
+/// (`record.gate`) and its pending entry back and leave the live set.
+fn give_back(app: &AppState, tenant: &Tenant, record: RunRecord) {
+    let _g = tenant.index_lock.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(paused) = &record.gate {
+        if let Some(entry) = paused.pending_entry() {
+            save_pending(&tenant.store, &entry, &app.log);
         }
-        app.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&run_id);
+        save_settled(&tenant.store, paused, &app.log);
     }
-    json!({
-        "runId": run_id,
-        "status": paused["status"],
-        "refused": true,
-        "envelope": reply.envelope,
-    })
+    app.live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&record.run_id);
 }
 
 /// Store a settled run's record (and its pending entry when it paused),
@@ -244,30 +255,28 @@ fn give_back(app: &AppState, tenant: &Tenant, record: Value, reply: &app::Reply)
 fn settle_record(
     app: &AppState,
     tenant: &Tenant,
-    record: Value,
+    record: RunRecord,
     reply: &app::Reply,
     by_shutdown: &AtomicBool,
     started: Instant,
-) -> Value {
+) -> RunRecord {
     let shut = by_shutdown.load(Ordering::SeqCst);
     let status = status_of(reply, shut);
     let mut rec = record;
-    if let Some(r) = rec.as_object_mut() {
-        r.remove("gate"); // the gate it decided is history now
-    }
-    rec["status"] = json!(status);
-    rec["updatedAt"] = json!(now_iso());
-    rec["envelope"] = reply.envelope.clone();
+    rec.gate = None; // the gate it decided is history now
+    rec.status = status.clone();
+    rec.updated_at = Some(now_iso());
+    rec.envelope = Some(reply.envelope.clone());
     if shut && !reply.ok() {
-        rec["reason"] = json!("cancelled by the server's shutdown (shutdown_grace_ms passed)");
+        rec.reason = Some("cancelled by the server's shutdown (shutdown_grace_ms passed)".into());
     }
     if is_policy_refusal(&reply.envelope) {
         app.metrics.policy_refused(&tenant.name);
     }
     app.metrics
-        .run_settled(&tenant.name, status, started.elapsed());
-    let paused = status == "needs_approval" || status == "needs_input";
-    let run_id = rec["runId"].as_str().unwrap_or_default().to_string();
+        .run_settled(&tenant.name, status.as_str(), started.elapsed());
+    let paused = status.is_paused();
+    let run_id = rec.run_id.clone();
     let log = &app.log;
     // Files: everything under the lock. PostgreSQL: the writes go
     // outside it and only leaving the live set is under it, so runs
@@ -297,11 +306,11 @@ fn settle_record(
     if !logged {
         // The pending entry first: whoever sees the paused record
         // can find the gate listed.
-        if let Some(entry) = pending_entry(&rec) {
-            save_retrying(&tenant.store, &pending_key(&run_id), &entry, log);
+        if let Some(entry) = rec.pending_entry() {
+            save_pending(&tenant.store, &entry, log);
         }
         save_settled(&tenant.store, &rec, log);
-        if status == "needs_approval" {
+        if status == RunStatus::NeedsApproval {
             crate::serve::approvals::notify_gate(app, tenant, &rec);
         }
     }
@@ -317,16 +326,16 @@ fn settle_record(
 }
 
 /// Status of a settled run from its reply.
-fn status_of(reply: &app::Reply, by_shutdown: bool) -> &'static str {
+fn status_of(reply: &app::Reply, by_shutdown: bool) -> RunStatus {
     if by_shutdown && !reply.ok() {
-        return "cancelled";
+        return RunStatus::Cancelled;
     }
     match (reply.ok(), reply.status()) {
-        (true, Some("needs_approval")) => "needs_approval",
-        (true, Some("needs_input")) => "needs_input",
-        (true, Some("cancelled")) => "cancelled",
-        (true, _) => "ok",
-        (false, _) => "failed",
+        (true, Some("needs_approval")) => RunStatus::NeedsApproval,
+        (true, Some("needs_input")) => RunStatus::NeedsInput,
+        (true, Some("cancelled")) => RunStatus::Cancelled,
+        (true, _) => RunStatus::Ok,
+        (false, _) => RunStatus::Failed,
     }
 }
 

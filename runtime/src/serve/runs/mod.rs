@@ -1,7 +1,7 @@
 //! The run registry and the runs API: every run has a record, so `GET
 //! /v1/runs/{runId}` answers after a restart. A run whose id was handed out
 //! before it settled (a 202, a resume, any run on PostgreSQL) has a key in
-//! its tenant's store (`serve_run_<runId>`), written when it starts and
+//! its tenant's store (`serve_run_<runId>`, a [`crate::state::RunRecord`]), written when it starts and
 //! when it settles (a record left `running` by a process that ended reads
 //! `interrupted`). A run answered within its `wait` on the files store was
 //! never seen by anyone before it settled: its one record is a line in the
@@ -38,12 +38,9 @@ pub mod launch;
 pub mod recovery;
 pub mod registry;
 
-pub use gate::{
-    decide, decide_call, envelope_gate, find_paused, gate_token, may_approve, may_decide, refusal,
-};
+pub use gate::{decide, decide_call, find_paused, gate_token, may_approve, may_decide, refusal};
 pub(crate) use handlers::run_request;
 pub use handlers::{create, get, resume_by_token, resume_run, DEFAULT_WAIT_MS};
-pub use launch::{slot, start, start_attached, Attach, Launch};
+pub use launch::{slot, start, start_attached, Attach, Launch, Settled, SettledRx};
 pub use recovery::current_record;
-pub(crate) use registry::record_key;
 pub use registry::{beat, cancel_all, keep_beating, load_record, pending, valid_run_id};

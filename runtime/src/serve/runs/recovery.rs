@@ -3,16 +3,13 @@
 //! beating, or it was a resume whose steps after the gate are all pure, in
 //! which case the gate opens again.
 
-use super::gate::gate_token;
-use super::registry::{
-    load_record, node_gone, pending_entry, pending_key, save_record, valid_run_id,
-};
+use super::registry::{load_record, node_gone, save_record, valid_run_id};
 use crate::app;
 use crate::resume::approval_id::now_iso;
 use crate::serve::state::AppState;
 use crate::serve::tenant::Tenant;
 use crate::serve::ApiError;
-use serde_json::{json, Value};
+use crate::state::{PendingEntry, RunRecord, RunStatus};
 
 /// The record of `run_id` as it stands: a record still `running` whose run
 /// is not going on in this process was left by a process that ended (killed,
@@ -23,7 +20,7 @@ pub fn current_record(
     app: &AppState,
     tenant: &Tenant,
     run_id: &str,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<RunRecord>, ApiError> {
     if !valid_run_id(run_id) {
         return Ok(None);
     }
@@ -37,7 +34,7 @@ pub fn current_record(
         return Ok(Some(l.record.clone()));
     }
     let rec = load_record(tenant, run_id)?;
-    if rec.as_ref().is_none_or(|r| r["status"] != "running") {
+    if rec.as_ref().is_none_or(|r| r.status != RunStatus::Running) {
         return Ok(rec);
     }
     // Settling saves the record and leaves the live set under this lock
@@ -51,10 +48,10 @@ pub fn current_record(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .contains_key(run_id);
-    if rec["status"] != "running" || live {
+    if rec.status != RunStatus::Running || live {
         return Ok(Some(rec));
     }
-    let node = rec["node"].as_str().unwrap_or_default().to_string();
+    let node = rec.node.clone().unwrap_or_default();
     if node.is_empty() && !app.root.is_files() {
         // Queued, not yet taken (or taken by a node that has not stored
         // its record yet): the queue says where it stands.
@@ -64,7 +61,7 @@ pub fn current_record(
             Some(JobStatus::Queued | JobStatus::Running) => return Ok(Some(rec)),
             Some(JobStatus::Interrupted) => {}
             None => match load_record(tenant, run_id)? {
-                Some(again) if again["status"] != "running" || again["node"].is_string() => {
+                Some(again) if again.status != RunStatus::Running || again.node.is_some() => {
                     return Ok(Some(again))
                 }
                 _ => {}
@@ -92,14 +89,14 @@ pub fn current_record(
     match reopen_gate(tenant, &rec, &reason)? {
         Reopen::Reopened(paused) => {
             save_record(&tenant.store, &paused, &app.log);
-            return Ok(Some(paused));
+            return Ok(Some(*paused));
         }
         Reopen::StillClaimed => return Ok(Some(rec)),
         Reopen::No => {}
     }
-    rec["status"] = json!("interrupted");
-    rec["updatedAt"] = json!(now_iso());
-    rec["reason"] = json!(reason);
+    rec.status = RunStatus::Interrupted;
+    rec.updated_at = Some(now_iso());
+    rec.reason = Some(reason);
     save_record(&tenant.store, &rec, &app.log);
     Ok(Some(rec))
 }
@@ -108,7 +105,7 @@ pub fn current_record(
 enum Reopen {
     /// Every step after the gate is pure and the dead resumer's claim has
     /// ended: the run is paused at its gate again (this record).
-    Reopened(Value),
+    Reopened(Box<RunRecord>),
     /// Pure, but the store still holds the dead resumer's claim (its lease
     /// has not run out yet): report it running until it does.
     StillClaimed,
@@ -116,20 +113,20 @@ enum Reopen {
     No,
 }
 
-/// A resume (`rec["gate"]`, the paused record it decided) whose process
+/// A resume (`rec.gate`, the paused record it decided) whose process
 /// stopped: when the store says its run may be claimed again
 /// ([`crate::resume::claim::claimable`]: every step after the gate is pure),
 /// put the paused record back — the gate is open again and takes a new
 /// decision; the store's claim still lets exactly one resume run it.
-fn reopen_gate(tenant: &Tenant, rec: &Value, reason: &str) -> Result<Reopen, ApiError> {
-    let Some(paused) = rec.get("gate").filter(|g| g.is_object()) else {
+fn reopen_gate(tenant: &Tenant, rec: &RunRecord, reason: &str) -> Result<Reopen, ApiError> {
+    let Some(paused) = rec.gate.as_deref() else {
         return Ok(Reopen::No);
     };
-    let Some(token) = gate_token(paused) else {
+    let Some(token) = paused.gate_token() else {
         return Ok(Reopen::No);
     };
     let store = &tenant.store;
-    let Ok(key) = crate::resume::token::decode(store, &token).map(|t| t.state_key) else {
+    let Ok(key) = crate::resume::token::decode(store, token).map(|t| t.state_key) else {
         return Ok(Reopen::No);
     };
     if crate::resume::claim::claimable(store, &key)
@@ -153,19 +150,16 @@ fn reopen_gate(tenant: &Tenant, rec: &Value, reason: &str) -> Result<Reopen, Api
         });
     }
     let mut reopened = paused.clone();
-    reopened["updatedAt"] = json!(now_iso());
-    reopened["reason"] = json!(format!(
+    reopened.updated_at = Some(now_iso());
+    reopened.reason = Some(format!(
         "{reason} during the resume; every step after the gate is pure, so the gate is open again"
     ));
     // The gate was taken by the resume that died: give it back.
     app::gate::reopen(store, &key);
-    if let Some(entry) = pending_entry(&reopened) {
+    if let Some(entry) = reopened.pending_entry() {
         store
-            .set(
-                &pending_key(rec["runId"].as_str().unwrap_or_default()),
-                &entry,
-            )
+            .set(&PendingEntry::key(&rec.run_id), &entry.to_value())
             .map_err(ApiError::store)?;
     }
-    Ok(Reopen::Reopened(reopened))
+    Ok(Reopen::Reopened(Box::new(reopened)))
 }

@@ -8,21 +8,20 @@ use crate::resume::approval_id::now_iso;
 use crate::serve::state::AppState;
 use crate::serve::tenant::Tenant;
 use crate::serve::{ApiError, Log};
-use crate::state::StateStore;
-use serde_json::{json, Value};
+use crate::state::{NodeBeat, PendingEntry, RunRecord, StateStore};
+use serde_json::{Map, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const PENDING: &str = "serve_pending_";
-
-fn node_key(node: &str) -> String {
-    format!("serve_node_{node}")
-}
-
 /// Record that `node` is alive now (its heartbeat key in the root store).
 pub fn beat(root: &StateStore, node: &str) -> crate::error::Result<()> {
-    root.set(&node_key(node), &json!({ "node": node, "at": now_iso() }))
+    let beat = NodeBeat {
+        node: node.to_string(),
+        at: now_iso(),
+        extra: Map::new(),
+    };
+    root.set(&NodeBeat::key(node), &beat.to_value())
 }
 
 /// Beat every third of the lease while the server runs (a failed beat is
@@ -44,16 +43,11 @@ pub async fn keep_beating(app: Arc<AppState>) {
 /// Whether `node`'s heartbeat is older than a lease (or missing): it
 /// stopped, and its runs will not settle.
 pub(super) fn node_gone(app: &AppState, node: &str) -> Result<bool, ApiError> {
-    let age = app.root.age(&node_key(node)).map_err(ApiError::store)?;
+    let age = app
+        .root
+        .age(&NodeBeat::key(node))
+        .map_err(ApiError::store)?;
     Ok(age.is_none_or(|a| a > app.root.lease()))
-}
-
-pub(super) fn pending_key(run_id: &str) -> String {
-    format!("{PENDING}{run_id}")
-}
-
-pub(crate) fn record_key(run_id: &str) -> String {
-    format!("serve_run_{run_id}")
 }
 
 /// Whether `id` looks like a runId (32 lowercase hex).
@@ -63,16 +57,19 @@ pub fn valid_run_id(id: &str) -> bool {
 
 /// The record of `run_id` among the tenant's: its key in the store, else
 /// the run log (runs answered within their `wait`, files store).
-pub fn load_record(tenant: &Tenant, run_id: &str) -> Result<Option<Value>, ApiError> {
+/// A stored record that cannot be read is a 500 naming the run.
+pub fn load_record(tenant: &Tenant, run_id: &str) -> Result<Option<RunRecord>, ApiError> {
     if !valid_run_id(run_id) {
         return Ok(None);
     }
     if let Some(rec) = tenant
         .store
-        .get(&record_key(run_id))
+        .get(&RunRecord::key(run_id))
         .map_err(ApiError::store)?
     {
-        return Ok(Some(rec));
+        return RunRecord::from_value(rec)
+            .map(Some)
+            .map_err(|e| ApiError::internal(e.to_string()));
     }
     match &tenant.run_log {
         Some(log) => log.get(run_id).map_err(ApiError::store),
@@ -80,9 +77,9 @@ pub fn load_record(tenant: &Tenant, run_id: &str) -> Result<Option<Value>, ApiEr
     }
 }
 
-pub(super) fn save_record(store: &StateStore, record: &Value, log: &Log) {
-    let id = record["runId"].as_str().unwrap_or_default();
-    if let Err(e) = store.set(&record_key(id), record) {
+pub(super) fn save_record(store: &StateStore, record: &RunRecord, log: &Log) {
+    let id = &record.run_id;
+    if let Err(e) = store.set(&RunRecord::key(id), &record.to_value()) {
         log(&format!("lobster serve: cannot write run record {id}: {e}"));
     }
 }
@@ -90,13 +87,19 @@ pub(super) fn save_record(store: &StateStore, record: &Value, log: &Log) {
 /// Save a settled run's record, retrying while the store is down (a
 /// database restart) for up to [`SETTLE_SAVE_FOR`]: the run was
 /// acknowledged, so its outcome must not be lost to a short outage.
-pub(super) fn save_settled(store: &StateStore, record: &Value, log: &Log) {
-    let id = record["runId"].as_str().unwrap_or_default();
-    save_retrying(store, &record_key(id), record, log)
+pub(super) fn save_settled(store: &StateStore, record: &RunRecord, log: &Log) {
+    let key = RunRecord::key(&record.run_id);
+    save_retrying(store, &key, &record.to_value(), log)
+}
+
+/// Save the pending entry of a paused run, retrying as [`save_settled`].
+pub(super) fn save_pending(store: &StateStore, entry: &PendingEntry, log: &Log) {
+    let key = PendingEntry::key(&entry.run_id);
+    save_retrying(store, &key, &entry.to_value(), log)
 }
 
 /// Write `key`, retrying while the store is down for up to [`SETTLE_SAVE_FOR`].
-pub(super) fn save_retrying(store: &StateStore, key: &str, value: &Value, log: &Log) {
+fn save_retrying(store: &StateStore, key: &str, value: &Value, log: &Log) {
     let until = Instant::now() + SETTLE_SAVE_FOR;
     let mut pause = Duration::from_millis(100);
     loop {
@@ -119,29 +122,16 @@ pub(super) fn save_retrying(store: &StateStore, key: &str, value: &Value, log: &
 /// How long a settled record's save is retried while the store is down.
 const SETTLE_SAVE_FOR: Duration = Duration::from_secs(60);
 
-/// The tenant's paused runs: `[{runId, approvalId?, kind, createdAt}]`,
-/// by runId.
-pub fn pending(tenant: &Tenant) -> Result<Vec<Value>, ApiError> {
+/// The tenant's paused runs, by runId (an entry that is not one is
+/// skipped, as before: its run's record still answers for it).
+pub fn pending(tenant: &Tenant) -> Result<Vec<PendingEntry>, ApiError> {
     Ok(tenant
         .store
-        .list_prefix(PENDING)
+        .list_prefix(PendingEntry::PREFIX)
         .map_err(ApiError::store)?
         .into_iter()
-        .map(|(_, v)| v)
+        .filter_map(|(_, v)| PendingEntry::from_value(v).ok())
         .collect())
-}
-
-/// The pending-list entry of a record paused at a gate.
-pub(super) fn pending_entry(rec: &Value) -> Option<Value> {
-    let status = rec["status"].as_str()?;
-    (status == "needs_approval" || status == "needs_input").then(|| {
-        json!({
-            "runId": rec["runId"],
-            "approvalId": rec["envelope"]["requiresApproval"]["approvalId"],
-            "kind": status,
-            "createdAt": rec["updatedAt"],
-        })
-    })
 }
 
 /// Before a 202 hands out the id of a run still going on, store its
