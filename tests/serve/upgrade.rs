@@ -258,7 +258,10 @@ fn this_node_writes_records_in_the_shape_older_nodes_read() {
     let settle = |id: &str| {
         let started = Instant::now();
         while s.get_run(TOKEN, id).json()["status"] == "running" {
-            assert!(started.elapsed() < Duration::from_secs(60), "{id} never settled");
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{id} never settled"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     };
@@ -280,7 +283,10 @@ fn this_node_writes_records_in_the_shape_older_nodes_read() {
         Some(json!({"cancel": true})),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(same(&format!("serve_run_{id}"), "cancelled")["status"], "cancelled");
+    assert_eq!(
+        same(&format!("serve_run_{id}"), "cancelled")["status"],
+        "cancelled"
+    );
     let ask = r#"exec --json --shell 'echo [1]' | ask --prompt 'How many?' --schema '{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}'"#;
     let id = start(ask, "");
     same(&format!("serve_run_{id}"), "needs_input");
