@@ -9,6 +9,8 @@
 # `lobster run --mode tool` process per request (lobster-load --exec); an
 # open-loop case of each at a fixed offered rate (SERVE_BENCH_RATES); then
 # the server's RSS (VmRSS) before and after SERVE_BENCH_RUNS runs of each.
+# Each case also reports CPU per run: the server's user+sys time for serve,
+# the spawned processes' (and the load generator's) for spawn.
 # Prints a Markdown table on stdout; progress and errors go to stderr.
 #
 #   runtime/benches/serve.sh                         # from any directory
@@ -232,11 +234,20 @@ results=$work/results.jsonl
 
 # measure CASE MODE CLIENTS ARGS...: one lobster-load run, its report
 # appended to $results with the case, mode and clients.
+# CPU per run: for serve, the server's user+sys ticks (/proc/PID/stat)
+# over the case; for spawn, everything the load generator and the
+# processes it spawned used (/usr/bin/time), divided by the runs.
+clk_tck=$(getconf CLK_TCK)
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
 measure() {
-    local case=$1 mode=$2 clients=$3 report
+    local case=$1 mode=$2 clients=$3 report before cpu_s
     shift 3
     log "  $case / $mode / $clients client(s), ${seconds}s"
-    if ! report=$(cd "$work/cli-run" && "$load" "$@" -c "$clients" -d "$seconds" 2>"$work/load.err"); then
+    before=$(server_ticks)
+    : >"$work/time.out"
+    local timer=()
+    [[ $mode == spawn ]] && timer=(/usr/bin/time -f '%U %S' -o "$work/time.out")
+    if ! report=$(cd "$work/cli-run" && "${timer[@]}" "$load" "$@" -c "$clients" -d "$seconds" 2>"$work/load.err"); then
         cat -- "$work/load.err" >&2
         [[ $mode == serve ]] && server_tail
         die "every request of $case / $mode / $clients failed"
@@ -244,8 +255,13 @@ measure() {
     if [[ -s $work/load.err ]]; then
         sed 's/^/    /' -- "$work/load.err" >&2
     fi
-    python3 -c 'import json,sys; r=json.loads(sys.argv[4]); r.update(case=sys.argv[1], kind=sys.argv[2], c=int(sys.argv[3])); print(json.dumps(r))' \
-        "$case" "$mode" "$clients" "$report" >>"$results"
+    if [[ $mode == spawn ]]; then
+        cpu_s=$(awk '{ print $1 + $2 }' "$work/time.out")
+    else
+        cpu_s=$(awk -v a="$before" -v b="$(server_ticks)" -v t="$clk_tck" 'BEGIN { print (b - a) / t }')
+    fi
+    python3 -c 'import json,sys; r=json.loads(sys.argv[4]); r.update(case=sys.argv[1], kind=sys.argv[2], c=int(sys.argv[3]), cpu_s=float(sys.argv[5])); print(json.dumps(r))' \
+        "$case" "$mode" "$clients" "$report" "$cpu_s" >>"$results"
 }
 
 serve_args=(--url "$base/v1/runs?wait=10000" --header "Authorization: Bearer $token" --expect-status 200)
@@ -308,15 +324,19 @@ python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 spawn = {(r["case"], r["c"]): r["rps"] for r in rows if r["kind"] == "spawn"}
-print("| case | mode | clients | runs/s | p50 ms | p99 ms | errors | vs spawn |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+cpu = {(r["case"], r["c"]): r["cpu_s"] * 1000 / max(r["requests"], 1) for r in rows if r["kind"] == "spawn"}
+print("| case | mode | clients | runs/s | p50 ms | p99 ms | errors | vs spawn | CPU ms/run | CPU vs spawn |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     base = spawn.get((r["case"], r["c"]))
     ratio = "1.0" if r["kind"] == "spawn" else (f'{r["rps"] / base:.1f}x' if base else "n/a")
     if r["kind"].startswith("serve @"):
         ratio = "open loop"
+    per_run = r["cpu_s"] * 1000 / max(r["requests"], 1)
+    base_cpu = cpu.get((r["case"], r["c"]))
+    cpu_ratio = "1.0" if r["kind"] == "spawn" else (f"{base_cpu / per_run:.1f}x" if base_cpu and per_run else "n/a")
     print(f'| {r["case"]} | {r["kind"]} | {r["c"]} | {r["rps"]:.0f} | {r["p50_ms"]:.2f} '
-          f'| {r["p99_ms"]:.2f} | {r["errors"]} | {ratio} |')
+          f'| {r["p99_ms"]:.2f} | {r["errors"]} | {ratio} | {per_run:.3f} | {cpu_ratio} |')
 PY
 if [[ ${#rss_lines[@]} -gt 0 ]]; then
     printf '\n| server RSS | KiB |\n|---|---:|\n'
