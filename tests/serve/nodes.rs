@@ -678,3 +678,73 @@ fn a_workflow_text_paused_on_one_node_is_resumed_on_the_other_from_the_store() {
     );
     assert!(!mark.exists(), "the after-gate step ran");
 }
+
+/// Inline documents containing `marker` under `dir`.
+fn inline_files(dir: &Path, marker: &str) -> usize {
+    let mut found = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(".inline-"))
+                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains(marker))
+            {
+                found += 1;
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_queued_workflow_text_is_kept_once_by_the_node_that_runs_it() {
+    let Some(c) = Cluster::new() else { return };
+    // A alone, its one run slot busy: what it is given next is queued.
+    let a = c.node_with("a", "", &[], 1);
+    let r = a.call(
+        "POST",
+        "/v1/runs?wait=0",
+        S,
+        Some(json!({"pipeline": "exec --shell 'sleep 4'"})),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let busy = r.json()["runId"].as_str().unwrap().to_string();
+    let until = Instant::now() + Duration::from_secs(10);
+    while !a.get_run(S, &busy).json()["node"].is_string() {
+        assert!(Instant::now() < until, "A never took its run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let b = c.node("b", "", &[]);
+    let marker = format!("queued{}", rand_hex());
+    let doc = format!(
+        "name: q-{marker}\nargs:\n  who:\n    type: string\n    required: true\nsteps:\n  - id: hi\n    run: echo {marker} ${{who}}\n"
+    );
+    // A queue refuses what the run would: checked before it is queued.
+    let r = a.run(S, json!({"workflow": "nowhere", "wait": 8000}));
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = a.run(
+        S,
+        json!({"workflowText": doc, "args": {"who": "bee"}, "timeoutMs": 20000, "wait": 8000}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(r.body.contains(&format!("{marker} bee")), "{}", r.body);
+    let id = v["runId"].as_str().unwrap();
+    let rec = b.get_run(S, id).json();
+    assert!(rec["node"].as_str().unwrap().starts_with("b-"), "{rec}");
+    // Kept once, by the node that ran it: on B's disk and in the store,
+    // never on A's, which only checked and queued it.
+    assert_eq!(inline_files(&c.dir.path().join("b"), &marker), 1);
+    assert_eq!(inline_files(&c.dir.path().join("a"), &marker), 0);
+    let kept = psql(
+        &c.url,
+        &format!("SELECT count(*) FROM lobster_kv WHERE key LIKE 'serve_inline_%' AND value LIKE '%{marker}%'"),
+    );
+    assert_eq!(kept, "1");
+    assert_eq!(a.settled(S, &busy)["status"], "ok");
+}

@@ -6,22 +6,21 @@ use super::link::{self, LinkError};
 use super::page;
 use super::runs::{self, load_record};
 use super::state::AppState;
-use super::{authed, ApiError};
+use super::{ApiError, Authed};
 use crate::resume::Decider;
 use crate::state::{RunRecord, RunStatus};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// `GET /v1/approvals`.
 pub async fn list(
     State(app): State<Arc<AppState>>,
-    headers: HeaderMap,
+    Authed(tenant): Authed,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, &headers)?;
     let mut out = Vec::new();
     for entry in runs::pending(&tenant)? {
         if entry.kind != RunStatus::NeedsApproval {
@@ -470,10 +469,9 @@ pub async fn decide(
             );
         }
     }
-    let mut fields = Map::new();
-    fields.insert("approve".into(), json!(approve));
+    let body = super::wire::ResumeBody::approve(approve);
     let wait = app.config.request_timeout;
-    match runs::decide(&app, &o.tenant, &o.record, fields, wait, decider).await {
+    match runs::decide(&app, &o.tenant, &o.record, body, wait, decider).await {
         Ok(resp) => {
             let status = resp.status();
             let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)

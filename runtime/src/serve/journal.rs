@@ -7,10 +7,10 @@
 
 use super::offload::offload;
 use super::state::AppState;
-use super::{authed, ApiError};
+use super::{ApiError, Authed};
 use crate::state::journal::RunFilter;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
@@ -25,10 +25,9 @@ pub const MAX_PAGE: usize = 500;
 /// `GET /v1/runs`.
 pub async fn list(
     State(app): State<Arc<AppState>>,
+    Authed(tenant): Authed,
     Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, &headers)?;
     let limit = match query.get("limit") {
         Some(n) => n
             .parse::<usize>()
@@ -93,11 +92,9 @@ pub async fn list(
 
 /// `GET /v1/runs/{id}/journal`.
 pub async fn journal(
-    State(app): State<Arc<AppState>>,
+    Authed(tenant): Authed,
     Path(run_id): Path<String>,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, &headers)?;
     if crate::state::journal::check_run_id(&run_id).is_err() {
         return Err(ApiError::no_run(&run_id));
     }

@@ -23,7 +23,7 @@ use super::offload::offload;
 use super::runs::{self, Attach, Launch};
 use super::state::AppState;
 use super::tenant::Tenant;
-use super::{authed, ApiError};
+use super::{ApiError, Authed};
 use crate::app::{Call, Reply};
 use crate::error::Error;
 use crate::kernel::{Cancel, LogSink};
@@ -32,7 +32,7 @@ use crate::mcp::{ApprovalMode, LobsterMcp, Runner};
 use crate::resume::{Decider, ResumeTarget};
 use crate::state::runlog::time_prefixed_id;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -81,11 +81,10 @@ pub fn services(app: &Arc<AppState>, max_body: usize) -> HashMap<String, TenantM
 
 /// `/mcp`: authenticate, then hand the request to the tenant's service.
 pub async fn handle(
-    State(app): State<Arc<AppState>>,
+    Authed(tenant): Authed,
     mcp: axum::Extension<Arc<HashMap<String, TenantMcp>>>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, request.headers())?;
     let Some(svc) = mcp.get(&tenant.name) else {
         return Err(ApiError::internal("no MCP service for this tenant"));
     };

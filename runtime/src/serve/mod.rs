@@ -10,6 +10,8 @@
 //! - [`inline`]: inline workflows (`workflowText`) kept on disk and, on a
 //!   shared store, in the store for the node that resumes them.
 //! - [`runs`]: the run registry (records in the tenant's store) and the runs API.
+//! - [`wire`]: the runs API's typed request bodies, and [`Authed`], the
+//!   request's tenant from its bearer token.
 //! - [`approvals`], [`link`], [`page`]: the approvals list, signed
 //!   single-use expiring links, and the HTML page a human decides on.
 //! - [`mcp_http`]: the MCP tools at `/mcp` (streamable HTTP).
@@ -42,6 +44,7 @@ pub mod runs;
 pub mod shutdown;
 pub mod state;
 pub mod tenant;
+pub mod wire;
 
 use crate::error::{Error, Result};
 use crate::state::StateStore;
@@ -181,6 +184,22 @@ pub fn authed(app: &AppState, headers: &HeaderMap) -> std::result::Result<Arc<Te
         });
     }
     Ok(tenant)
+}
+
+/// The extractor of a request's tenant: [`authed`] as a handler argument,
+/// before the body is read (401 with `WWW-Authenticate: Bearer` without a
+/// known tenant token, 429 past the tenant's `requests_per_minute`).
+pub struct Authed(pub Arc<Tenant>);
+
+impl axum::extract::FromRequestParts<Arc<AppState>> for Authed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &Arc<AppState>,
+    ) -> std::result::Result<Self, ApiError> {
+        authed(app, &parts.headers).map(Authed)
+    }
 }
 
 /// A JSON object body (an empty body is `{}`); 413 past `max_body_bytes`.

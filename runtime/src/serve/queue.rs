@@ -11,11 +11,12 @@ use super::offload::offload;
 use super::runs;
 use super::state::AppState;
 use super::tenant::Tenant;
+use super::wire::{CreateRun, NewRun, WireBody};
 use super::ApiError;
 use crate::app::Request;
 use crate::resume::approval_id::now_iso;
 use crate::state::{RunRecord, RunStatus};
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// Store the queued run's record (`running`, no `node` yet) and enqueue it.
 /// A store that is down refuses the run (503); nothing is queued.
-pub fn submit(tenant: &Tenant, run_id: &str, body: &Map<String, Value>) -> Result<(), ApiError> {
+pub fn submit(tenant: &Tenant, run_id: &str, body: &CreateRun) -> Result<(), ApiError> {
     let now = now_iso();
     let mut record = RunRecord::new(run_id, RunStatus::Running);
     record.tenant = Some(tenant.name.clone());
@@ -137,8 +138,13 @@ fn execute(
 ) {
     let run_id = job.id.clone();
     let created = job.payload["createdAt"].as_str().map(String::from);
+    // The body as it was submitted (an older node's too: the same fields),
+    // its workflowText kept here, where it runs.
     let body = job.payload["body"].as_object().cloned().unwrap_or_default();
-    let request = match runs::run_request(tenant, &body) {
+    let request = CreateRun::from_map(body)
+        .and_then(NewRun::try_from)
+        .and_then(|run| run.materialise(tenant));
+    let request = match request {
         Ok(r) => r,
         Err(e) => {
             // Checked when it was submitted; a node whose catalog differs

@@ -5,17 +5,16 @@
 use super::handlers::{answer, settle};
 use super::launch::{slot, start_attached, Attach, Launch, SettledRx};
 use super::registry::{hand_out, load_record, pending};
-use crate::app::request::resume_fields;
 use crate::app::{self, Request, ResumeCall};
 use crate::resume::{Decider, Decision};
 use crate::serve::offload::offload;
 use crate::serve::state::AppState;
 use crate::serve::tenant::Tenant;
+use crate::serve::wire::ResumeBody;
 use crate::serve::{ApiError, Log};
 use crate::state::{PendingEntry, RunRecord, RunStatus};
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,7 +100,7 @@ pub fn refusal(run_id: &str, refused: app::gate::Refused) -> ApiError {
     }
 }
 
-/// Decide the gate of the paused run `rec` with the fields of `body`
+/// Decide the gate of the paused run `rec` with the decision of `body`
 /// (`approve`, `response`, `cancel`, limits) as `decider` — who the door
 /// authenticated (the tenant's token, a signed-in approver). A body's
 /// `approver` is refused: nothing a request says names who decided.
@@ -109,21 +108,22 @@ pub async fn decide(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
     rec: &RunRecord,
-    mut body: Map<String, Value>,
+    mut body: ResumeBody,
     wait: Duration,
     decider: Decider,
 ) -> Result<Response, ApiError> {
     paused_status(rec)?;
-    if body.contains_key("approver") {
+    if body.approver {
         return Err(ApiError::bad_request(
             "approver is not accepted here: a decision's identity is who authenticated it (the tenant's token, or an approver signed in on the approval page)",
         ));
     }
-    let token =
-        gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?;
-    body.remove("approvalId");
-    body.insert("token".into(), json!(token));
-    let mut call = resume_fields(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    // The gate of the record, whatever the body named it by.
+    body.token = Some(
+        gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?,
+    );
+    body.approval_id = None;
+    let mut call = ResumeCall::try_from(body)?;
     call.request.decider = decider;
     let (a, t, r) = (app.clone(), tenant.clone(), rec.clone());
     let (run_id, rx) = offload(move || decide_call(&a, &t, &r, call, Attach::default())).await?;

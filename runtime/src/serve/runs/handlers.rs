@@ -1,21 +1,22 @@
 //! The runs API's handlers: `POST /v1/runs`, `GET /v1/runs/{runId}`,
-//! `POST /v1/runs/{runId}/resume` and `POST /v1/resume`, with the run
-//! request of a body, the `wait` and the answer (200 settled, 202 running).
+//! `POST /v1/runs/{runId}/resume` and `POST /v1/resume`, with the
+//! `wait` and the answer (200 settled, 202 running). Each takes the
+//! tenant from its token ([`crate::serve::Authed`]) and a typed body
+//! ([`crate::serve::wire`]).
 
 use super::gate::{decide, find_paused};
 use super::launch::{slot, start, Settled, SettledRx};
 use super::recovery::current_record;
 use super::registry::hand_out;
-use crate::app::request::limit_fields;
-use crate::app::{Request, RunRequest, RunTarget};
+use crate::app::Request;
 use crate::resume::Decider;
 use crate::serve::offload::offload;
 use crate::serve::state::AppState;
-use crate::serve::tenant::Tenant;
-use crate::serve::{authed, body_json, ApiError};
+use crate::serve::wire::{CreateRun, JsonBody, NewRun, ResumeBody};
+use crate::serve::{ApiError, Authed};
 use crate::state::runlog::time_prefixed_id;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
@@ -29,13 +30,14 @@ pub const DEFAULT_WAIT_MS: u64 = 10_000;
 /// `POST /v1/runs`.
 pub async fn create(
     State(app): State<Arc<AppState>>,
+    Authed(tenant): Authed,
     Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    JsonBody(body): JsonBody<CreateRun>,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, &headers)?;
-    let body = body_json(body)?;
-    let wait = wait_of(&app, &body, &query)?;
+    let wait = wait_of(&app, body.wait, &query)?;
+    // A run that may be queued travels as its body.
+    let queued = (!tenant.store.is_files()).then(|| body.clone());
+    let new_run = NewRun::try_from(body)?;
     let slot = if tenant.store.is_files() {
         slot(&app, &tenant)?
     } else {
@@ -46,15 +48,14 @@ pub async fn create(
             // Nodes on one database: a node with a free run slot runs the
             // run itself (no queue round trips, no wake-up to wait for)…
             Ok(slot) => slot,
-            // …a busy one queues it for whichever node is free.
+            // …a busy one queues it for whichever node is free: checked
+            // here, its workflowText kept by the node that runs it.
             Err(_) => {
+                new_run.check(&tenant)?;
                 let run_id = time_prefixed_id();
                 let (t, id) = (tenant.clone(), run_id.clone());
-                offload(move || {
-                    run_request(&t, &body)?;
-                    crate::serve::queue::submit(&t, &id, &body)
-                })
-                .await?;
+                let body = queued.unwrap_or_default();
+                offload(move || crate::serve::queue::submit(&t, &id, &body)).await?;
                 let settled = crate::serve::queue::settled(&app, &tenant, &run_id, wait).await;
                 return answer(&run_id, settled);
             }
@@ -63,7 +64,7 @@ pub async fn create(
     let run_id = time_prefixed_id();
     let rx = if tenant.store.is_files() {
         // Nothing to wait for in the store: no hop to the blocking pool.
-        let request = run_request(&tenant, &body)?;
+        let request = new_run.materialise(&tenant)?;
         start(
             &app,
             &tenant,
@@ -76,7 +77,7 @@ pub async fn create(
     } else {
         let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
         offload(move || {
-            let request = run_request(&t, &body)?;
+            let request = new_run.materialise(&t)?;
             start(&a, &t, slot, id, Request::Run(request), None, false)
         })
         .await?
@@ -89,81 +90,12 @@ pub async fn create(
     answer(&run_id, settled)
 }
 
-/// The run request of a `POST /v1/runs` body.
-pub(crate) fn run_request(
-    tenant: &Tenant,
-    body: &Map<String, Value>,
-) -> Result<RunRequest, ApiError> {
-    const FIELDS: [&str; 7] = [
-        "pipeline",
-        "workflow",
-        "workflowText",
-        "args",
-        "timeoutMs",
-        "maxStdoutBytes",
-        "wait",
-    ];
-    if let Some(k) = body.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::bad_request(format!(
-            "unknown field {k}: POST /v1/runs takes {}",
-            FIELDS.join(", ")
-        )));
-    }
-    let text = |k: &str| -> Result<Option<String>, ApiError> {
-        match body.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
-            Some(_) => Err(ApiError::bad_request(format!(
-                "{k} must be a non-empty string"
-            ))),
-        }
-    };
-    let target = match (text("pipeline")?, text("workflow")?, text("workflowText")?) {
-        (Some(p), None, None) => RunTarget::Pipeline(p),
-        (None, Some(w), None) => RunTarget::Workflow(w),
-        (None, None, Some(doc)) => {
-            RunTarget::WorkflowPath(crate::serve::inline::keep(tenant, &doc)?)
-        }
-        (None, None, None) => {
-            return Err(ApiError::bad_request(
-                "give one of pipeline, workflow (a catalog name) or workflowText",
-            ))
-        }
-        _ => {
-            return Err(ApiError::bad_request(
-                "give only one of pipeline, workflow and workflowText",
-            ))
-        }
-    };
-    let args = match body.get("args") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m.clone()),
-        Some(_) => return Err(ApiError::bad_request("args must be an object")),
-    };
-    let strict = matches!(target, RunTarget::Workflow(_));
-    let request = RunRequest {
-        target,
-        args,
-        args_json: None,
-        cwd: None,
-        limits: limit_fields(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
-        strict_args: strict,
-        mode: crate::kernel::Mode::Tool,
-    };
-    // The target rule's refusals (a file of the server) as a 400, before
-    // anything is stored or started.
-    crate::app::target::check_request(&tenant.settings, &request)
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    Ok(request)
-}
-
 /// `GET /v1/runs/{runId}`.
 pub async fn get(
     State(app): State<Arc<AppState>>,
+    Authed(tenant): Authed,
     Path(run_id): Path<String>,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, &headers)?;
     let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
     let rec = offload(move || current_record(&a, &t, &id))
         .await?
@@ -174,14 +106,12 @@ pub async fn get(
 /// `POST /v1/runs/{runId}/resume`.
 pub async fn resume_run(
     State(app): State<Arc<AppState>>,
+    Authed(tenant): Authed,
     Path(run_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    JsonBody(body): JsonBody<ResumeBody>,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, &headers)?;
-    let body = body_json(body)?;
-    let wait = wait_of(&app, &body, &query)?;
+    let wait = wait_of(&app, body.wait, &query)?;
     let (a, t, id) = (app.clone(), tenant.clone(), run_id.clone());
     let rec = offload(move || current_record(&a, &t, &id))
         .await?
@@ -200,30 +130,16 @@ pub async fn resume_run(
 /// `POST /v1/resume` `{token | approvalId, …}`.
 pub async fn resume_by_token(
     State(app): State<Arc<AppState>>,
+    Authed(tenant): Authed,
     Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    JsonBody(body): JsonBody<ResumeBody>,
 ) -> Result<Response, ApiError> {
-    let tenant = authed(&app, &headers)?;
-    let body = body_json(body)?;
-    let wait = wait_of(&app, &body, &query)?;
-    let token = body
-        .get("token")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty());
-    let approval = body
-        .get("approvalId")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty());
-    if token.is_none() && approval.is_none() {
+    let wait = wait_of(&app, body.wait, &query)?;
+    if body.token.is_none() && body.approval_id.is_none() {
         return Err(ApiError::bad_request("token or approvalId required"));
     }
     // The run this token belongs to, when it is one of the tenant's paused runs.
-    let (t, token, approval) = (
-        tenant.clone(),
-        token.map(String::from),
-        approval.map(String::from),
-    );
+    let (t, token, approval) = (tenant.clone(), body.token.clone(), body.approval_id.clone());
     let found = offload(move || {
         // One spelling per token: any other is refused, not looked up.
         if let Some(t_) = token.as_deref() {
@@ -286,19 +202,15 @@ pub(super) fn answer(run_id: &str, settled: Option<Settled>) -> Result<Response,
 
 fn wait_of(
     app: &AppState,
-    body: &Map<String, Value>,
+    body: Option<u64>,
     query: &HashMap<String, String>,
 ) -> Result<Duration, ApiError> {
-    let ms = match (query.get("wait"), body.get("wait")) {
-        (Some(q), _) => Some(
+    let ms = match query.get("wait") {
+        Some(q) => Some(
             q.parse::<u64>()
                 .map_err(|_| ApiError::bad_request("wait must be a number of milliseconds"))?,
         ),
-        (None, Some(Value::Null)) | (None, None) => None,
-        (None, Some(v)) => Some(
-            v.as_u64()
-                .ok_or_else(|| ApiError::bad_request("wait must be a number of milliseconds"))?,
-        ),
+        None => body,
     };
     Ok(Duration::from_millis(ms.unwrap_or(DEFAULT_WAIT_MS)).min(app.config.request_timeout))
 }

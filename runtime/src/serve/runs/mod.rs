@@ -39,7 +39,6 @@ pub mod recovery;
 pub mod registry;
 
 pub use gate::{decide, decide_call, find_paused, gate_token, may_approve, may_decide, refusal};
-pub(crate) use handlers::run_request;
 pub use handlers::{create, get, resume_by_token, resume_run, DEFAULT_WAIT_MS};
 pub use launch::{slot, start, start_attached, Attach, Launch, Settled, SettledRx};
 pub use recovery::current_record;
