@@ -111,27 +111,6 @@ impl<T> Lenient<T> {
     }
 }
 
-/// `timeoutMs` and `maxStdoutBytes`, the limits every door's run and
-/// resume take (other keys of the object are not looked at).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LimitFields {
-    /// Whole-run (or rest-of-run) timeout in milliseconds.
-    pub timeout_ms: Option<Lenient<f64>>,
-    /// Cap on the envelope's size in bytes.
-    pub max_stdout_bytes: Option<Lenient<f64>>,
-}
-
-impl TryFrom<LimitFields> for LimitArgs {
-    type Error = Error;
-
-    /// Numbers (negative ones count as 0); anything else is refused as
-    /// `<key> must be a number`.
-    fn try_from(f: LimitFields) -> Result<LimitArgs> {
-        limits(f.timeout_ms, f.max_stdout_bytes)
-    }
-}
-
 /// The limits of a wire struct's `timeoutMs` and `maxStdoutBytes`.
 pub fn limits(
     timeout_ms: Option<Lenient<f64>>,
@@ -218,22 +197,6 @@ impl TryFrom<ResumeFields> for ResumeCall {
     }
 }
 
-/// `timeoutMs` and `maxStdoutBytes` of a request object ([`LimitFields`]).
-pub fn limit_fields(obj: &Map<String, Value>) -> Result<LimitArgs> {
-    LimitArgs::try_from(from_object::<LimitFields>(obj)?)
-}
-
-/// The resume fields of a request object ([`ResumeFields`]).
-pub fn resume_fields(obj: &Map<String, Value>) -> Result<ResumeCall> {
-    ResumeCall::try_from(from_object::<ResumeFields>(obj)?)
-}
-
-/// A wire struct of lenient fields from a JSON object.
-fn from_object<T: serde::de::DeserializeOwned>(obj: &Map<String, Value>) -> Result<T> {
-    T::deserialize(Value::Object(obj.clone()))
-        .map_err(|e| Error::parse(format!("request fields: {e}")))
-}
-
 fn count(key: &str, field: Option<Lenient<f64>>) -> Result<Option<u64>> {
     match field {
         None => Ok(None),
@@ -247,7 +210,7 @@ mod tests {
     use super::*;
 
     fn resume(v: Value) -> Result<ResumeCall> {
-        resume_fields(v.as_object().unwrap())
+        ResumeCall::try_from(serde_json::from_value::<ResumeFields>(v).unwrap())
     }
 
     #[test]
