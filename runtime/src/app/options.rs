@@ -80,12 +80,10 @@ pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf> {
     match open_dir(base, requested_path) {
         Ok(dir) => Ok(dir.path),
         Err(Refused::Outside) => Err(outside()),
-        Err(Refused::Missing) if base.join(requested_path).is_file() => {
+        Err(Refused::WrongKind) => {
             Err(Error::parse(format!("cwd is not a directory: {requested}")))
         }
-        Err(Refused::Missing | Refused::WrongKind) => {
-            Err(Error::parse(format!("cwd does not exist: {requested}")))
-        }
+        Err(Refused::Missing) => Err(Error::parse(format!("cwd does not exist: {requested}"))),
         Err(Refused::Unreadable(e)) => Err(Error::runtime(format!(
             "cannot open working directory {requested}: {e}"
         ))),

@@ -584,6 +584,12 @@ mod tests {
         assert!(e.reason.starts_with("is absolute"), "{e}");
         // A workflow outside the working directory has no cwd inside it.
         assert!(a.resolve_cwd(".", &tmp.path().join("out")).is_err());
+        // A file where a cwd should be is named as such; a missing one is
+        // allowed (it may be made before it is used).
+        std::fs::write(w.join("notes"), "").unwrap();
+        let e = a.resolve_cwd("notes", &w).unwrap_err();
+        assert_eq!(e.reason, "is not a directory");
+        assert_eq!(a.resolve_cwd("later", &w).unwrap(), real.join("later"));
     }
 
     #[test]

@@ -182,7 +182,19 @@ pub fn open_dir(root: &Path, rel: &Path) -> Result<OpenDir, Refused> {
     } else {
         rel
     };
-    let sub = dir.open_dir(rel).map_err(refused)?;
+    let sub = match dir.open_dir(rel) {
+        Ok(sub) => sub,
+        // ENOTDIR: a file is in the way, either at the end (there, but not
+        // a directory) or on the way (nothing there); asked beneath the
+        // root, through the same handle.
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Err(match dir.open(rel) {
+                Ok(_) => Refused::WrongKind,
+                Err(e) => refused(e),
+            });
+        }
+        Err(e) => return Err(refused(e)),
+    };
     let path = real_path(&sub).unwrap_or_else(|| root.join(rel));
     Ok(OpenDir { dir: sub, path })
 }
@@ -299,6 +311,18 @@ mod tests {
         ));
         assert!(matches!(
             open_dir(&root, Path::new("x")),
+            Err(Refused::Missing)
+        ));
+        std::fs::write(root.join("f"), "").unwrap();
+        std::os::unix::fs::symlink("f", root.join("to-f")).unwrap();
+        for file in ["f", "to-f", "d/../f"] {
+            assert!(
+                matches!(open_dir(&root, Path::new(file)), Err(Refused::WrongKind)),
+                "{file}"
+            );
+        }
+        assert!(matches!(
+            open_dir(&root, Path::new("f/x")),
             Err(Refused::Missing)
         ));
         assert!(existing_part_inside(&root, Path::new("d/new/deeper")));
