@@ -2,14 +2,14 @@
 //! the store only appends records, reads them back, and keeps one summary
 //! per run for listing. It knows nothing of events.
 //!
-//! Files (`state/journal_files.rs`): records go to shared, group-committed
+//! Files (`state/journal_files/`): records go to shared, group-committed
 //! segments under `<dir>/journal/`, written by one writer thread per
 //! directory, with `index.log` naming each run's extents and its summary
 //! changes; barriers (a brokered call about to leave, a gate, a decision)
 //! are synced before their run goes on.
 //!
 //! (A little past 700 lines with its tests: both stores' summaries and
-//! pruning rule are here, the files store's format in `journal_files.rs`.)
+//! pruning rule are here, the files store's format in `journal_files/`.)
 //!
 //! PostgreSQL: rows of `lobster_journal (run_id, seq, prev, hash, event)`,
 //! unique `(run_id, seq)`, and `lobster_journal_runs` (one summary per run,

@@ -1,0 +1,327 @@
+//! A writer thread: it collects the records runs send for up to
+//! [`WINDOW`], groups them by run, and appends them in one `write(2)` to
+//! the current segment, then one index line per run naming its extent, all
+//! under the index's lock. A barrier writes at once and fsyncs both files
+//! (runs reaching barriers together share the fsync).
+
+use super::segments::{ends_with_newline, open_segment, segment_name, segments};
+use super::writers::{writers, Failing, Msg};
+use super::{flock, make_dir, Locked, SEGMENT_BYTES, WINDOW};
+use crate::state::journal::{StoredRecord, SummaryUpdate};
+use crate::state::sync_dir;
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+/// Pending bytes that are written without waiting for the window.
+const PENDING_BYTES: usize = 4 << 20;
+
+/// A writer with nothing to do for this long ends (another starts on the
+/// next record).
+const IDLE: Duration = Duration::from_secs(10);
+
+/// One run's records pending in a writer.
+struct Group {
+    run: String,
+    records: Vec<StoredRecord>,
+    summary: Option<SummaryUpdate>,
+}
+
+/// A writer thread's state.
+pub(super) struct Writer {
+    dir: PathBuf,
+    id: u64,
+    groups: Vec<Group>,
+    by_run: HashMap<String, usize>,
+    bytes: usize,
+    oldest: Option<Instant>,
+    syncs: Vec<Sender<std::result::Result<(), String>>>,
+    flushes: Vec<Sender<()>>,
+    index: Option<File>,
+    segment: Option<(String, File)>,
+    /// A file was created or opened since the directory was last synced.
+    dir_dirty: bool,
+    /// Why the last write failed, for the runs about to start.
+    failed: Failing,
+}
+
+impl Writer {
+    /// A writer of the journal in `dir`, known to the registry as `id`,
+    /// reporting its failures in `failed`.
+    pub(super) fn new(dir: PathBuf, id: u64, failed: Failing) -> Writer {
+        Writer {
+            dir,
+            id,
+            groups: Vec::new(),
+            by_run: HashMap::new(),
+            bytes: 0,
+            oldest: None,
+            syncs: Vec::new(),
+            flushes: Vec::new(),
+            index: None,
+            segment: None,
+            dir_dirty: true,
+            failed,
+        }
+    }
+
+    /// Take what `rx` brings and write it out, until idle or disconnected.
+    pub(super) fn run(mut self, rx: Receiver<Msg>) {
+        loop {
+            let wait = match self.oldest {
+                Some(t) => WINDOW.saturating_sub(t.elapsed()),
+                None => IDLE,
+            };
+            match rx.recv_timeout(wait) {
+                Ok(msg) => {
+                    self.take(msg);
+                    while let Ok(msg) = rx.try_recv() {
+                        self.take(msg);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) if self.oldest.is_none() => {
+                    // Idle: end, unless something arrived meanwhile (the
+                    // registry's lock keeps senders out while we decide).
+                    let mut all = writers().lock().unwrap_or_else(|p| p.into_inner());
+                    match rx.try_recv() {
+                        Ok(msg) => {
+                            drop(all);
+                            self.take(msg);
+                        }
+                        Err(_) => {
+                            if all.get(&self.dir).is_some_and(|h| h.id == self.id) {
+                                all.remove(&self.dir);
+                            }
+                            drop(rx);
+                            return;
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.write_out();
+                    return;
+                }
+            }
+            let due = self.oldest.is_some_and(|t| t.elapsed() >= WINDOW);
+            if !self.syncs.is_empty()
+                || !self.flushes.is_empty()
+                || self.bytes >= PENDING_BYTES
+                || due
+            {
+                self.write_out();
+            }
+        }
+    }
+
+    fn take(&mut self, msg: Msg) {
+        match msg {
+            Msg::Record {
+                run,
+                record,
+                summary,
+                sync,
+            } => {
+                self.bytes += record.event.len() + 200;
+                self.oldest.get_or_insert_with(Instant::now);
+                let i = match self.by_run.get(&run) {
+                    Some(&i) => i,
+                    None => {
+                        self.groups.push(Group {
+                            run: run.clone(),
+                            records: Vec::new(),
+                            summary: None,
+                        });
+                        self.by_run.insert(run, self.groups.len() - 1);
+                        self.groups.len() - 1
+                    }
+                };
+                let g = &mut self.groups[i];
+                g.records.push(record);
+                if let Some(s) = summary {
+                    g.summary = Some(match g.summary.take() {
+                        Some(before) => before.then(s),
+                        None => s,
+                    });
+                }
+                if let Some(tx) = sync {
+                    self.syncs.push(tx);
+                }
+            }
+            Msg::Flush(tx) => self.flushes.push(tx),
+        }
+    }
+
+    /// Write everything pending (synced if a barrier asked), then answer.
+    fn write_out(&mut self) {
+        let sync = !self.syncs.is_empty();
+        let result = if self.groups.is_empty() {
+            Ok(())
+        } else {
+            self.write_groups(sync)
+        };
+        if let Err(why) = &result {
+            // Nobody waits for the records that are not barriers: say so
+            // where an operator looks.
+            if !sync {
+                eprintln!("lobster: {why}");
+            }
+        }
+        if !self.groups.is_empty() {
+            *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = result.clone().err();
+        }
+        self.groups.clear();
+        self.by_run.clear();
+        self.bytes = 0;
+        self.oldest = None;
+        for tx in self.syncs.drain(..) {
+            let _ = tx.send(result.clone());
+        }
+        for tx in self.flushes.drain(..) {
+            let _ = tx.send(());
+        }
+    }
+
+    fn write_groups(&mut self, sync: bool) -> std::result::Result<(), String> {
+        make_dir(&self.dir).map_err(|e| e.to_string())?;
+        let index = self.lock_index()?;
+        let result = self.write_locked(&index, sync);
+        drop(index);
+        result
+    }
+
+    /// The index file, opened if needed, exclusively locked and checked to
+    /// be the live one (a prune may have replaced it).
+    fn lock_index(&mut self) -> std::result::Result<Locked, String> {
+        let path = self.dir.join("index.log");
+        for _ in 0..8 {
+            if self.index.is_none() {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .map_err(|e| format!("cannot open the run index {}: {e}", path.display()))?;
+                self.index = Some(f);
+                self.dir_dirty = true;
+            }
+            let f = self
+                .index
+                .as_ref()
+                .expect("opened")
+                .try_clone()
+                .map_err(|e| format!("cannot open the run index {}: {e}", path.display()))?;
+            flock(&f, libc::LOCK_EX)
+                .map_err(|e| format!("cannot lock the run index {}: {e}", path.display()))?;
+            let live = fs::metadata(&path).map(|m| m.ino()).ok();
+            if live.is_some() && live == f.metadata().map(|m| m.ino()).ok() {
+                return Ok(Locked(f));
+            }
+            self.index = None;
+        }
+        Err(format!(
+            "cannot append to the run index {}: it keeps being replaced",
+            path.display()
+        ))
+    }
+
+    /// The segment to append to (under the index lock): the open one while
+    /// it is live and not full, else the newest in the directory if it is
+    /// not full, else a new one.
+    fn segment(&mut self) -> std::result::Result<(), String> {
+        if let Some((_, f)) = &self.segment {
+            match f.metadata() {
+                Ok(m) if m.nlink() > 0 && m.len() < SEGMENT_BYTES => return Ok(()),
+                _ => self.segment = None,
+            }
+        }
+        let segs = segments(&self.dir).map_err(|e| e.to_string())?;
+        if let Some((seq, name)) = segs.last() {
+            let path = self.dir.join(name);
+            if fs::metadata(&path).is_ok_and(|m| m.len() < SEGMENT_BYTES) {
+                let f = open_segment(&path, false)?;
+                self.segment = Some((name.clone(), f));
+                self.dir_dirty = true;
+                return Ok(());
+            }
+            let name = segment_name(seq + 1);
+            let f = open_segment(&self.dir.join(&name), true)?;
+            self.segment = Some((name, f));
+        } else {
+            let name = segment_name(1);
+            let f = open_segment(&self.dir.join(&name), true)?;
+            self.segment = Some((name, f));
+        }
+        self.dir_dirty = true;
+        Ok(())
+    }
+
+    fn write_locked(&mut self, index: &Locked, sync: bool) -> std::result::Result<(), String> {
+        self.segment()?;
+        let (name, seg) = self.segment.as_ref().expect("a segment is open");
+        let base = seg
+            .metadata()
+            .map_err(|e| format!("cannot read segment {name}: {e}"))?
+            .len();
+        let mut buf = Vec::with_capacity(self.bytes + 64);
+        // A torn last line (a power cut) ends here, outside every extent.
+        if base > 0 && !ends_with_newline(seg, base) {
+            buf.push(b'\n');
+        }
+        let mut lines = Vec::with_capacity(self.groups.len() * 300);
+        for g in &mut self.groups {
+            let start = base + buf.len() as u64;
+            for r in &g.records {
+                buf.extend_from_slice(crate::state::journal::format_line(&g.run, r).as_bytes());
+                buf.push(b'\n');
+            }
+            let last = g.records.last().expect("a group has records");
+            let mut s = g.summary.take().unwrap_or_default();
+            s.run_id.clone_from(&g.run);
+            s.events = last.seq + 1;
+            s.head.clone_from(&last.hash);
+            s.extents = vec![(name.clone(), start, base + buf.len() as u64 - start)];
+            lines.extend_from_slice(
+                serde_json::to_string(&s)
+                    .map_err(|e| format!("cannot record a run's summary: {e}"))?
+                    .as_bytes(),
+            );
+            lines.push(b'\n');
+        }
+        let seg_path = self.dir.join(name);
+        let mut seg = seg;
+        seg.write_all(&buf).map_err(|e| {
+            format!(
+                "cannot append to journal segment {}: {e}",
+                seg_path.display()
+            )
+        })?;
+        if sync {
+            seg.sync_data()
+                .map_err(|e| format!("cannot sync journal segment {}: {e}", seg_path.display()))?;
+        }
+        let path = self.dir.join("index.log");
+        let mut f = &index.0;
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len > 0 && !ends_with_newline(f, len) {
+            lines.insert(0, b'\n');
+        }
+        f.write_all(&lines)
+            .map_err(|e| format!("cannot append to the run index {}: {e}", path.display()))?;
+        if sync {
+            f.sync_data()
+                .map_err(|e| format!("cannot sync the run index {}: {e}", path.display()))?;
+            if self.dir_dirty {
+                sync_dir(&self.dir)
+                    .map_err(|e| format!("cannot sync {}: {e}", self.dir.display()))?;
+                self.dir_dirty = false;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! Run journals on the files store: shared, group-committed segments and
+//! an index (see `state/journal.rs` for what is stored, `crate::journal`
+//! for what it means).
+//!
+//! A file per run cost an inode per run — half of `lobster serve`'s
+//! throughput on the files store. So records go, as the run log's do
+//! (`state::runlog`), to one writer thread per journal directory in the
+//! process: runs hand it each record (a channel send) and go on; it
+//! collects what arrives for up to [`WINDOW`], groups it by run, and
+//! appends everything in one `write(2)` to the current segment, then one
+//! line per run to the index naming where that run's records went (an
+//! *extent*: segment, offset, length) with the run's summary change. A
+//! record that is a barrier (a brokered call's intent, a gate, a decision)
+//! is written at once with everything pending and both files are fsynced
+//! before its run goes on: runs reaching barriers together share the
+//! fsync. Other records are not synced: a SIGKILL loses what was still
+//! queued (at most the last [`WINDOW`]), a power cut the unsynced tail.
+//!
+//! On disk, in `<dir>/journal/`: `seg-<seq, 8 digits>.log` (records, one
+//! line each, as exported), `index.log` (one JSON line per extent write:
+//! a [`SummaryUpdate`](super::journal::SummaryUpdate) with its `extents`),
+//! and `<run id>.jsonl` files of journals written before segments, still
+//! read. Every writer, in any process, appends under an exclusive `flock`
+//! of the index, so segments are shared between processes and offsets are
+//! exact (the segment's length before the write); a prune compacts the
+//! index and removes the segments no kept run uses under the same lock, and
+//! a writer checks after locking that its files are still the live ones. A
+//! run's journal is read back by its extents: a torn or foreign line in a
+//! segment is never part of one, and a line of an extent that is not whole
+//! (a power cut) is dropped.
+//!
+//! The rooms: `writers` (the writer of each directory in this process, and
+//! how runs hand it records), `group_commit` (a writer thread: grouping,
+//! one write per window, the barriers' fsync), `segments` (the segment
+//! files' names and reads), `read` (a run's journal by its extents),
+//! `legacy` (the per-run files from before segments) and `compact` (the
+//! prune). The on-disk format and the locking rule above are theirs to
+//! share; the lock and the helpers every room uses are here.
+
+mod compact;
+mod group_commit;
+mod legacy;
+mod read;
+mod segments;
+mod writers;
+
+pub(super) use compact::compact;
+pub(super) use read::{read_index, read_run};
+pub(super) use writers::append;
+pub use writers::{flush_all, flush_dir};
+
+use crate::error::{Error, Result};
+use std::fs::{self, File};
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::time::Duration;
+
+/// The longest a record waits in memory before it is written (unless a
+/// barrier or a flush writes it sooner).
+pub const WINDOW: Duration = Duration::from_millis(100);
+
+/// A segment is closed and the next one started past this size.
+pub const SEGMENT_BYTES: u64 = 8 << 20;
+
+/// A file held under an exclusive `flock` until dropped.
+struct Locked(File);
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        let _ = flock(&self.0, libc::LOCK_UN);
+    }
+}
+
+/// `flock(2)` on `f`, retried when interrupted.
+fn flock(f: &File, op: libc::c_int) -> std::io::Result<()> {
+    loop {
+        // SAFETY: flock on a file descriptor we own; no memory is passed.
+        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Make the journal directory (0700) unless it is there.
+fn make_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| io_error("cannot create journal directory", dir, e))
+}
+
+/// An error that names what failed, the path and the OS's reason.
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::runtime(format!("{what} {}: {e}", path.display()))
+}
