@@ -159,39 +159,69 @@ pub struct ResumeFields {
     pub max_stdout_bytes: Option<Lenient<f64>>,
 }
 
+impl ResumeFields {
+    /// The `token` when it is a non-empty string.
+    pub fn token(&self) -> Option<&str> {
+        text(&self.token)
+    }
+
+    /// The `approvalId` when it is a non-empty string.
+    pub fn approval_id(&self) -> Option<&str> {
+        text(&self.approval_id)
+    }
+
+    /// The paused run named: `token`, else `approvalId`.
+    pub fn target(&self) -> Result<ResumeTarget> {
+        match (self.token(), self.approval_id()) {
+            (Some(t), _) => Ok(ResumeTarget::Token(t.to_string())),
+            (None, Some(id)) => Ok(ResumeTarget::ApprovalId(id.to_string())),
+            _ => Err(Error::parse("token or approvalId required")),
+        }
+    }
+
+    /// The one decision: `cancel: true`, else `response` (not null), else
+    /// `approve` (a boolean).
+    pub fn decision(&self) -> Result<Decision> {
+        if self.cancel == Some(Lenient::Is(true)) {
+            Ok(Decision::Cancel)
+        } else if let Some(response) = &self.response {
+            Ok(Decision::Respond(response.clone()))
+        } else {
+            match self.approve {
+                Some(Lenient::Is(b)) => Ok(Decision::Approve(b)),
+                _ => Err(Error::parse("approve required")),
+            }
+        }
+    }
+
+    /// The limits for the rest of the run (`timeoutMs`, `maxStdoutBytes`).
+    pub fn limits(&self) -> Result<LimitArgs> {
+        limits(self.timeout_ms.clone(), self.max_stdout_bytes.clone())
+    }
+}
+
+fn text(field: &Option<Lenient<String>>) -> Option<&str> {
+    match field {
+        Some(Lenient::Is(s)) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+}
+
 impl TryFrom<ResumeFields> for ResumeCall {
     type Error = Error;
 
     /// The contract's refusals, in its order: `token or approvalId
     /// required`, `approve required`, then the limits'.
     fn try_from(f: ResumeFields) -> Result<ResumeCall> {
-        let text = |field: Option<Lenient<String>>| {
-            field
-                .and_then(Lenient::typed)
-                .filter(|s: &String| !s.is_empty())
-        };
-        let target = match (text(f.token), text(f.approval_id)) {
-            (Some(t), _) => ResumeTarget::Token(t),
-            (None, Some(id)) => ResumeTarget::ApprovalId(id),
-            _ => return Err(Error::parse("token or approvalId required")),
-        };
-        let decision = if f.cancel == Some(Lenient::Is(true)) {
-            Decision::Cancel
-        } else if let Some(response) = f.response {
-            Decision::Respond(response)
-        } else {
-            match f.approve {
-                Some(Lenient::Is(b)) => Decision::Approve(b),
-                _ => return Err(Error::parse("approve required")),
-            }
-        };
+        let target = f.target()?;
+        let decision = f.decision()?;
         Ok(ResumeCall {
+            limits: f.limits()?,
             request: ResumeRequest {
                 target,
                 decision,
                 decider: Decider::Operator(f.approver.and_then(Lenient::typed)),
             },
-            limits: limits(f.timeout_ms, f.max_stdout_bytes)?,
             cwd: None,
         })
     }

@@ -14,9 +14,10 @@ use super::state::AppState;
 use super::tenant::Tenant;
 use super::{body_json, ApiError};
 use crate::app::options::LimitArgs;
+use crate::app::request::{Lenient, ResumeFields};
 use crate::app::{ResumeCall, RunRequest, RunTarget};
 use crate::kernel::Mode;
-use crate::resume::{Decider, Decision, ResumeRequest, ResumeTarget};
+use crate::resume::Decider;
 use axum::extract::{FromRequest, Request};
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
@@ -43,8 +44,15 @@ pub trait WireBody: DeserializeOwned {
             }
         }
         // Errors of `from_value` carry no position: the message is ours.
-        serde_json::from_value(Value::Object(body))
-            .map_err(|e| ApiError::bad_request(e.to_string()))
+        let body: Self = serde_json::from_value(Value::Object(body))
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        body.check()?;
+        Ok(body)
+    }
+
+    /// What the field readers cannot see alone, after them (none by default).
+    fn check(&self) -> Result<(), ApiError> {
+        Ok(())
     }
 }
 
@@ -221,54 +229,52 @@ fn check(tenant: &Tenant, request: &RunRequest) -> Result<(), ApiError> {
 }
 
 /// The body of `POST /v1/runs/{runId}/resume` and `POST /v1/resume`: the
-/// run (`token` or `approvalId`, `/v1/resume` only), one decision
-/// (`cancel: true`, else `response`, else `approve`), limits for the rest of
-/// the run and `wait`. Other fields are ignored, as before; `approver` is
-/// refused (a decision's identity is who authenticated it).
+/// tool contract's resume fields ([`ResumeFields`]: the run by `token` or
+/// `approvalId`, `/v1/resume` only; one decision; limits for the rest of
+/// the run), read by the same rules as at every door, and `wait`. Other
+/// fields are ignored, as before; `approver` is refused, even `null` (a
+/// decision's identity is who authenticated it). The limits' types are
+/// read with the body, before the decision is.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ResumeBody {
-    /// The paused run's resume token (a non-empty string, else none).
-    #[serde(default, deserialize_with = "some_text")]
-    pub token: Option<String>,
-    /// The paused run's approval id (a non-empty string, else none).
-    #[serde(default, deserialize_with = "some_text")]
-    pub approval_id: Option<String>,
-    /// Approve (`true`) or deny (`false`); anything but a boolean is none.
-    #[serde(default, deserialize_with = "some_bool")]
-    pub approve: Option<bool>,
-    /// The answer to an input gate (`null` is none).
-    #[serde(default)]
-    pub response: Option<Value>,
-    /// `true` cancels the run; anything else is none.
-    #[serde(default, deserialize_with = "some_bool")]
-    pub cancel: Option<bool>,
     /// Whether the body named an `approver` (refused).
     #[serde(default, deserialize_with = "present")]
     pub approver: bool,
-    /// The rest of the run's time limit (ms).
-    #[serde(default, deserialize_with = "timeout_ms")]
-    pub timeout_ms: Option<u64>,
-    /// The cap of each step's stdout.
-    #[serde(default, deserialize_with = "max_stdout_bytes")]
-    pub max_stdout_bytes: Option<u64>,
     /// How long the request waits for the run to settle (ms).
     #[serde(default, deserialize_with = "wait")]
     pub wait: Option<u64>,
+    /// The resume fields every door reads (`approver` is never among them
+    /// here: see above).
+    #[serde(flatten)]
+    pub fields: ResumeFields,
 }
 
 impl WireBody for ResumeBody {
     const FIELDS: Option<&'static [&'static str]> = None;
     const TAKER: &'static str = "a resume";
+
+    fn check(&self) -> Result<(), ApiError> {
+        self.fields.limits().map(drop).map_err(bad_request)
+    }
 }
 
 impl ResumeBody {
     /// A decision to approve or deny (the approval page's form).
     pub fn approve(approve: bool) -> Self {
         ResumeBody {
-            approve: Some(approve),
+            fields: ResumeFields {
+                approve: Some(Lenient::Is(approve)),
+                ..Default::default()
+            },
             ..Default::default()
         }
+    }
+
+    /// Name the paused run by its gate's resume token, whatever the body
+    /// named it by.
+    pub fn target_token(&mut self, token: String) {
+        self.fields.token = Some(Lenient::Is(token));
+        self.fields.approval_id = None;
     }
 }
 
@@ -278,31 +284,14 @@ impl TryFrom<ResumeBody> for ResumeCall {
     /// The resume call of a body; its decider is the door's to set
     /// (`Decider::Unnamed` until then).
     fn try_from(body: ResumeBody) -> Result<Self, ApiError> {
-        let target = match (body.token, body.approval_id) {
-            (Some(t), _) => ResumeTarget::Token(t),
-            (None, Some(id)) => ResumeTarget::ApprovalId(id),
-            _ => return Err(ApiError::bad_request("token or approvalId required")),
-        };
-        let decision = match (body.cancel, body.response, body.approve) {
-            (Some(true), _, _) => Decision::Cancel,
-            (_, Some(response), _) => Decision::Respond(response),
-            (_, _, Some(b)) => Decision::Approve(b),
-            _ => return Err(ApiError::bad_request("approve required")),
-        };
-        Ok(ResumeCall {
-            request: ResumeRequest {
-                target,
-                decision,
-                decider: Decider::Unnamed,
-            },
-            limits: LimitArgs {
-                timeout_ms: body.timeout_ms,
-                max_stdout_bytes: body.max_stdout_bytes,
-                policy: None,
-            },
-            cwd: None,
-        })
+        let mut call = ResumeCall::try_from(body.fields).map_err(bad_request)?;
+        call.request.decider = Decider::Unnamed;
+        Ok(call)
     }
+}
+
+fn bad_request(e: crate::error::Error) -> ApiError {
+    ApiError::bad_request(e.to_string())
 }
 
 // Field readers: each refusal names its field.
@@ -367,17 +356,6 @@ fn wait<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     }
 }
 
-fn some_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) if !s.is_empty() => Some(s),
-        _ => None,
-    })
-}
-
-fn some_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Ok(Value::deserialize(d)?.as_bool())
-}
-
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     serde::de::IgnoredAny::deserialize(d).map(|_| true)
 }
@@ -385,6 +363,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resume::{Decision, ResumeTarget};
     use serde_json::json;
 
     fn create(v: Value) -> Result<CreateRun, String> {

@@ -119,10 +119,9 @@ pub async fn decide(
         ));
     }
     // The gate of the record, whatever the body named it by.
-    body.token = Some(
+    body.target_token(
         gate_token(rec).ok_or_else(|| ApiError::internal("the run record has no resume token"))?,
     );
-    body.approval_id = None;
     let mut call = ResumeCall::try_from(body)?;
     call.request.decider = decider;
     let (a, t, r) = (app.clone(), tenant.clone(), rec.clone());

@@ -135,11 +135,15 @@ pub async fn resume_by_token(
     JsonBody(body): JsonBody<ResumeBody>,
 ) -> Result<Response, ApiError> {
     let wait = wait_of(&app, body.wait, &query)?;
-    if body.token.is_none() && body.approval_id.is_none() {
-        return Err(ApiError::bad_request("token or approvalId required"));
-    }
+    body.fields
+        .target()
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     // The run this token belongs to, when it is one of the tenant's paused runs.
-    let (t, token, approval) = (tenant.clone(), body.token.clone(), body.approval_id.clone());
+    let (t, token, approval) = (
+        tenant.clone(),
+        body.fields.token().map(String::from),
+        body.fields.approval_id().map(String::from),
+    );
     let found = offload(move || {
         // One spelling per token: any other is refused, not looked up.
         if let Some(t_) = token.as_deref() {
