@@ -27,8 +27,19 @@ pub async fn list(
             continue;
         }
         let id = entry.run_id.as_str();
-        let Some(rec) = load_record(&tenant, id)? else {
-            continue;
+        let rec = match runs::read_record(&tenant, id)? {
+            Some(Ok(rec)) => rec,
+            // One unreadable record does not hide the others: named (never
+            // shown) in the log, left out of the list.
+            Some(Err(_)) => {
+                (app.log)(&format!(
+                    "lobster serve: tenant {}: run record {} cannot be read; left out of GET /v1/approvals",
+                    tenant.name,
+                    RunRecord::key(id)
+                ));
+                continue;
+            }
+            None => continue,
         };
         if rec.status != RunStatus::NeedsApproval {
             continue;

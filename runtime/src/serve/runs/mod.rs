@@ -42,4 +42,6 @@ pub use gate::{decide, decide_call, find_paused, gate_token, may_approve, may_de
 pub use handlers::{create, get, resume_by_token, resume_run, DEFAULT_WAIT_MS};
 pub use launch::{slot, start, start_attached, Attach, Launch, Settled, SettledRx};
 pub use recovery::current_record;
-pub use registry::{beat, cancel_all, keep_beating, load_record, pending, valid_run_id};
+pub use registry::{
+    beat, cancel_all, keep_beating, load_record, pending, read_record, valid_run_id,
+};

@@ -59,6 +59,20 @@ pub fn valid_run_id(id: &str) -> bool {
 /// the run log (runs answered within their `wait`, files store).
 /// A stored record that cannot be read is a 500 naming the run.
 pub fn load_record(tenant: &Tenant, run_id: &str) -> Result<Option<RunRecord>, ApiError> {
+    match read_record(tenant, run_id)? {
+        Some(Ok(rec)) => Ok(Some(rec)),
+        Some(Err(e)) => Err(ApiError::internal(e.to_string())),
+        None => Ok(None),
+    }
+}
+
+/// [`load_record`], with a stored record that is JSON but not a run record
+/// this version can read given as `Some(Err)` (for a caller that skips it)
+/// instead of a 500. A store that fails is still a 503.
+pub fn read_record(
+    tenant: &Tenant,
+    run_id: &str,
+) -> Result<Option<crate::error::Result<RunRecord>>, ApiError> {
     if !valid_run_id(run_id) {
         return Ok(None);
     }
@@ -67,12 +81,10 @@ pub fn load_record(tenant: &Tenant, run_id: &str) -> Result<Option<RunRecord>, A
         .get(&RunRecord::key(run_id))
         .map_err(ApiError::store)?
     {
-        return RunRecord::from_value(rec)
-            .map(Some)
-            .map_err(|e| ApiError::internal(e.to_string()));
+        return Ok(Some(RunRecord::from_value(rec)));
     }
     match &tenant.run_log {
-        Some(log) => log.get(run_id).map_err(ApiError::store),
+        Some(log) => Ok(log.get(run_id).map_err(ApiError::store)?.map(Ok)),
         None => Ok(None),
     }
 }
