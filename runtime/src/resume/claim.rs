@@ -18,6 +18,7 @@
 //! marked `interrupted` and is never claimed again (see docs/ARCHITECTURE.md,
 //! "Store", for the recovery rule).
 
+use super::interrupted::InterruptedRecord;
 use crate::error::{Error, Result};
 use crate::state::pg::Tenant;
 use crate::state::{random_hex, sweep_now_and_then, sync_dir, StateStore};
@@ -267,7 +268,7 @@ fn claim_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> {
     let record = parsed.as_ref().and_then(|state| {
         let key = super::interrupted::record_key(state_key);
         let body = super::interrupted::record_for(state_key, state);
-        store.set(&key, &body).ok().map(|()| key)
+        store.set(&key, &body.to_value()).ok().map(|()| key)
     });
     if fs::remove_file(&claimed).is_ok() {
         let _ = sync_dir(store.dir());
@@ -311,26 +312,29 @@ pub fn claimable_as(store: &StateStore, state_key: &str) -> Result<Option<(Value
                     Some((state, format!("epoch {epoch}")))
                 }))
         }
-        None => Ok(dead_rerun_record(store, state_key).map(|(record, state)| {
-            let id = blake3::hash(record.to_string().as_bytes()).to_hex()[..16].to_string();
+        // The identity is of the record's stored JSON, as every version
+        // hashed it (nodes of two versions must name one claim alike).
+        None => Ok(dead_rerun_record(store, state_key).map(|(stored, state)| {
+            let id = blake3::hash(stored.to_string().as_bytes()).to_hex()[..16].to_string();
             (state, format!("record {id}"))
         })),
     }
 }
 
-/// The files store's interrupted record of `state_key` and the state it
-/// carries, when the record says the run may run again and its claimer
-/// is a process that no longer exists (never this one).
+/// The files store's interrupted record of `state_key` (its stored JSON)
+/// and the state it carries, when the record says the run may run again
+/// and its claimer is a process that no longer exists (never this one).
 fn dead_rerun_record(store: &StateStore, state_key: &str) -> Option<(Value, Value)> {
-    let record = store
+    let stored = store
         .get(&super::interrupted::record_key(state_key))
         .ok()??;
-    let state = super::interrupted::rerun_state(&record)?.clone();
-    let pid = record.get("pid").and_then(Value::as_u64).unwrap_or(0);
+    let record = InterruptedRecord::from_value(stored.clone())?;
+    let state = record.rerun_state()?.clone();
+    let pid = record.pid;
     if pid == u64::from(std::process::id()) || super::interrupted::pid_alive(pid) {
         return None;
     }
-    Some((record, state))
+    Some((stored, state))
 }
 
 /// A paused run whose state file is gone may still be claimable: its
@@ -374,7 +378,7 @@ fn take_over_file(store: &StateStore, state_key: &str) -> Result<Option<Claim>> 
         return Ok(None);
     }
     let record = super::interrupted::record_for(state_key, &state);
-    let kept = store.set(&key, &record).ok().map(|()| key);
+    let kept = store.set(&key, &record.to_value()).ok().map(|()| key);
     if fs::remove_file(&taken).is_ok() {
         let _ = sync_dir(store.dir());
     }

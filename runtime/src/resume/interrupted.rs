@@ -19,18 +19,84 @@
 //! it, when, and the resume state) is the record, and a row whose lease
 //! expired reads as — and is marked — `interrupted`.
 
+//!
+//! The record is typed ([`InterruptedRecord`]); its JSON is what every
+//! version wrote — the same fields in the same order, fields this version
+//! does not know kept and written back after them
+//! (`runtime/tests/fixtures/interrupted/` holds records written by older
+//! code; the tests read and write back every one byte for byte).
+
 use crate::error::Error;
 use crate::state::StateStore;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// The store key of the record for `state_key`.
 pub fn record_key(state_key: &str) -> String {
     format!("interrupted_{state_key}")
 }
 
+/// The record of a claimed run (see the module docs). Field order is the
+/// order it has always been written in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterruptedRecord {
+    /// The paused run's state key.
+    pub state_key: String,
+    /// Always `interrupted`: what the record says once its claimer is gone.
+    pub status: String,
+    /// The kind of gate it was paused at: `approval` or `input`.
+    pub halt: String,
+    /// Where: `step N (id)` of a workflow, `stage N` of a pipeline.
+    pub at: String,
+    /// The ids of the workflow steps done before the gate (none for a
+    /// pipeline).
+    #[serde(default)]
+    pub done: Vec<String>,
+    /// When the resume claimed it (ISO 8601).
+    pub claimed_at: String,
+    /// The claimer's process id.
+    pub pid: u64,
+    /// The claimed state, when the run may run again (every step after its
+    /// gate is pure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+    /// Fields this version does not know (a newer version wrote them):
+    /// written back as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl InterruptedRecord {
+    /// Read a record from its stored JSON; `None` for a value that is not
+    /// one.
+    pub fn from_value(value: Value) -> Option<InterruptedRecord> {
+        serde_json::from_value(value).ok()
+    }
+
+    /// The record as stored JSON.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("an interrupted record is plain JSON")
+    }
+
+    /// The state it carries when its run may run again (see
+    /// [`record_for`]).
+    pub fn rerun_state(&self) -> Option<&Value> {
+        self.state
+            .as_ref()
+            .filter(|s| crate::state::is_rerun_safe(s))
+    }
+
+    /// The stored record of `state_key`, if there is one this version can
+    /// read.
+    pub fn load(store: &StateStore, state_key: &str) -> Option<InterruptedRecord> {
+        InterruptedRecord::from_value(store.get(&record_key(state_key)).ok()??)
+    }
+}
+
 /// What to record for the claimed `state` (a pipeline or workflow resume
 /// state as stored).
-pub fn record_for(state_key: &str, state: &Value) -> Value {
+pub fn record_for(state_key: &str, state: &Value) -> InterruptedRecord {
     let index = state.get("resumeAtIndex").and_then(Value::as_u64);
     let halt = match state.get("haltType").and_then(Value::as_str) {
         Some("input") => "input",
@@ -46,7 +112,7 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
             state
                 .get("steps")
                 .and_then(Value::as_object)
-                .map(|m| m.keys().cloned().map(Value::String).collect())
+                .map(|m| m.keys().cloned().collect())
                 .unwrap_or_default(),
         ),
         // Pipelines: `resumeAtIndex` is the 0-based next stage, so the gate
@@ -56,27 +122,17 @@ pub fn record_for(state_key: &str, state: &Value) -> Value {
             Vec::new(),
         ),
     };
-    let mut record = json!({
-        "stateKey": state_key,
-        "status": "interrupted",
-        "halt": halt,
-        "at": at,
-        "done": done,
-        "claimedAt": super::approval_id::now_iso(),
-        "pid": std::process::id(),
-    });
-    if crate::state::is_rerun_safe(state) {
-        record["state"] = state.clone();
+    InterruptedRecord {
+        state_key: state_key.to_string(),
+        status: "interrupted".to_string(),
+        halt: halt.to_string(),
+        at,
+        done,
+        claimed_at: super::approval_id::now_iso(),
+        pid: u64::from(std::process::id()),
+        state: crate::state::is_rerun_safe(state).then(|| state.clone()),
+        extra: Map::new(),
     }
-    record
-}
-
-/// The state a record carries when its run may run again (see
-/// [`record_for`]).
-pub fn rerun_state(record: &Value) -> Option<&Value> {
-    record
-        .get("state")
-        .filter(|s| crate::state::is_rerun_safe(s))
 }
 
 /// The error `lobster resume` gives for a token whose state is gone, when a
@@ -86,11 +142,7 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
         let key = crate::state::key_to_file_name(state_key).ok()?;
         let row = pg.run_status(&key).ok()??;
         let state: Value = serde_json::from_str(&row.body).unwrap_or(Value::Null);
-        let record = record_for(state_key, &state);
-        let (halt, at) = (
-            record["halt"].as_str().unwrap_or("?").to_string(),
-            record["at"].as_str().unwrap_or("?").to_string(),
-        );
+        let InterruptedRecord { halt, at, .. } = record_for(state_key, &state);
         let when = row.claimed_at.unwrap_or_else(|| "?".into());
         let by = row.claimed_by.unwrap_or_else(|| "?".into());
         return match row.status.as_str() {
@@ -119,17 +171,15 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
             _ => None,
         };
     }
-    let record = store.get(&record_key(state_key)).ok().flatten()?;
-    let text = |k: &str| {
-        record
-            .get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
-    };
-    let pid = record.get("pid").and_then(Value::as_u64).unwrap_or(0);
-    let (halt, at, when) = (text("halt"), text("at"), text("claimedAt"));
-    let rerun = rerun_state(&record).is_some();
+    let record = InterruptedRecord::load(store, state_key)?;
+    let rerun = record.rerun_state().is_some();
+    let InterruptedRecord {
+        pid,
+        halt,
+        at,
+        claimed_at: when,
+        ..
+    } = record;
     // A rerun record of this very process is a resume still going on here
     // (a claim is never taken over from its own process).
     let own = pid == u64::from(std::process::id());
@@ -172,18 +222,91 @@ pub(crate) fn pid_alive(pid: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn records_name_the_gate_and_what_was_done() {
         let wf = json!({"resumeAtIndex": 2, "stepId": "gate", "haltType": "approval",
             "steps": {"a": {"id": "a"}}});
         let r = record_for("workflow_resume_x", &wf);
-        assert_eq!(r["at"], "step 2 (gate)");
-        assert_eq!(r["done"], json!(["a"]));
-        let p = json!({"resumeAtIndex": 1, "haltType": "input"});
+        assert_eq!(r.at, "step 2 (gate)");
+        assert_eq!(r.done, ["a"]);
+        assert_eq!(r.state, None);
+        let p = json!({"resumeAtIndex": 1, "haltType": "input", "rerunSafe": true});
         let r = record_for("pipeline_resume_x", &p);
-        assert_eq!(r["at"], "stage 1");
-        assert_eq!(r["halt"], "input");
+        assert_eq!(r.at, "stage 1");
+        assert_eq!(r.halt, "input");
+        assert_eq!(r.rerun_state(), Some(&p));
+    }
+
+    /// The records older code wrote (`runtime/tests/fixtures/interrupted/`,
+    /// by its `capture.sh`).
+    fn fixtures() -> Vec<(String, String)> {
+        let dir =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/interrupted");
+        let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| {
+                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read_to_string(&p).unwrap())
+            })
+            .collect();
+        out.sort();
+        assert!(out.len() >= 4, "fixtures in {}", dir.display());
+        out
+    }
+
+    #[test]
+    fn every_record_older_code_wrote_reads_and_writes_back_byte_for_byte() {
+        for (name, text) in fixtures() {
+            let value: Value = serde_json::from_str(&text).unwrap();
+            let rec = InterruptedRecord::from_value(value.clone())
+                .unwrap_or_else(|| panic!("{name} cannot be read"));
+            assert!(rec.extra.is_empty(), "{name}: today's fields are all known");
+            assert_eq!(rec.status, "interrupted", "{name}");
+            // The store writes a value pretty-printed, with a newline.
+            assert_eq!(
+                crate::value::to_js_json_pretty(&rec.to_value()) + "\n",
+                text,
+                "{name}: written back differently"
+            );
+            // What this version writes for the same state has the same shape.
+            let state = rec.state.clone().unwrap_or(json!({}));
+            let again = record_for(&rec.state_key, &state).to_value();
+            let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+            assert_eq!(keys(&again), keys(&value), "{name}");
+        }
+        let read = |name: &str| {
+            let (_, text) = fixtures().into_iter().find(|(n, _)| n == name).unwrap();
+            InterruptedRecord::from_value(serde_json::from_str(&text).unwrap()).unwrap()
+        };
+        let w = read("workflow-approval");
+        assert_eq!(
+            (w.halt.as_str(), w.at.as_str()),
+            ("approval", "step 2 (gate)")
+        );
+        assert_eq!(w.done, ["plan", "gate"]);
+        // An input gate's record says `approval`: `record_for` looks for a
+        // `haltType` of `input`, but states write `input_request` (kept as
+        // older code wrote it; reported, not changed here).
+        assert_eq!(read("pipeline-input").halt, "approval");
+        assert!(read("pipeline-approval").rerun_state().is_none());
+        assert!(read("pipeline-rerun").rerun_state().is_some());
+    }
+
+    #[test]
+    fn a_newer_version_s_fields_are_kept_after_the_known_ones() {
+        let (_, text) = fixtures().remove(0);
+        let mut value: Value = serde_json::from_str(&text).unwrap();
+        value["fromANewerNode"] = json!({"x": 1});
+        let rec = InterruptedRecord::from_value(value.clone()).unwrap();
+        assert_eq!(rec.extra.len(), 1);
+        assert_eq!(
+            crate::value::to_js_json(&rec.to_value()),
+            crate::value::to_js_json(&value)
+        );
     }
 
     #[test]
@@ -192,8 +315,10 @@ mod tests {
         let store = StateStore::new(dir.path());
         assert!(error_for(&store, "pipeline_resume_x").is_none());
         let mut r = record_for("pipeline_resume_x", &json!({"resumeAtIndex": 2}));
-        r["pid"] = json!(u32::MAX); // no such process
-        store.set(&record_key("pipeline_resume_x"), &r).unwrap();
+        r.pid = u64::from(u32::MAX); // no such process
+        store
+            .set(&record_key("pipeline_resume_x"), &r.to_value())
+            .unwrap();
         let e = error_for(&store, "pipeline_resume_x").unwrap().to_string();
         assert!(e.contains("interrupted after approval at stage 2"), "{e}");
     }
