@@ -1,32 +1,31 @@
 //! The MCP handler: tool calls (their arguments read by [`super::args`]) →
-//! [`crate::app`] calls on the blocking pool.
+//! [`crate::app`] calls on the blocking pool; approvals by the human in
+//! [`super::human`], step logs to the client in [`super::logs`].
 
-// MCP logging (`logging/setLevel`, `notifications/message`) is deprecated by
-// SEP-2577 but still what clients subscribe with; step logs use it.
+// MCP logging (`logging/setLevel`) is deprecated by SEP-2577 but still what
+// clients subscribe with; step logs use it.
 #![allow(deprecated)]
 
 use super::args::{self, ResumeArgs, RunArgs, WorkflowsArgs};
+use super::human::{self, Gate};
+use super::logs;
 use super::runner::{in_place, Runner};
 use super::tools::{self, RESUME, RUN, WORKFLOWS};
 use super::ApprovalMode;
-use crate::app::{approval, Reply, ResumeCall, RunRequest, Settings};
-use crate::error::{Error, Result};
-use crate::kernel::{Cancel, CancelReason, Level, LogLine, LogSink};
+use crate::app::{Reply, ResumeCall, RunRequest, Settings};
+use crate::error::Error;
+use crate::kernel::{Cancel, CancelReason};
 use crate::resume::Decision;
 use crate::value::Item;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, InputRequest, InputRequests, InputRequiredResult, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    InitializeResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-
-/// The key of the approval question in an "input required" result.
-const APPROVAL_KEY: &str = "approval";
 
 /// Lobster's MCP server. Cheap to clone; holds only read-only settings and
 /// the tool list computed at start-up.
@@ -48,14 +47,6 @@ struct Inner {
 }
 
 use crate::app::Call as Job;
-
-/// What human-approval mode makes of an `approve: true`.
-enum Gate {
-    /// Resume with this (the human's) decision.
-    Proceed(ResumeCall),
-    /// Ask the human first.
-    Ask(InputRequiredResult),
-}
 
 impl LobsterMcp {
     /// A server over `settings` (the catalog's workflows become tools).
@@ -96,37 +87,6 @@ impl LobsterMcp {
         }
     }
 
-    /// Where a call's step logs go: `notifications/message` when the client
-    /// asked for logs (else `None`: the process's stderr), and the task that
-    /// forwards them.
-    fn log_sink(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Option<(LogSink, tokio::task::JoinHandle<()>)> {
-        let session = *self.log_level.lock().unwrap_or_else(|p| p.into_inner());
-        let min = context.meta.log_level().or(session)?;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LogLine>();
-        let peer = context.peer.clone();
-        let task = tokio::spawn(async move {
-            while let Some(line) = rx.recv().await {
-                let param = LoggingMessageNotificationParam::new(
-                    mcp_level(line.level),
-                    json!(line.message),
-                )
-                .with_logger(line.step);
-                if peer.notify_logging_message(param).await.is_err() {
-                    break;
-                }
-            }
-        });
-        let sink: LogSink = Arc::new(move |line: &LogLine| {
-            if rank(mcp_level(line.level)) >= rank(min) {
-                let _ = tx.send(line.clone());
-            }
-        });
-        Some((sink, task))
-    }
-
     /// The tools this server lists.
     pub fn tools(&self) -> &[Tool] {
         &self.inner.tools
@@ -138,7 +98,8 @@ impl LobsterMcp {
 
     async fn execute(&self, job: Job, cancelled: RequestContext<RoleServer>) -> Reply {
         let cancel = Cancel::default();
-        let (log, forwarder) = match self.log_sink(&cancelled) {
+        let session = *self.log_level.lock().unwrap_or_else(|p| p.into_inner());
+        let (log, forwarder) = match logs::sink(session, &cancelled) {
             Some((sink, task)) => (Some(sink), Some(task)),
             None => (None, None),
         };
@@ -165,156 +126,6 @@ impl LobsterMcp {
         }
         reply
     }
-
-    /// `--approvals human`: an `approve: true` is replaced by the human's
-    /// answer, asked through the client, or refused when the client cannot ask.
-    fn human_gate(
-        &self,
-        call: ResumeCall,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Gate> {
-        let store = self.inner.settings.store();
-        let pending = approval::pending(&store, &call.request.target)?;
-        if pending.halt_type != "approval_request" {
-            // Input gates take a response; the app layer refuses approve there.
-            return Ok(Gate::Proceed(call));
-        }
-        let link_only = self.inner.approvals == ApprovalMode::Link;
-        if let (false, Some(sealed)) = (link_only, &request.request_state) {
-            approval::open(&store, sealed, &pending.state_key)?;
-            let answer = request
-                .input_responses
-                .as_ref()
-                .and_then(|r| r.get(APPROVAL_KEY))
-                .ok_or_else(|| Error::parse("the retried call carries no answer from the human"))?;
-            let decision = match answer.get("action").and_then(Item::as_str) {
-                Some("accept") => match answer.pointer("/content/approve") {
-                    Some(Item::Bool(b)) => *b,
-                    _ => {
-                        return Err(Error::parse(
-                            "the human's answer has no approve: true|false",
-                        ))
-                    }
-                },
-                Some("decline") => false,
-                _ => {
-                    return Err(Error::runtime(
-                        "the human dismissed the approval request; the run is still paused",
-                    )
-                    .with_hint("call lobster_resume again to ask again"))
-                }
-            };
-            let mut call = call;
-            call.request.decision = Decision::Approve(decision);
-            // The human answered through the client. In stdio `lobster mcp`
-            // that human is the operator's, named as the operator names them;
-            // a front door with runs of its own says who it was (serve: an
-            // elicited human, no name).
-            if let Some(runner) = &self.inner.runner {
-                call.request.decider = runner.elicited(call.request.decider);
-            }
-            return Ok(Gate::Proceed(call));
-        }
-        if link_only || !client_can_ask(context) {
-            let refused = Error::parse(
-                "approve: true is refused: this server takes approvals from the human, and this client cannot ask them (it needs MCP 2026-07-28 with elicitation)",
-            );
-            let link = self
-                .inner
-                .runner
-                .as_ref()
-                .and_then(|r| r.approval_link(&call.request.target));
-            if let Some(link) = link {
-                // The envelope carries the message only: the link goes in it.
-                return Err(Error::parse(format!(
-                    "approve: true is refused: this gateway takes approvals from a human; send the human this approval link: {link} (approve: false or cancel: true still work here)"
-                )));
-            }
-            let id = pending
-                .approval_id
-                .as_deref()
-                .map(|id| format!("--id {id}"))
-                .unwrap_or_else(|| "--token <resumeToken>".into());
-            return Err(refused.with_hint(format!(
-                "the human approves with `lobster resume {id} --approve yes`; approve: false or cancel: true still work here"
-            )));
-        }
-        let mut message = format!("Lobster asks for your approval: {}", pending.prompt);
-        if let Some(p) = &pending.preview {
-            message.push_str(&format!("\n\nItems:\n{p}"));
-        }
-        let ask: InputRequest = serde_json::from_value(json!({
-            "method": "elicitation/create",
-            "params": {
-                "mode": "form",
-                "message": message,
-                "requestedSchema": {
-                    "type": "object",
-                    "properties": {
-                        "approve": {
-                            "type": "boolean",
-                            "title": "Approve",
-                            "description": "Yes lets the paused run continue; no rejects it."
-                        }
-                    },
-                    "required": ["approve"]
-                }
-            }
-        }))
-        .map_err(|e| Error::runtime(format!("cannot build the approval request: {e}")))?;
-        let mut requests = InputRequests::new();
-        requests.insert(APPROVAL_KEY.into(), ask);
-        let sealed = approval::seal(&store, &pending.state_key)?;
-        Ok(Gate::Ask(InputRequiredResult::new(
-            Some(requests),
-            Some(sealed),
-        )))
-    }
-}
-
-#[allow(deprecated)]
-fn mcp_level(level: Level) -> LoggingLevel {
-    match level {
-        Level::Trace | Level::Debug => LoggingLevel::Debug,
-        Level::Info => LoggingLevel::Info,
-        Level::Warn => LoggingLevel::Warning,
-        Level::Error => LoggingLevel::Error,
-    }
-}
-
-#[allow(deprecated)]
-fn rank(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
-/// MCP 2026-07-28 or later with elicitation: "input required" results work.
-fn client_can_ask(context: &RequestContext<RoleServer>) -> bool {
-    let modern = context
-        .protocol_version()
-        .and_then(|v| serde_json::to_value(v).ok())
-        .and_then(|v| v.as_str().map(String::from))
-        .is_some_and(|v| {
-            v.as_str()
-                >= serde_json::to_value(ProtocolVersion::V_2026_07_28)
-                    .ok()
-                    .and_then(|x| x.as_str().map(String::from))
-                    .unwrap_or_default()
-                    .as_str()
-        });
-    modern
-        && context
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some())
 }
 
 fn failure(e: &Error, human: bool) -> CallToolResponse {
@@ -391,7 +202,16 @@ impl ServerHandler for LobsterMcp {
                         Err(e) => return Ok(failure(&e, human)),
                     };
                 if human && call.request.decision == Decision::Approve(true) {
-                    match self.human_gate(call, &request, &context) {
+                    let inner = &self.inner;
+                    let asked = human::gate(
+                        &inner.settings,
+                        inner.approvals,
+                        inner.runner.as_deref(),
+                        call,
+                        &request,
+                        &context,
+                    );
+                    match asked {
                         Ok(Gate::Proceed(call)) => Job::Resume(call),
                         Ok(Gate::Ask(ask)) => return Ok(CallToolResponse::InputRequired(ask)),
                         Err(e) => return Ok(failure(&e, human)),

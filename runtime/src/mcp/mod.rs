@@ -17,14 +17,18 @@
 //!   input schemas by a test), converted into [`crate::app`] requests.
 //! - [`handler`]: dispatch to the [`Runner`] (by default
 //!   `spawn_blocking` calls of the app layer, [`runner`]), cancellation (`notifications/cancelled` → the run's
-//!   [`Cancel`](crate::kernel::Cancel) as SIGINT), and approvals by the
-//!   human (`--approvals human`, see [`ApprovalMode`]).
+//!   [`Cancel`](crate::kernel::Cancel) as SIGINT).
+//! - [`human`]: approvals by the human (`--approvals human`, see
+//!   [`ApprovalMode`]): the elicitation form, its answer, the refusals.
+//! - [`logs`]: step logs as `notifications/message`.
 //!
 //! Nothing here prints: stdout is the protocol; diagnostics go to stderr
 //! from `cli/mcp.rs` only.
 
 pub mod args;
 pub mod handler;
+pub mod human;
+pub mod logs;
 pub mod runner;
 pub mod tools;
 

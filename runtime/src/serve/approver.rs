@@ -40,7 +40,7 @@ impl Credential {
     pub fn verify(&self, secret: &str) -> bool {
         match self {
             Credential::TokenSha256(h) => {
-                super::tenant::ct_eq(h, &super::tenant::sha256(secret.as_bytes()))
+                super::auth::ct_eq(h, &super::auth::sha256(secret.as_bytes()))
             }
             Credential::PasswordHash(phc) => match PasswordHash::new(phc) {
                 Ok(parsed) => Argon2::default()
@@ -223,7 +223,7 @@ mod tests {
         vec![
             Approver {
                 name: "alice".into(),
-                credential: Credential::TokenSha256(super::super::tenant::sha256(b"alice-token")),
+                credential: Credential::TokenSha256(super::super::auth::sha256(b"alice-token")),
             },
             Approver {
                 name: "bob".into(),

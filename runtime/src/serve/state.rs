@@ -1,9 +1,10 @@
 //! The server's shared state, handed to every handler explicitly.
 
+use super::auth::authenticate;
 use super::config::ServeConfig;
 use super::link::LinkKey;
 use super::metrics::Metrics;
-use super::tenant::{authenticate, Tenant};
+use super::tenant::Tenant;
 use crate::kernel::Cancel;
 use crate::state::StateStore;
 use std::collections::HashMap;

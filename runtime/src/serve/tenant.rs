@@ -1,6 +1,7 @@
 //! Tenants: who a bearer token is, what their runs are allowed (policy,
 //! catalog, steps, store), and their request and concurrency budgets.
 
+use super::auth::{ct_eq, sha256};
 use super::config::TenantConfig;
 use crate::app::{Catalog, Settings};
 use crate::error::{Error, Result};
@@ -8,15 +9,9 @@ use crate::kernel::root::{Confinement, RunRoot};
 use crate::kernel::Policy;
 use crate::state::runlog::RunLog;
 use crate::state::StateStore;
-use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// sha256 of `bytes`.
-pub fn sha256(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
 
 /// The store of tenant `tenant` under the server's root store. The one place
 /// that decides where a tenant's state lives (files: `<state>/tenants/<name>/`,
@@ -238,9 +233,15 @@ impl Tenant {
         !self.approvers.is_empty() || !self.self_approve
     }
 
+    /// Whether `hash` is the sha256 of this tenant's token (compared in
+    /// constant time).
+    pub fn token_hash_is(&self, hash: &[u8; 32]) -> bool {
+        ct_eq(&self.token_sha256, hash)
+    }
+
     /// Whether `token` is this tenant's own (agent) token.
     pub fn is_own_token(&self, token: &str) -> bool {
-        ct_eq(&self.token_sha256, &sha256(token.as_bytes()))
+        self.token_hash_is(&sha256(token.as_bytes()))
     }
 
     /// Take a run slot; the slot is given back when the guard drops.
@@ -268,29 +269,6 @@ impl Drop for RunSlot {
     }
 }
 
-/// The tenant whose token is `token`. Every tenant's hash is compared, in
-/// constant time, so the answer's timing does not tell which byte differed
-/// or which tenant matched.
-pub fn authenticate<'a>(tenants: &'a [Arc<Tenant>], token: &str) -> Option<&'a Arc<Tenant>> {
-    let hash = sha256(token.as_bytes());
-    let mut found = None;
-    for t in tenants {
-        if ct_eq(&t.token_sha256, &hash) {
-            found = Some(t);
-        }
-    }
-    found
-}
-
-/// Whether two digests are equal, compared in constant time.
-pub(crate) fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let mut diff = 0u8;
-    for (x, y) in a.iter().zip(b) {
-        diff |= x ^ y;
-    }
-    std::hint::black_box(diff) == 0
-}
-
 /// Sign-in attempts per tenant per minute on the approval page.
 pub const SIGN_INS_PER_MINUTE: f64 = 10.0;
 
@@ -301,6 +279,7 @@ pub const RUNS_RETRY_AFTER: Duration = Duration::from_secs(1);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve::auth::authenticate;
 
     fn tenant(rpm: u32, runs: usize) -> Arc<Tenant> {
         let dir = tempfile::tempdir().unwrap();

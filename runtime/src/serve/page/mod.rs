@@ -1,7 +1,22 @@
-//! The approval page: server-rendered HTML, no JavaScript. Everything that
-//! came from a run (prompt, items, capabilities) is escaped.
+//! The pages humans read: server-rendered HTML, no JavaScript. Everything
+//! that came from a run (prompt, items, capabilities, its journal) is
+//! escaped.
+//!
+//! The rooms: this file (escaping, the frame, and the HTTP answer every
+//! page carries, with its security headers), [`mod@approval`] (the gate page
+//! and the page after a decision), [`mod@sign_in`] (the sign-in forms) and
+//! [`runs`] (the run list and a run's page).
 
-use serde_json::Value;
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+
+pub mod approval;
+pub mod runs;
+pub mod sign_in;
+
+pub use approval::{approval, by_step, decided, items_table, preview_of, Gate};
+pub use runs::{list_page, run_page};
+pub use sign_in::{sign_in, sign_in_to_read};
 
 /// HTML-escape `s` (text and attribute values).
 pub fn escape(s: &str) -> String {
@@ -37,73 +52,6 @@ button{{font-size:1.1rem;padding:.5rem 1.5rem;margin-right:1rem}}</style>\
     )
 }
 
-/// What the page shows about a gate.
-pub struct Gate<'a> {
-    pub tenant: &'a str,
-    pub run_id: &'a str,
-    /// The workflow's name; `None` for a pipeline.
-    pub workflow: Option<&'a str>,
-    /// The gate's step (a pipeline: `stage N: …`); `None` when unknown.
-    pub step: Option<&'a str>,
-    pub prompt: &'a str,
-    /// The gated items as JSON text.
-    pub preview: Option<&'a str>,
-    /// The gated items themselves (a table when they are all objects).
-    pub items: Option<&'a Value>,
-    /// What runs after the gate, one line each (`stage N (name): what`).
-    pub capabilities: &'a [String],
-    pub expires_at: &'a str,
-    /// The signed-in approver deciding (`None`: the link alone decides).
-    pub approver: Option<&'a str>,
-    /// A link to the run's page.
-    pub run_page: Option<&'a str>,
-}
-
-/// Most rows and columns an items table shows.
-const TABLE_ROWS: usize = 200;
-const TABLE_COLUMNS: usize = 12;
-/// Longest cell text shown.
-const CELL_CHARS: usize = 200;
-
-/// `items` as an HTML table when they are all JSON objects (columns: their
-/// keys in first-seen order), else `None`.
-pub fn items_table(items: &Value) -> Option<String> {
-    let rows = items.as_array().filter(|a| !a.is_empty())?;
-    let mut columns: Vec<&str> = Vec::new();
-    for row in rows {
-        for key in row.as_object()?.keys() {
-            if !columns.contains(&key.as_str()) && columns.len() < TABLE_COLUMNS {
-                columns.push(key);
-            }
-        }
-    }
-    let mut out = String::from("<table id=\"items\">\n<thead><tr>");
-    for c in &columns {
-        out.push_str(&format!("<th>{}</th>", escape(c)));
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-    for row in rows.iter().take(TABLE_ROWS) {
-        out.push_str("<tr>");
-        for c in &columns {
-            let cell = match row.get(*c) {
-                None => String::new(),
-                Some(Value::String(s)) => s.clone(),
-                Some(v) => v.to_string(),
-            };
-            out.push_str(&format!("<td>{}</td>", escape(&cut(&cell, CELL_CHARS))));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table>\n");
-    if rows.len() > TABLE_ROWS {
-        out.push_str(&format!(
-            "<p>{} more items are in the raw JSON below.</p>\n",
-            rows.len() - TABLE_ROWS
-        ));
-    }
-    Some(out)
-}
-
 /// `s` cut at `max` characters (with `…`).
 pub fn cut(s: &str, max: usize) -> String {
     if s.chars().count() > max {
@@ -111,178 +59,6 @@ pub fn cut(s: &str, max: usize) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// The capability lines grouped by the step they name, in order: a
-/// pipeline's `stage N (name): what` under `stage N (name)`, a workflow's
-/// `step ID: what` and `step ID (stage): what` under `step ID` (the latter
-/// as `stage: what`).
-pub fn by_step(lines: &[String]) -> Vec<(String, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for line in lines {
-        let (step, what) = match line.split_once(": ") {
-            Some((label, what)) if label.starts_with("step ") => match label.split_once(" (") {
-                Some((step, stage)) => (
-                    step.to_string(),
-                    format!("{}: {what}", stage.trim_end_matches(')')),
-                ),
-                None => (label.to_string(), what.to_string()),
-            },
-            Some((label, what)) if label.starts_with("stage ") => {
-                (label.to_string(), what.to_string())
-            }
-            _ => (String::new(), line.clone()),
-        };
-        match out.last_mut() {
-            Some((last, whats)) if *last == step => whats.push(what),
-            _ => out.push((step, vec![what])),
-        }
-    }
-    out
-}
-
-/// The page with the Approve and Deny buttons for `link`.
-pub fn approval(link: &str, gate: &Gate) -> String {
-    let mut body = String::new();
-    body.push_str("<h1>Approval needed</h1>\n");
-    let what = match gate.workflow {
-        Some(w) => format!("Workflow <b id=\"workflow\">{}</b>", escape(w)),
-        None => "A pipeline".to_string(),
-    };
-    let step = gate
-        .step
-        .map(|s| format!(", waiting at step <b id=\"step\">{}</b>", escape(s)))
-        .unwrap_or_default();
-    body.push_str(&format!("<p>{what}{step}.</p>\n"));
-    body.push_str(&format!(
-        "<p>Tenant <b>{}</b>, run <code>{}</code>.</p>\n",
-        escape(gate.tenant),
-        escape(gate.run_id)
-    ));
-    if let Some(href) = gate.run_page {
-        body.push_str(&format!(
-            "<p><a id=\"run-page\" href=\"{}\">The run so far</a> (its steps, digests and time).</p>\n",
-            escape(href)
-        ));
-    }
-    body.push_str(&format!(
-        "<h2>Prompt</h2>\n<p id=\"prompt\">{}</p>\n",
-        escape(gate.prompt)
-    ));
-    if let Some(a) = gate.approver {
-        body.push_str(&format!(
-            "<p>Signed in as <b id=\"approver\">{}</b>; your name is recorded with the decision.</p>\n",
-            escape(a)
-        ));
-    }
-    if let Some(p) = gate.preview {
-        body.push_str("<h2>What is approved</h2>\n");
-        match gate.items.and_then(items_table) {
-            Some(table) => {
-                body.push_str(&table);
-                body.push_str(&format!(
-                    "<details><summary>Raw JSON</summary><pre id=\"preview\">{}</pre></details>\n",
-                    escape(p)
-                ));
-            }
-            None => body.push_str(&format!("<pre id=\"preview\">{}</pre>\n", escape(p))),
-        }
-    }
-    body.push_str("<h2>What runs after the gate</h2>\n");
-    if gate.capabilities.is_empty() {
-        body.push_str("<p>Nothing with host effects is declared after this gate.</p>\n");
-    } else {
-        body.push_str("<ul id=\"capabilities\">\n");
-        for (step, whats) in by_step(gate.capabilities) {
-            if step.is_empty() {
-                for w in whats {
-                    body.push_str(&format!("<li>{}</li>\n", escape(&w)));
-                }
-                continue;
-            }
-            body.push_str(&format!("<li><b>{}</b><ul>", escape(&step)));
-            for w in whats {
-                body.push_str(&format!("<li>{}</li>", escape(&w)));
-            }
-            body.push_str("</ul></li>\n");
-        }
-        body.push_str("</ul>\n");
-    }
-    body.push_str(&format!(
-        "<form method=\"post\" action=\"/a/{}\">\n\
-<button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\n\
-<button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button>\n\
-</form>\n<p><small>This link works once and expires at {} (UTC).</small></p>",
-        escape(link),
-        escape(gate.expires_at)
-    ));
-    shell("Approval needed", &body)
-}
-
-/// The sign-in form an approver fills before deciding (`failed`: why the
-/// last attempt was not accepted).
-pub fn sign_in(link: &str, tenant: &str, run_id: &str, failed: Option<&str>) -> String {
-    sign_in_form(
-        &format!("/a/{link}/sign-in"),
-        "Sign in to decide",
-        &format!(
-            "Tenant <b>{}</b> asks one of its approvers to decide run <code>{}</code>.",
-            escape(tenant),
-            escape(run_id)
-        ),
-        failed,
-    )
-}
-
-/// The sign-in form in front of a run page or run list (`/r/{link}`):
-/// only the tenant's approvers (or its token) read them.
-pub fn sign_in_to_read(link: &str, tenant: &str, failed: Option<&str>) -> String {
-    sign_in_form(
-        &format!("/r/{link}/sign-in"),
-        "Sign in to read this run",
-        &format!(
-            "Tenant <b>{}</b> shows its runs to its approvers only.",
-            escape(tenant)
-        ),
-        failed,
-    )
-}
-
-fn sign_in_form(action: &str, title: &str, intro_html: &str, failed: Option<&str>) -> String {
-    let mut body = format!("<h1>{}</h1>\n", escape(title));
-    body.push_str(&format!(
-        "<p>{intro_html} \
-Sign in with your own approver name and password (or approver token) — not the agent's token.</p>\n"
-    ));
-    if let Some(why) = failed {
-        body.push_str(&format!("<p id=\"error\"><b>{}</b></p>\n", escape(why)));
-    }
-    body.push_str(&format!(
-        "<form method=\"post\" action=\"{}\">\n\
-<p><label>Name <input type=\"text\" name=\"name\" autocomplete=\"username\" required></label></p>\n\
-<p><label>Password or token <input type=\"password\" name=\"secret\" autocomplete=\"current-password\" required></label></p>\n\
-<button type=\"submit\" name=\"action\" value=\"sign-in\">Sign in</button>\n\
-</form>",
-        escape(action)
-    ));
-    shell(title, &body)
-}
-
-/// The page after a decision: `<h1>Approved</h1>` or `<h1>Denied</h1>`, then
-/// how the run went on.
-pub fn decided(approved: bool, run_id: &str, status: Option<&str>) -> String {
-    let word = if approved { "Approved" } else { "Denied" };
-    let after = match status {
-        Some(s) => format!("The run is now <b id=\"status\">{}</b>.", escape(s)),
-        None => "The run is still going on.".to_string(),
-    };
-    shell(
-        word,
-        &format!(
-            "<h1>{word}</h1>\n<p>Run <code>{}</code>. {after}</p>\n<p>You can close this page.</p>",
-            escape(run_id)
-        ),
-    )
 }
 
 /// A page saying why a link cannot be used.
@@ -293,111 +69,39 @@ pub fn refused(title: &str, why: &str) -> String {
     )
 }
 
-/// The gated items of an approval request as pretty JSON (cut at 4000 characters).
-pub fn preview_of(gate: &Value) -> Option<String> {
-    let items = gate
-        .get("items")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())?;
-    let mut s = serde_json::to_string_pretty(items).unwrap_or_default();
-    if s.chars().count() > 4000 {
-        s = s.chars().take(4000).collect::<String>() + " …";
-    }
-    Some(s)
+/// The approval pages' Content-Security-Policy: nothing loads, no script
+/// runs, forms post only to this server, and no other site may frame the
+/// page (a framed Approve button could be clicked by a decoy).
+pub const PAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// A page with the security headers every approval page carries.
+pub fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_SECURITY_POLICY, PAGE_CSP),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        Html(body),
+    )
+        .into_response()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn everything_from_the_run_is_escaped() {
-        let caps = vec!["<img src=x onerror=alert(1)>".to_string()];
-        let html = approval(
-            "abc.def",
-            &Gate {
-                tenant: "acme",
-                run_id: "r",
-                workflow: Some("<i>wf</i>"),
-                step: Some("<b>gate</b>"),
-                prompt: "<script>alert('x')</script>",
-                preview: Some("[\"</pre><b>\"]"),
-                items: None,
-                capabilities: &caps,
-                expires_at: "soon",
-                approver: Some("<al>"),
-                run_page: Some("/r/\"><script>"),
-            },
-        );
-        assert!(
-            html.contains("href=\"/r/&quot;&gt;&lt;script&gt;\""),
-            "{html}"
-        );
-        assert!(!html.contains("<script>alert"), "{html}");
-        assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
-        assert!(html.contains("&lt;/pre&gt;&lt;b&gt;"));
-        assert!(!html.contains("<img"));
-        assert!(html.contains(
-            "Workflow <b id=\"workflow\">&lt;i&gt;wf&lt;/i&gt;</b>, waiting at step <b id=\"step\">&lt;b&gt;gate&lt;/b&gt;</b>."
-        ));
-        assert!(html.contains("<form method=\"post\" action=\"/a/abc.def\">"));
-        assert!(html.contains(
-            "<button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>"
-        ));
-        assert!(
-            html.contains("<button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button>")
-        );
-        assert!(html.contains("Signed in as <b id=\"approver\">&lt;al&gt;</b>"));
-        let s = sign_in("l.t", "<t>", "r", Some("<no>"));
-        assert!(
-            s.contains("<form method=\"post\" action=\"/a/l.t/sign-in\">"),
-            "{s}"
-        );
-        assert!(s.contains("&lt;t&gt;") && s.contains("&lt;no&gt;") && !s.contains("<script"));
-        assert!(decided(true, "r", Some("ok")).contains("<h1>Approved</h1>"));
-        let items = serde_json::json!([{"to": "<b>a</b>", "n": 1}, {"to": "b", "extra": [1]}]);
-        let table = items_table(&items).unwrap();
-        assert!(
-            table.contains("<th>to</th><th>n</th><th>extra</th>"),
-            "{table}"
-        );
-        assert!(
-            table.contains("<td>&lt;b&gt;a&lt;/b&gt;</td><td>1</td><td></td>"),
-            "{table}"
-        );
-        assert!(table.contains("<td>[1]</td>"), "{table}");
-        assert!(items_table(&serde_json::json!([{"a": 1}, 2])).is_none());
-        assert!(items_table(&serde_json::json!([])).is_none());
-        let caps = vec![
-            "stage 3 (send): runs host processes".to_string(),
-            "stage 3 (send): write access to /mail".to_string(),
-            "stage 4 (x): calls a model".to_string(),
-        ];
-        let grouped = by_step(&caps);
-        assert_eq!(grouped.len(), 2);
-        assert_eq!(grouped[0].0, "stage 3 (send)");
-        assert_eq!(
-            grouped[0].1,
-            ["runs host processes", "write access to /mail"]
-        );
-        let caps = vec![
-            "step send: runs a host shell command".to_string(),
-            "step send (exec): runs host processes".to_string(),
-            "step log: within its permissions: none".to_string(),
-        ];
-        let grouped = by_step(&caps);
-        assert_eq!(grouped[0].0, "step send");
-        assert_eq!(
-            grouped[0].1,
-            ["runs a host shell command", "exec: runs host processes"]
-        );
-        assert_eq!(
-            grouped[1],
-            (
-                "step log".to_string(),
-                vec!["within its permissions: none".to_string()]
-            )
-        );
-        assert!(decided(false, "r", None).contains("<h1>Denied</h1>"));
+/// 303 to `location` (a path on this server), setting `cookies`.
+pub(super) fn see_other(location: String, cookies: Vec<header::HeaderValue>) -> Response {
+    let mut resp = (
+        StatusCode::SEE_OTHER,
+        [
+            (header::LOCATION, location),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+        ],
+    )
+        .into_response();
+    for c in cookies {
+        resp.headers_mut().append(header::SET_COOKIE, c);
     }
+    resp
 }

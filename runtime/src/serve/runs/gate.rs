@@ -3,8 +3,9 @@
 //! function ([`crate::app::gate::take`]) before the resume starts.
 
 use super::handlers::{answer, settle};
-use super::launch::{slot, start_attached, Attach, Launch, SettledRx};
+use super::launch::{slot, start_attached, Attach, Launch};
 use super::registry::{hand_out, load_record, pending};
+use super::settle::SettledRx;
 use crate::app::{self, Request, ResumeCall};
 use crate::resume::{Decider, Decision};
 use crate::serve::offload::offload;

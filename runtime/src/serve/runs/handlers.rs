@@ -5,9 +5,10 @@
 //! ([`crate::serve::wire`]).
 
 use super::gate::{decide, find_paused};
-use super::launch::{slot, start, Settled, SettledRx};
+use super::launch::{slot, start};
 use super::recovery::current_record;
 use super::registry::hand_out;
+use super::settle::{Settled, SettledRx};
 use crate::app::Request;
 use crate::resume::Decider;
 use crate::serve::offload::offload;

@@ -28,20 +28,23 @@
 //!
 //! The rooms: [`handlers`] (the HTTP handlers and their bodies),
 //! [`registry`] (record and pending keys, reading and saving records,
-//! heartbeats), [`launch`] (starting and settling a run, run slots),
-//! [`gate`] (deciding a paused run's gate) and [`recovery`] (a `running`
-//! record whose process ended).
+//! heartbeats), [`launch`] (starting a run, run slots),
+//! [`settle`] (a settled run's record and waiter), [`gate`] (deciding a
+//! paused run's gate) and [`recovery`] (a `running` record whose process
+//! ended).
 
 pub mod gate;
 pub mod handlers;
 pub mod launch;
 pub mod recovery;
 pub mod registry;
+pub mod settle;
 
 pub use gate::{decide, decide_call, find_paused, gate_token, may_approve, may_decide, refusal};
 pub use handlers::{create, get, resume_by_token, resume_run, DEFAULT_WAIT_MS};
-pub use launch::{slot, start, start_attached, Attach, Launch, Settled, SettledRx};
+pub use launch::{slot, start, start_attached, Attach, Launch};
 pub use recovery::current_record;
 pub use registry::{
     beat, cancel_all, keep_beating, load_record, pending, read_record, valid_run_id,
 };
+pub use settle::{Settled, SettledRx};
