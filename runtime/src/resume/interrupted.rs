@@ -99,7 +99,8 @@ impl InterruptedRecord {
 pub fn record_for(state_key: &str, state: &Value) -> InterruptedRecord {
     let index = state.get("resumeAtIndex").and_then(Value::as_u64);
     let halt = match state.get("haltType").and_then(Value::as_str) {
-        Some("input") => "input",
+        // States write `input_request`; `input` is accepted as well.
+        Some("input_request" | "input") => "input",
         _ => "approval",
     };
     let (at, done) = match state.get("stepId").and_then(Value::as_str) {
@@ -288,10 +289,13 @@ mod tests {
             ("approval", "step 2 (gate)")
         );
         assert_eq!(w.done, ["plan", "gate"]);
-        // An input gate's record says `approval`: `record_for` looks for a
-        // `haltType` of `input`, but states write `input_request` (kept as
-        // older code wrote it; reported, not changed here).
-        assert_eq!(read("pipeline-input").halt, "approval");
+        // Older code wrote `approval` for an input gate too (it looked for a
+        // `haltType` of `input`, but states write `input_request`): the
+        // stored record is read as written; new records say `input`.
+        let old_input = read("pipeline-input");
+        assert_eq!(old_input.halt, "approval");
+        let state = json!({"resumeAtIndex": 1, "haltType": "input_request"});
+        assert_eq!(record_for("pipeline_resume_x", &state).halt, "input");
         assert!(read("pipeline-approval").rerun_state().is_none());
         assert!(read("pipeline-rerun").rerun_state().is_some());
     }
