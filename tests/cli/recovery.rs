@@ -5,10 +5,12 @@
 //! answer from the journal — the loopback gateway counts the requests: the
 //! call is not sent again — and a resume killed while a call was in flight
 //! (intent, no answer) leaves a run that stops for a human, `interrupted`,
-//! naming the call, on every later resume. Both stores.
+//! naming the call, on every later resume. The same for workflows: a
+//! brokered pipeline step after the gate, and a WebAssembly `uses:` step
+//! that calls a gateway tool through its broker import. Both stores.
 
 use crate::broker::Stub;
-use crate::common::{err_message, finish, test_guest, token_of, Env};
+use crate::common::{err_message, finish, test_guest, token_of, write, Env};
 use crate::own_pg::pg_url;
 use crate::psql::psql;
 use serde_json::{json, Value};
@@ -206,4 +208,226 @@ fn an_unanswered_call_stops_the_run_for_a_human_files() {
 fn an_unanswered_call_stops_the_run_for_a_human_postgres() {
     let Some(url) = pg_url() else { return };
     an_unanswered_call_stops_the_run_for_a_human(Some(&url));
+}
+
+/// A workflow gated at step 2 (`review`), then `send` and `wait` as given:
+/// written to `wf.lobster` with the test guests in `steps/`. `None` when
+/// the guests are not built.
+fn workflow(env: &Env, send: &str, wait: &str) -> Option<()> {
+    let steps = env.work_path("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    for g in ["cmd-echo", "brokered"] {
+        std::fs::copy(test_guest(g)?, steps.join(format!("{g}.wasm"))).unwrap();
+    }
+    write(
+        env,
+        "wf.lobster",
+        &format!(
+            "steps:\n  - id: list\n    run: echo '[1]'\n  - id: review\n    approval: go?\n    stdin: $list.json\n  - id: send\n{send}  - id: wait\n{wait}"
+        ),
+    );
+    Some(())
+}
+
+/// A brokered pipeline step after the gate.
+const PIPELINE_SEND: &str =
+    "    pipeline: >-\n      openclaw.invoke --tool echo --action a --args-json '{\"n\":1}'\n";
+/// A WebAssembly step calling tool echo through its broker import.
+const WASM_SEND: &str =
+    "    uses: steps/brokered.wasm\n    with:\n      tool: echo\n      args: '{\"n\":1}'\n";
+/// A pure step slow enough to kill the resumer in.
+const SLOW_WAIT: &str = "    pipeline: cmd-echo sleep\n    stdin: $send.json\n";
+
+fn a_workflow_call_answered_is_replayed(store: Option<&str>, send: &str) {
+    let gw = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    if workflow(&env, send, SLOW_WAIT).is_none() {
+        return;
+    }
+    // The brokered component describes model calls too.
+    let grants = [
+        "--allow-env",
+        "CMD_ECHO_SLEEP_MS",
+        "--allow-tool",
+        "echo",
+        "--allow-llm",
+    ];
+    let (token, run) = pause(&env, &gw, &grants, "wf.lobster");
+    let child = resume(&env, &gw, &token, "60000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the call's answer was never journaled", || {
+        !of_kind(&events(&env, &run), "call_answer").is_empty()
+    });
+    assert_eq!(gw.requests().len(), 1);
+    kill(child, store);
+
+    let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
+    let v = r.json();
+    assert_eq!(v["status"], "ok", "{r:?}");
+    let out = serde_json::to_string(&v["output"]).unwrap();
+    assert!(out.contains(r#""tool":"echo""#), "the echo's answer: {out}");
+    assert_eq!(gw.requests().len(), 1, "the answered call was sent again");
+    let ev = events(&env, &run);
+    assert_eq!(of_kind(&ev, "call_intent").len(), 1, "{ev:#?}");
+    let answers = of_kind(&ev, "call_answer");
+    assert_eq!(answers.len(), 2, "{ev:#?}");
+    assert_ne!(answers[0]["replayed"], json!(true), "{ev:#?}");
+    assert_eq!(answers[1]["replayed"], json!(true), "{ev:#?}");
+    assert_eq!(answers[0]["answer"], answers[1]["answer"]);
+    let path = env.work_path("run.jsonl");
+    std::fs::write(&path, env.run(&["runs", "export", &run]).stdout).unwrap();
+    let verified = env.run(&["verify", path.to_str().unwrap()]);
+    assert_eq!(verified.code, 0, "{verified:?}");
+    let again = finish(resume(&env, &gw, &token, "0").output().unwrap());
+    assert_eq!(again.code, 1, "{again:?}");
+    assert_eq!(gw.requests().len(), 1);
+}
+
+#[test]
+fn a_workflow_step_call_answered_is_replayed_files() {
+    a_workflow_call_answered_is_replayed(None, PIPELINE_SEND);
+}
+
+#[test]
+fn a_workflow_step_call_answered_is_replayed_postgres() {
+    let Some(url) = pg_url() else { return };
+    a_workflow_call_answered_is_replayed(Some(&url), PIPELINE_SEND);
+}
+
+#[test]
+fn a_component_call_answered_is_replayed_files() {
+    a_workflow_call_answered_is_replayed(None, WASM_SEND);
+}
+
+#[test]
+fn a_component_call_answered_is_replayed_postgres() {
+    let Some(url) = pg_url() else { return };
+    a_workflow_call_answered_is_replayed(Some(&url), WASM_SEND);
+}
+
+/// A workflow resume killed while its slow call (`slow`, after `echo`)
+/// is in flight: later resumes send nothing and stop, naming the call.
+fn a_workflow_call_unanswered_stops(store: Option<&str>, send: &str, slow: &str) {
+    let gw = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    if workflow(&env, send, slow).is_none() {
+        return;
+    }
+    let grants = [
+        "--allow-tool",
+        "echo",
+        "--allow-tool",
+        "slow",
+        "--allow-llm",
+    ];
+    let (token, run) = pause(&env, &gw, &grants, "wf.lobster");
+    let child = resume(&env, &gw, &token, "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the slow call never arrived", || gw.requests().len() >= 2);
+    kill(child, store);
+    for round in 0..2 {
+        let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
+        assert_eq!(r.code, 1, "{r:?}");
+        let msg = err_message(&r);
+        assert!(
+            msg.contains("interrupted after approval at step 2 (review)")
+                && msg.contains("tool call slow (request ")
+                && msg.contains("was in flight"),
+            "{msg}"
+        );
+        assert_eq!(gw.requests().len(), 2, "a call was sent again");
+        if let Some(url) = store {
+            std::thread::sleep(Duration::from_millis(1300));
+            let row = psql(
+                url,
+                &format!(
+                    "SELECT status || ' ' || claim_epoch FROM lobster_runs WHERE body LIKE '%{run}%'"
+                ),
+            );
+            assert_eq!(row, format!("resuming {}", round + 2));
+        }
+    }
+    let ev = events(&env, &run);
+    assert_eq!(of_kind(&ev, "call_intent").len(), 2, "{ev:#?}");
+    assert_eq!(of_kind(&ev, "call_answer").len(), 1, "{ev:#?}");
+}
+
+/// A brokered pipeline step calling the slow tool.
+const PIPELINE_SLOW: &str =
+    "    pipeline: >-\n      openclaw.invoke --tool slow --action b --args-json '{\"ms\":60000}'\n";
+/// A WebAssembly step calling the slow tool through its broker import.
+const WASM_SLOW: &str =
+    "    uses: steps/brokered.wasm\n    with:\n      tool: slow\n      args: '{\"ms\":60000}'\n";
+
+#[test]
+fn a_workflow_step_call_unanswered_stops_files() {
+    a_workflow_call_unanswered_stops(None, PIPELINE_SEND, PIPELINE_SLOW);
+}
+
+#[test]
+fn a_workflow_step_call_unanswered_stops_postgres() {
+    let Some(url) = pg_url() else { return };
+    a_workflow_call_unanswered_stops(Some(&url), PIPELINE_SEND, PIPELINE_SLOW);
+}
+
+#[test]
+fn a_component_call_unanswered_stops_files() {
+    a_workflow_call_unanswered_stops(None, WASM_SEND, WASM_SLOW);
+}
+
+#[test]
+fn a_component_call_unanswered_stops_postgres() {
+    let Some(url) = pg_url() else { return };
+    a_workflow_call_unanswered_stops(Some(&url), WASM_SEND, WASM_SLOW);
+}
+
+/// The gateway moved between the dead resume and the next: the call the
+/// step asks now (to the new endpoint) is not the call the dead resume
+/// made, so the run stops, naming both, and neither gateway hears again.
+fn a_workflow_call_that_differs_stops(store: Option<&str>) {
+    let gw = Stub::start("gateway", None);
+    let moved = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    if workflow(&env, PIPELINE_SEND, SLOW_WAIT).is_none() {
+        return;
+    }
+    let grants = ["--allow-env", "CMD_ECHO_SLEEP_MS", "--allow-tool", "echo"];
+    let (token, run) = pause(&env, &gw, &grants, "wf.lobster");
+    let child = resume(&env, &gw, &token, "60000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the call's answer was never journaled", || {
+        !of_kind(&events(&env, &run), "call_answer").is_empty()
+    });
+    kill(child, store);
+    let r = finish(resume(&env, &moved, &token, "0").output().unwrap());
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = err_message(&r);
+    assert!(
+        msg.contains("interrupted after approval at step 2 (review)")
+            && msg.contains("call 1 after the gate is a tool call echo (request ")
+            && msg.contains("asked tool call echo (request "),
+        "{msg}"
+    );
+    assert_eq!(gw.requests().len(), 1);
+    assert!(moved.requests().is_empty(), "{:?}", moved.requests());
+}
+
+#[test]
+fn a_workflow_call_that_differs_stops_files() {
+    a_workflow_call_that_differs_stops(None);
+}
+
+#[test]
+fn a_workflow_call_that_differs_stops_postgres() {
+    let Some(url) = pg_url() else { return };
+    a_workflow_call_that_differs_stops(Some(&url));
 }

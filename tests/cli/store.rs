@@ -370,8 +370,15 @@ fn a_killed_pure_resume_runs_again_postgres() {
 
 /// Whether the one paused workflow state of `env` says its run may run again.
 fn paused_rerun_safe(env: &Env, workflow: &str) -> bool {
+    paused_rerun_safe_with(env, workflow, &[])
+}
+
+/// [`paused_rerun_safe`] with `vars` set.
+fn paused_rerun_safe_with(env: &Env, workflow: &str, vars: &[(&str, &str)]) -> bool {
     let wf = crate::common::write(env, "w.lobster", workflow);
-    let r = env.run(&["run", "--mode", "tool", "--file", wf.to_str().unwrap()]);
+    let mut c = env.command(&["run", "--mode", "tool", "--file", wf.to_str().unwrap()]);
+    c.envs(vars.iter().copied());
+    let r = crate::common::finish(c.output().unwrap());
     assert_eq!(r.json()["status"], "needs_approval", "{r:?}");
     let state: serde_json::Value =
         serde_json::from_str(&read(&env.state_file("workflow_resume_"))).unwrap();
@@ -389,11 +396,33 @@ fn a_workflow_is_marked_rerunnable_only_when_every_step_after_its_gate_is_pure()
         &env,
         &format!("{gate}  - id: pick\n    pipeline: json '[{{\"a\":1}}]' | pick a | head --n 1\n")
     ));
-    // A host shell line, a state write or a model call after the gate: never.
+    // Brokered calls, journaled (the run keeps a journal): a resume claimed
+    // again replays them (tests/cli/recovery.rs); one branch of a
+    // `parallel:` may call too.
+    let ask = "  - id: ask\n    pipeline: llm.invoke --prompt hi\n";
+    assert!(paused_rerun_safe(&env, &format!("{gate}{ask}")));
+    // Without a journal nothing says what a dead resumer sent: never.
+    let off = [("LOBSTER_JOURNAL", "off")];
+    assert!(!paused_rerun_safe_with(&env, &format!("{gate}{ask}"), &off));
+    let branch = |id: &str| {
+        format!("        - id: {id}\n          pipeline: openclaw.invoke --tool t{id}\n")
+    };
+    let one = format!(
+        "  - id: p\n    parallel:\n      branches:\n{}        - id: q\n          pipeline: json '[1]'\n",
+        branch("a")
+    );
+    assert!(paused_rerun_safe(&env, &format!("{gate}{one}")));
+    // A host shell line, a state write, two branches calling at once (in
+    // no fixed order) after the gate: never.
+    let two = format!(
+        "  - id: p\n    parallel:\n      branches:\n{}{}",
+        branch("a"),
+        branch("b")
+    );
     for after in [
         "  - id: apply\n    run: echo applied\n",
         "  - id: save\n    pipeline: json '[1]' | state.set seen\n",
-        "  - id: ask\n    pipeline: llm.invoke --prompt hi\n",
+        two.as_str(),
     ] {
         assert!(
             !paused_rerun_safe(&env, &format!("{gate}{after}")),

@@ -4,8 +4,12 @@
 //! or from a sandboxed step's `broker` import — goes through [`Broker`]:
 //! 1. the caller is judged by [`crate::policy::broker`] (allowlists, grants,
 //!    the untrusted rule on `--url`/`--token`) before anything is sent;
-//! 2. an answer already recorded for the same request digest in this run is
-//!    replayed (a resumed run, a retried step or a re-run never asks twice);
+//! 2. a run claimed again after its resumer died matches the call, by
+//!    position and request digest, against the calls that resumer
+//!    journaled (`crate::kernel::recorded`): the same call is replayed, an
+//!    unanswered or a different one stops the run; otherwise an answer
+//!    already recorded for the same request digest in this run is replayed
+//!    (a resumed run, a retried step or a re-run never asks twice);
 //! 3. otherwise the per-run budget is charged and the call is made under the
 //!    run's cancellation (deadline, signals) and size caps;
 //! 4. the answer is recorded under the request's digest; the record travels
@@ -30,6 +34,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub use crate::kernel::ledger::{request_digest, Broker, Kind, Ledger};
+use crate::kernel::recorded::Matched;
 
 /// The broker's calls on the run's [`Broker`]: each judged by
 /// [`crate::policy::broker`], answered from the ledger, or charged, asked and
@@ -104,8 +109,36 @@ impl BrokerCalls for Broker {
     ) -> Result<Value> {
         let digest = request_digest(kind, request);
         let journal = self.journal();
+        // The gateway's request is `{url, body: {tool, …}}`.
+        let name = ["tool", "model", "provider"]
+            .iter()
+            .find_map(|k| {
+                request
+                    .get(*k)
+                    .or_else(|| request.get("body").and_then(|b| b.get(*k)))
+                    .and_then(Value::as_str)
+            })
+            .unwrap_or_default();
+        // Claimed again after a resumer died: its calls, matched by
+        // position and digest, replay or stop the run before anything else.
+        let from_record = match self.match_recorded(kind, name, &digest) {
+            Matched::Refuse(e) => return Err(e),
+            Matched::Replay { answer, sent } => Some((answer, sent)),
+            Matched::Send => None,
+        };
         {
             let mut ledger = self.lock();
+            if let Some((answer, sent)) = &from_record {
+                // The dead resume's request left: it counts against the
+                // run's budget, as it did there.
+                if *sent {
+                    charge(kind, &mut ledger.spent, policy)?;
+                }
+                ledger
+                    .answers
+                    .entry(digest.clone())
+                    .or_insert_with(|| answer.clone());
+            }
             // An answer this run already has, or, in a replay (`lobster
             // replay`), the answer the replayed run recorded: the replay
             // never sends, so a call that run did not make is refused.
@@ -137,24 +170,10 @@ impl BrokerCalls for Broker {
                 ));
                 return Ok(answer);
             }
-            match kind {
-                Kind::Tool => judge::charge_tool(&mut ledger.spent, policy),
-                Kind::Llm => judge::charge_llm(&mut ledger.spent, policy),
-            }
-            .map_err(refused)?;
+            charge(kind, &mut ledger.spent, policy)?;
         }
         // The intent is on disk before the request leaves: a run that dies
         // mid-call leaves "asked, no answer" in its journal, not nothing.
-        // The gateway's request is `{url, body: {tool, …}}`.
-        let name = ["tool", "model", "provider"]
-            .iter()
-            .find_map(|k| {
-                request
-                    .get(*k)
-                    .or_else(|| request.get("body").and_then(|b| b.get(*k)))
-                    .and_then(Value::as_str)
-            })
-            .unwrap_or_default();
         journal
             .append(crate::journal::Event::CallIntent(
                 crate::journal::CallIntent {
@@ -180,6 +199,15 @@ impl BrokerCalls for Broker {
         ledger.answers.insert(digest, answer.clone());
         Ok(answer)
     }
+}
+
+/// Count one `kind` call against the run's budget.
+fn charge(kind: Kind, spent: &mut crate::kernel::Spent, policy: &Policy) -> Result<()> {
+    match kind {
+        Kind::Tool => judge::charge_tool(spent, policy),
+        Kind::Llm => judge::charge_llm(spent, policy),
+    }
+    .map_err(refused)
 }
 
 fn refused(r: Refusal) -> Error {

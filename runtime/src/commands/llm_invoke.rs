@@ -499,7 +499,11 @@ impl Command for LlmInvoke {
                 })
                 .collect()
         };
-        if let (Some(key), false) = (&plan.state_key, plan.refresh) {
+        // A run claimed again after its resumer died asks the broker while
+        // the dead resume's calls are left to match, so each call keeps its
+        // position (the dead resume may have filled these caches itself).
+        let replaying = ctx.broker.replaying_record();
+        if let (Some(key), false, false) = (&plan.state_key, plan.refresh, replaying) {
             if let Some(stored) = ctx.state.user(Writer::Pipeline).get(key)? {
                 let matches = stored.get("type") == Some(&json!(self.name))
                     && stored.get("cacheKey") == Some(&json!(cache_key));
@@ -516,7 +520,7 @@ impl Command for LlmInvoke {
             .clone()
             .unwrap_or_else(|| format!("{}-default", plan.provider));
         let cache = AnswerCache::of(self.name, ctx, &provider, &model_id, &cache_key);
-        if !plan.disable_cache && !plan.refresh {
+        if !plan.disable_cache && !plan.refresh && !replaying {
             if let Some(v) = cache.read(ctx)? {
                 if v.get("cacheKey") == Some(&json!(cache_key)) {
                     if let Some(Value::Array(items)) = v.get("items") {

@@ -10,6 +10,8 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
+use super::recorded::{Matched, Recording, Recovered};
+
 /// Calls and tokens a run has spent, checked against `[max]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Spent {
@@ -57,6 +59,10 @@ pub struct Broker {
     /// The run's journal: each call's intent is recorded (durably) before
     /// its request leaves, its answer when it arrives.
     journal: Mutex<crate::journal::Journal>,
+    /// A run claimed again after its resumer died: the calls that resume
+    /// made, which this run's calls are matched against
+    /// ([`super::recorded`]).
+    recording: Mutex<Option<Recording>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -94,6 +100,7 @@ impl Broker {
             config: Some(Box::new(config)),
             ledger: Mutex::default(),
             journal: Mutex::default(),
+            recording: Mutex::default(),
         }
     }
 
@@ -108,6 +115,7 @@ impl Broker {
             config: None,
             ledger: Mutex::new(ledger),
             journal: Mutex::default(),
+            recording: Mutex::default(),
         }
     }
 
@@ -142,6 +150,51 @@ impl Broker {
     /// The ledger, locked (the broker charges and records under it).
     pub fn lock(&self) -> MutexGuard<'_, Ledger> {
         self.ledger.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Match this run's calls against `record`, the calls its dead resumer
+    /// made after the gate ([`super::recorded`]); their answers join the
+    /// ledger (a later pause saves them).
+    pub fn recover(&self, record: Recovered) {
+        {
+            let mut ledger = self.lock();
+            for call in &record.calls {
+                if let Some(answer) = &call.answer {
+                    ledger
+                        .answers
+                        .entry(call.request_digest.clone())
+                        .or_insert_with(|| answer.clone());
+                }
+            }
+        }
+        *self.recording() = Some(Recording::new(record));
+    }
+
+    /// What the dead resumer's record says of the next call, a `kind` call
+    /// `name` with request digest `digest` ([`Matched::Send`] when the run
+    /// is not recovering).
+    pub fn match_recorded(&self, kind: Kind, name: &str, digest: &str) -> Matched {
+        match self.recording().as_mut() {
+            Some(r) => r.next(kind.noun(), name, digest),
+            None => Matched::Send,
+        }
+    }
+
+    /// Whether calls of the dead resumer's record are left to match: a
+    /// stage that would answer a call from elsewhere (a cache) asks the
+    /// broker instead, so the calls keep their positions.
+    pub fn replaying_record(&self) -> bool {
+        self.recording().as_ref().is_some_and(Recording::pending)
+    }
+
+    /// Why the record stopped this run, if it did: the resume ends with
+    /// this error (`interrupted`), whatever its steps made of the refusal.
+    pub fn recovery_refusal(&self) -> Option<crate::error::Error> {
+        self.recording().as_ref()?.refused().cloned()
+    }
+
+    fn recording(&self) -> MutexGuard<'_, Option<Recording>> {
+        self.recording.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

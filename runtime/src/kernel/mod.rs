@@ -9,7 +9,8 @@
 //! sandbox), and the data the context holds: the operator [`Policy`] and
 //! the run's [`Authority`] judging every capability, the [`Grants`] of its
 //! steps, their settings ([`SandboxConfig`], [`LogSink`]) and the broker's
-//! [`Ledger`].
+//! [`Ledger`] (with, for a run claimed again after its resumer died, the
+//! calls that resumer made: [`recorded`]).
 //!
 //! Nothing here runs a stage, starts a process, loads a component or makes a
 //! call: those are the rooms above.
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod log;
 pub mod policy;
 pub mod reaper;
+pub mod recorded;
 pub mod registry;
 pub mod root;
 pub mod stage;

@@ -77,6 +77,16 @@ pub fn resume_pipeline(
     let state = PipelineResumeState::from_json(claimed.state.clone())?;
     forget_alias(ctx, &state);
     let step = state.resume_at_index.saturating_sub(1).to_string();
+    // Claimed again after a resumer died: what it recorded, read before
+    // this resume records anything.
+    let at = format!("stage {}", state.resume_at_index);
+    let dead = match super::recovered::dead_resumes(ctx, state.journal.as_ref(), &at) {
+        Ok(dead) => dead,
+        Err(e) => {
+            claimed.abandon();
+            return Err(e);
+        }
+    };
     super::decided::record_decision(
         ctx,
         state.journal.as_ref(),
@@ -90,14 +100,18 @@ pub fn resume_pipeline(
             rendered: None,
         });
     };
-    // Claimed again after a resumer died: its answered calls replay, an
-    // unanswered one stops the run (the claim is left as a dead one is).
-    let at = format!("stage {}", state.resume_at_index);
-    if let Err(e) = super::recovered::replay_answered_calls(ctx, state.journal.as_ref(), &at) {
+    // Its answered calls replay, an unanswered one stops the run — before
+    // anything runs, or at the call (the claim is left as a dead one is).
+    if let Err(e) = super::recovered::take_over(ctx, dead) {
         claimed.abandon();
         return Err(e);
     }
-    let outcome = run_pipeline(&pipeline, state.resume_at_index, input, ctx)?;
+    let outcome = run_pipeline(&pipeline, state.resume_at_index, input, ctx);
+    if let Some(e) = ctx.broker.recovery_refusal() {
+        claimed.abandon();
+        return Err(e);
+    }
+    let outcome = outcome?;
     // Fenced: a claim that expired while the stages ran saves nothing.
     claimed.check_held()?;
     let finished = finish_run(&state.pipeline, &pipeline, outcome, ctx)?;

@@ -57,9 +57,10 @@ pub struct PipelineResumeState {
     /// spent: the resumed run replays them instead of asking again.
     #[serde(default, skip_serializing_if = "crate::broker::Ledger::is_empty")]
     pub broker: crate::broker::Ledger,
-    /// Every step after the gate is pure ([`crate::policy::recovery`]): if
-    /// the resume's claimer dies, the run goes back to its gate instead of
-    /// stopping for a human. The store reads it as
+    /// Every step after the gate is pure or acts only through journaled
+    /// brokered calls ([`crate::policy::recovery`]): if the resume's
+    /// claimer dies, the run goes back to its gate (replaying the calls the
+    /// claimer made) instead of stopping for a human. The store reads it as
     /// [`crate::state::RERUN_SAFE`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rerun_safe: bool,

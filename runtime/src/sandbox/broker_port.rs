@@ -3,7 +3,9 @@
 //! ([`crate::policy::broker`]: the step's `describe`, the run's grants
 //! narrowed by `permissions:`, the policy, the budgets), then makes it through
 //! the run's [`crate::broker::Broker`] (recorded by request digest, replayed
-//! on resume) under the step's deadline and the run's cancellation, with the
+//! on resume; journaled, so a run claimed again after its resumer died
+//! replays the calls that resumer made instead of sending them again, see
+//! `crate::policy::recovery`) under the step's deadline and the run's cancellation, with the
 //! answer bounded by the step's output cap.
 //!
 //! The sandbox only sees the [`StepBroker`] trait; [`RunBroker`] is the

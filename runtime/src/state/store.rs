@@ -15,7 +15,8 @@ use std::time::Duration;
 pub const DEFAULT_TENANT: &str = "default";
 
 /// The top-level field of a paused run's state that says every step after
-/// its gate is pure ([`crate::policy::recovery`]): when the resume that
+/// its gate is pure or acts only through journaled brokered calls
+/// ([`crate::policy::recovery`]): when the resume that
 /// claimed it dies, the run may be claimed again — the PostgreSQL row's
 /// `rerun`, the files store's interrupted record carrying the state.
 pub const RERUN_SAFE: &str = "rerunSafe";

@@ -26,6 +26,7 @@ use super::template::{render, Scope, Style};
 use crate::error::{Error, Result};
 use crate::kernel::{Access, Authority, Context, Registry, Request};
 use crate::policy::enforce::run_excesses;
+use crate::policy::recovery::After;
 use crate::sandbox::ArtifactCache;
 use std::path::{Path, PathBuf};
 
@@ -578,34 +579,41 @@ fn uses_component(
     }
 }
 
-/// Whether every top-level step after step `index` is pure (see
-/// [`crate::policy::recovery`]): a resume of this gate whose resumer died
-/// may then run again instead of stopping for a human.
-pub fn pure_after(wf: &Workflow, index: usize, ctx: &Context) -> bool {
+/// What runs after step `index` (its top-level steps), as the recovery
+/// rule sees it ([`crate::policy::recovery::recoverable`]): whether a
+/// resume of this gate whose resumer died may run again instead of
+/// stopping for a human.
+pub fn after_gate(wf: &Workflow, index: usize, ctx: &Context) -> Vec<After> {
     wf.steps
         .iter()
         .skip(index + 1)
-        .all(|step| action_is_pure(wf, &step.action, ctx))
+        .map(|step| after_of(wf, &step.action, ctx))
+        .collect()
 }
 
-fn action_is_pure(wf: &Workflow, action: &Action, ctx: &Context) -> bool {
-    use crate::policy::recovery;
+fn after_of(wf: &Workflow, action: &Action, ctx: &Context) -> After {
     match action {
-        Action::None => true,
+        Action::None => After::Nothing,
         Action::Pipeline(text) => {
-            crate::dsl::parse(text).is_ok_and(|p| recovery::pipeline_pure_from(&p, 0, ctx))
+            crate::dsl::parse(text).map_or(After::Other, |p| After::Pipeline(p, 0))
         }
-        Action::Wasm { uses, .. } => {
-            recovery::wasm_steps_pure(&ctx.grants)
-                && uses_component(wf, uses, ctx)
-                    .is_ok_and(|c| recovery::imports_are_pure(c.imports()))
-        }
-        Action::Parallel(p) => p
-            .branches
-            .iter()
-            .all(|b| action_is_pure(wf, &b.action, ctx)),
-        Action::ForEach(f) => f.steps.iter().all(|b| action_is_pure(wf, &b.action, ctx)),
-        Action::Shell(_) | Action::Workflow { .. } => false,
+        // A templated path is judged by nothing it could name.
+        Action::Wasm { uses, .. } if uses.contains('$') => After::Other,
+        Action::Wasm { uses, .. } => uses_component(wf, uses, ctx)
+            .map_or(After::Other, |c| After::Component(c.imports().to_vec())),
+        Action::Parallel(p) => After::AtOnce(
+            p.branches
+                .iter()
+                .map(|b| after_of(wf, &b.action, ctx))
+                .collect(),
+        ),
+        Action::ForEach(f) => After::InOrder(
+            f.steps
+                .iter()
+                .map(|b| after_of(wf, &b.action, ctx))
+                .collect(),
+        ),
+        Action::Shell(_) | Action::Workflow { .. } => After::Other,
     }
 }
 

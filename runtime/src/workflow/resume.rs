@@ -89,6 +89,16 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if let Some(id) = &state.approval_id {
         approval_id::remove(store, id);
     }
+    // Claimed again after a resumer died: what it recorded, read before
+    // this resume records anything.
+    let at = format!("step {} ({})", state.resume_at_index, state.step_id);
+    let dead = match crate::resume::recovered::dead_resumes(ctx, state.journal.as_ref(), &at) {
+        Ok(dead) => dead,
+        Err(e) => {
+            claimed.abandon();
+            return Err(e);
+        }
+    };
     crate::resume::decided::record_decision(
         ctx,
         state.journal.as_ref(),
@@ -99,12 +109,39 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     if request.decision == Decision::Approve(false) {
         return Ok(cancelled());
     }
+    // Its answered calls replay, an unanswered one stops the run — before
+    // anything runs, or at the call (the claim is left as a dead one is).
+    if let Err(e) = crate::resume::recovered::take_over(ctx, dead) {
+        claimed.abandon();
+        return Err(e);
+    }
     let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);
     let ctx = narrowed.as_ref().unwrap_or(ctx);
     let mut runner = Runner::new(wf, state.args.clone(), ctx);
     runner.files = files;
     runner.results = state.steps.clone();
     runner.last = state.last_step_id.clone();
+    let stopped = continue_run(&mut runner, &state, request, approver.as_deref());
+    if let Some(e) = ctx.broker.recovery_refusal() {
+        claimed.abandon();
+        return Err(e);
+    }
+    let stop = stopped?;
+    // Fenced: a claim that expired while the steps ran saves nothing.
+    claimed.check_held()?;
+    let finished = finish(&runner, stop)?;
+    drop(claimed);
+    Ok(finished)
+}
+
+/// Run the steps after the gate: the rest of an `ask` stage's pipeline
+/// first, when the gate was one.
+fn continue_run(
+    runner: &mut Runner<'_>,
+    state: &WorkflowState,
+    request: &ResumeRequest,
+    approver: Option<&str>,
+) -> Result<Stop> {
     let index = state.resume_at_index - 1;
     let early = match (&request.decision, &state.pipeline) {
         (Decision::Respond(response), Some(p)) => {
@@ -138,19 +175,14 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
             None
         }
         _ => {
-            runner.record_approval(&state.step_id, true, approver.as_deref());
+            runner.record_approval(&state.step_id, true, approver);
             None
         }
     };
-    let stop = match early {
-        Some(stop) => stop,
-        None => runner.run_from(state.resume_at_index)?,
-    };
-    // Fenced: a claim that expired while the steps ran saves nothing.
-    claimed.check_held()?;
-    let finished = finish(&runner, stop)?;
-    drop(claimed);
-    Ok(finished)
+    match early {
+        Some(stop) => Ok(stop),
+        None => runner.run_from(state.resume_at_index),
+    }
 }
 
 /// Whether `decision` fits the paused workflow's gate: the kind of answer

@@ -83,9 +83,10 @@ pub struct WorkflowState {
     /// spent: the resumed run replays them instead of asking again.
     #[serde(default, skip_serializing_if = "crate::broker::Ledger::is_empty")]
     pub broker: crate::broker::Ledger,
-    /// Every step after the gate is pure ([`crate::policy::recovery`]): if
-    /// the resume's claimer dies, the run goes back to its gate instead of
-    /// stopping for a human. The store reads it as
+    /// Every step after the gate is pure or acts only through journaled
+    /// brokered calls ([`crate::policy::recovery`]): if the resume's
+    /// claimer dies, the run goes back to its gate (replaying the calls the
+    /// claimer made) instead of stopping for a human. The store reads it as
     /// [`crate::state::RERUN_SAFE`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rerun_safe: bool,
@@ -217,19 +218,18 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
         created_at: now_iso(),
         plan_digest: None,
         components: component_pins(runner.ctx),
-        rerun_safe: super::policy::pure_after(&runner.wf, index, runner.ctx)
-            && match &stop {
-                Stop::PipelineInput { pause, .. } => {
-                    crate::dsl::parse(&pause.text).is_ok_and(|p| {
-                        crate::policy::recovery::pipeline_pure_from(
-                            &p,
-                            pause.next_stage,
-                            runner.ctx,
-                        )
-                    })
-                }
-                _ => true,
-            },
+        rerun_safe: {
+            let mut after = super::policy::after_gate(&runner.wf, index, runner.ctx);
+            // An `ask` stage's pipeline goes on first.
+            if let Stop::PipelineInput { pause, .. } = &stop {
+                let rest = crate::dsl::parse(&pause.text)
+                    .map_or(crate::policy::recovery::After::Other, |p| {
+                        crate::policy::recovery::After::Pipeline(p, pause.next_stage)
+                    });
+                after.insert(0, rest);
+            }
+            crate::policy::recovery::recoverable(&after, runner.ctx)
+        },
         journal: None,
     };
     if let Stop::PipelineInput { pause, .. } = &stop {

@@ -2,8 +2,9 @@
 //! tests (tests/cli/wasm_broker.rs). `describe` asks for tool `echo` and for
 //! model calls; `run` calls whatever `--tool` names (described or not, so the
 //! tests can watch the host refuse), `--calls` times, or asks the model with
-//! `--llm` about every input item. It may also use tool `sessions_list`
-//! (optional: described as `tool("sessions_list?")`); with `--soft` a
+//! `--llm` about every input item. It may also use tools `sessions_list` and
+//! `slow` (optional: described as `tool("sessions_list?")`, `tool("slow?")`;
+//! `slow` is the stub gateway's, for tests/cli/recovery.rs); with `--soft` a
 //! refused call becomes an `{"error"}` item instead of failing the step.
 
 use lobster_guest::{json, llm, tools, Args, Error, Flag, Step, StepInfo, Value};
@@ -27,6 +28,7 @@ impl Step for Brokered {
         ))
         .needs_tool("echo")
         .may_use_tool("sessions_list")
+        .may_use_tool("slow")
         .needs_llm()
     }
 
