@@ -121,10 +121,15 @@ fn recorded_calls(ctx: &Context, head: &Head, at: &str) -> Result<Option<Recover
             _ => {}
         }
     }
-    // Every answer any resume recorded, and the name of every request.
+    // Every answer any resume recorded, the name of every request, and
+    // which requests left.
     let mut answered = std::collections::BTreeMap::new();
     let mut names = std::collections::BTreeMap::new();
+    let mut sent = std::collections::BTreeSet::new();
     for call in legs.iter().flatten() {
+        if call.sent {
+            sent.insert(call.request_digest.clone());
+        }
         if let Some(a) = &call.answer {
             answered
                 .entry(call.request_digest.clone())
@@ -144,6 +149,7 @@ fn recorded_calls(ctx: &Context, head: &Head, at: &str) -> Result<Option<Recover
     // The resume that got furthest (the latest of equals).
     let mut calls = legs.into_iter().max_by_key(Vec::len).unwrap_or_default();
     for call in &mut calls {
+        call.sent |= sent.contains(&call.request_digest);
         if call.answer.is_none() {
             call.answer = answered.get(&call.request_digest).cloned();
         }
