@@ -47,7 +47,8 @@ pub struct RecordedCall {
 pub struct Recovered {
     /// The run (for the hint: `lobster runs show RUN`).
     pub run: String,
-    /// Where the run was paused, as errors name it (`stage 2`, `step 3 (send)`).
+    /// The gate the run was paused at, as errors name it (`approval at
+    /// stage 2`, `input at step 3 (ask)`).
     pub at: String,
     /// The calls, in order.
     pub calls: Vec<RecordedCall>,
@@ -66,7 +67,7 @@ impl Recovered {
     /// The error for `call`, asked by the dead resume and never answered.
     pub fn in_flight(&self, call: &RecordedCall) -> Error {
         Error::runtime(format!(
-            "this run was interrupted after approval at {}: the resume that claimed it died while a {} call {} (request {}) was in flight, and its answer is not in the journal, so it is not sent again",
+            "this run was interrupted after {}: the resume that claimed it died while a {} call {} (request {}) was in flight, and its answer is not in the journal, so it is not sent again",
             self.at,
             call.target,
             call.name,
@@ -81,7 +82,7 @@ impl Recovered {
     /// The error for a call the journal cannot vouch for (see [`Recovered::unknown`]).
     fn unknowable(&self, why: &str, asked: (&str, &str, &str)) -> Error {
         Error::runtime(format!(
-            "this run was interrupted after approval at {}: the resume that claimed it died, and {why}, so what it sent is not known and the {} call {} (request {}) is not sent",
+            "this run was interrupted after {}: the resume that claimed it died, and {why}, so what it sent is not known and the {} call {} (request {}) is not sent",
             self.at,
             asked.0,
             asked.1,
@@ -104,7 +105,7 @@ impl Recovered {
             format!("{} call {}", was.target, was.name)
         };
         Error::runtime(format!(
-            "this run was interrupted after approval at {}: call {} after the gate is a {} call {} (request {}), but the resume that claimed the run before and died asked {was_name} (request {}) there; the steps did not repeat its calls, so nothing more is sent",
+            "this run was interrupted after {}: call {} after the gate is a {} call {} (request {}), but the resume that claimed the run before and died asked {was_name} (request {}) there; the steps did not repeat its calls, so nothing more is sent",
             self.at,
             position + 1,
             asked.0,
@@ -229,7 +230,7 @@ mod tests {
     fn record(calls: Vec<RecordedCall>) -> Recording {
         Recording::new(Recovered {
             run: "r1".into(),
-            at: "step 2 (review)".into(),
+            at: "approval at step 2 (review)".into(),
             calls,
             unknown: None,
         })

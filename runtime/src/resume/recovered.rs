@@ -22,7 +22,7 @@ use crate::kernel::Context;
 /// What the resumes that claimed this run before and died recorded after
 /// `head` (the pause); `None` when there were none (a first resume) or the
 /// run kept no journal. Call it before this resume records its decision.
-/// `at` names where the run was paused, for the errors.
+/// `at` names the gate, for the errors (`approval at stage 2`).
 pub fn dead_resumes(ctx: &Context, head: Option<&Head>, at: &str) -> Result<Option<Recovered>> {
     let Some(head) = head else {
         return Ok(None);
@@ -260,7 +260,7 @@ mod tests {
         };
         // In order: both replay, nothing is sent; a third call is sent.
         let ctx = crate::executor::process_context(Mode::Tool, store.clone()).build();
-        replay_answered_calls(&ctx, Some(&head), "step 2 (review)").unwrap();
+        replay_answered_calls(&ctx, Some(&head), "approval at step 2 (review)").unwrap();
         assert_eq!(
             ctx.broker.call(&policy, Kind::Tool, &a, ask).unwrap(),
             json!("A")
@@ -282,7 +282,7 @@ mod tests {
         // Out of order: b where a was asked stops the run, even though b's
         // answer is known, and every later call is refused.
         let ctx = crate::executor::process_context(Mode::Tool, store).build();
-        replay_answered_calls(&ctx, Some(&head), "step 2 (review)").unwrap();
+        replay_answered_calls(&ctx, Some(&head), "approval at step 2 (review)").unwrap();
         let e = ctx.broker.call(&policy, Kind::Tool, &b, ask).unwrap_err();
         assert!(
             e.to_string().contains(&format!(
@@ -314,7 +314,7 @@ mod tests {
         second.append(intent("cccc")).unwrap();
         second.append(answer("cccc", json!(2), false)).unwrap();
         let ctx = crate::executor::process_context(Mode::Tool, store).build();
-        let e = replay_answered_calls(&ctx, Some(&head), "stage 2").unwrap_err();
+        let e = replay_answered_calls(&ctx, Some(&head), "approval at stage 2").unwrap_err();
         assert!(
             e.to_string().contains("(request aaaa) was in flight"),
             "{e}"
@@ -337,7 +337,7 @@ mod tests {
         dead.append(intent("aaaa")).unwrap();
         let ctx = crate::executor::process_context(Mode::Tool, store.clone()).build();
         // A run that makes no call goes on; one that makes a call stops.
-        replay_answered_calls(&ctx, Some(&head), "stage 2").unwrap();
+        replay_answered_calls(&ctx, Some(&head), "approval at stage 2").unwrap();
         let req = json!({"tool": "message"});
         let e = ctx
             .broker
@@ -351,7 +351,7 @@ mod tests {
         // resume (the run's end after the head is not one).
         let (_dir, store, head) = paused(Some(4096));
         let ctx = crate::executor::process_context(Mode::Tool, store).build();
-        assert!(dead_resumes(&ctx, Some(&head), "stage 2")
+        assert!(dead_resumes(&ctx, Some(&head), "approval at stage 2")
             .unwrap()
             .is_none());
     }
@@ -383,14 +383,14 @@ mod tests {
         }))
         .unwrap();
         let ctx = crate::executor::process_context(Mode::Tool, store.clone()).build();
-        replay_answered_calls(&ctx, Some(&head), "stage 2").unwrap();
+        replay_answered_calls(&ctx, Some(&head), "approval at stage 2").unwrap();
         let ledger = ctx.broker.ledger();
         assert_eq!(ledger.answers.get("aaaa"), Some(&json!({"sent": 1})));
         assert!(!ledger.answers.contains_key("before"));
 
         dead.append(intent("bbbbbbbbbbbbbbbbbbbb")).unwrap();
         let ctx = crate::executor::process_context(Mode::Tool, store).build();
-        let e = replay_answered_calls(&ctx, Some(&head), "stage 2").unwrap_err();
+        let e = replay_answered_calls(&ctx, Some(&head), "approval at stage 2").unwrap_err();
         assert!(
             e.to_string()
                 .contains("interrupted after approval at stage 2")

@@ -79,7 +79,11 @@ pub fn resume_pipeline(
     let step = state.resume_at_index.saturating_sub(1).to_string();
     // Claimed again after a resumer died: what it recorded, read before
     // this resume records anything.
-    let at = format!("stage {}", state.resume_at_index);
+    let halt = match state.halt_type {
+        HaltType::Input => "input",
+        HaltType::Approval => "approval",
+    };
+    let at = format!("{halt} at stage {}", state.resume_at_index);
     let dead = match super::recovered::dead_resumes(ctx, state.journal.as_ref(), &at) {
         Ok(dead) => dead,
         Err(e) => {

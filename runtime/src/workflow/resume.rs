@@ -91,7 +91,14 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
     }
     // Claimed again after a resumer died: what it recorded, read before
     // this resume records anything.
-    let at = format!("step {} ({})", state.resume_at_index, state.step_id);
+    let halt = match state.halt_type {
+        HaltType::Input => "input",
+        HaltType::Approval => "approval",
+    };
+    let at = format!(
+        "{halt} at step {} ({})",
+        state.resume_at_index, state.step_id
+    );
     let dead = match crate::resume::recovered::dead_resumes(ctx, state.journal.as_ref(), &at) {
         Ok(dead) => dead,
         Err(e) => {
