@@ -21,11 +21,15 @@ use std::time::{Duration, Instant};
 /// dead resumer's claim is taken over within the test).
 const LEASE_MS: &str = "1000";
 
-/// The id of the newest run.
-fn newest_run(env: &Env) -> String {
+/// The id of the run paused at gate `approval_id` (tests share the
+/// PostgreSQL store, so the newest run may be another test's).
+fn run_at_gate(env: &Env, approval_id: &str) -> String {
     let r = env.run(&["runs", "list", "--json"]);
     let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r:?}"));
-    v[0]["runId"].as_str().unwrap().to_string()
+    let runs = v.as_array().unwrap();
+    let run = runs.iter().find(|r| r["gate"] == approval_id);
+    let run = run.unwrap_or_else(|| panic!("no run at gate {approval_id}: {v:#}"));
+    run["runId"].as_str().unwrap().to_string()
 }
 
 /// The events of run `id` as `lobster runs export` writes them.
@@ -52,8 +56,10 @@ fn pause(env: &Env, gw: &Stub, extra: &[&str], line: &str) -> (String, String) {
     let mut c = env.command(&args);
     c.env("OPENCLAW_URL", &gw.url).env_remove("OPENCLAW_TOKEN");
     let r = finish(c.output().unwrap());
-    assert_eq!(r.json()["status"], "needs_approval", "{r:?}");
-    (token_of(&r.json()), newest_run(env))
+    let v = r.json();
+    assert_eq!(v["status"], "needs_approval", "{r:?}");
+    let gate = v["requiresApproval"]["approvalId"].as_str().unwrap();
+    (token_of(&v), run_at_gate(env, gate))
 }
 
 /// `lobster resume --approve yes` on `token`, with the gateway at `gw`.
