@@ -101,6 +101,36 @@ fn a_step_never_sees_memory_statics_or_heap_a_previous_step_left() {
     }
 }
 
+/// The pool maps a module's data segments copy-on-write from its memory
+/// image and resets a slot's written pages in place: what one step wrote
+/// over initialised data (the image's pages) is back to the image's bytes
+/// for the next step in the slot, whichever step ran in between.
+#[test]
+fn a_step_never_sees_what_a_previous_step_wrote_over_initialised_data() {
+    let Some(probe) = load("probe.wasm") else {
+        return;
+    };
+    warm(&probe);
+    let env = StepEnv::closed();
+    for round in 0..30 {
+        let out = probe
+            .run("probe", &args(&["smudge", SECRET]), &[], &env, &limits())
+            .unwrap();
+        assert_eq!(
+            out,
+            [json!({"intact": true})],
+            "round {round}: the step found the image's data changed by the previous step"
+        );
+        if round % 3 == 0 {
+            // A different step in between (the slot's next step may run
+            // other code over the same pages).
+            warm(&probe);
+        }
+        let seen = scan(&probe, &env, SECRET);
+        assert_eq!(seen["found"], false, "round {round}: {seen}");
+    }
+}
+
 #[test]
 fn tenants_on_parallel_threads_share_slots_but_nothing_else() {
     let Some(probe) = load("probe.wasm") else {

@@ -227,13 +227,17 @@ fn config(allocation: Allocation) -> Config {
         })
         .table_keep_resident(1 << 16);
     // Give freed memory back to the kernel in batches of 16 slots (one
-    // madvise and TLB shootdown per batch instead of per slot), and copy
-    // data segments into a slot instead of mapping the module's image
-    // copy-on-write: a step's first write to each image page was a page
-    // fault plus a TLB shootdown. Together ~15 % more runs/s and ~12 % less
-    // CPU per run on the serve benchmark (runtime/benches/RESULTS.md).
+    // madvise and TLB shootdown per batch instead of per slot). A module's
+    // data segments are mapped into its slot copy-on-write from a memory
+    // image (wasmtime's default): the step copies only the pages it
+    // writes, the first time they are written in that slot, and the reset
+    // above copies those pages back from the image in place, so the next
+    // step in the slot takes no page fault either. (Before the dirty pages
+    // were found with PAGEMAP_SCAN, the reset gave them back with madvise
+    // and every step faulted them in again, so images were off and every
+    // instantiation copied all data segments; runtime/benches/RESULTS.md.)
     pool.decommit_batch_size(16);
-    config.memory_init_cow(false);
+    config.memory_init_cow(true);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config
 }
@@ -415,9 +419,10 @@ fn fingerprint(engine: &Engine, allocation: Allocation) -> String {
     }
     allocation.name().hash(&mut h);
     if allocation == Allocation::Pooling {
-        // The pool's memory initialisation changed (no copy-on-write
-        // images): artefacts of the earlier pooling engine are not reused.
-        "pool: no-cow".hash(&mut h);
+        // The pool's memory initialisation changed (copy-on-write images
+        // again, reset in place): artefacts of earlier pooling engines are
+        // not reused.
+        "pool: cow, reset in place".hash(&mut h);
     }
     WASMTIME_MAJOR.hash(&mut h);
     engine.precompile_compatibility_hash().hash(&mut h);

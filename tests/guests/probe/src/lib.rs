@@ -2,9 +2,11 @@
 //! Modes (first positional): `echo` (default), `state`, `log`, `world`,
 //! `env NAME`, `write PATH TEXT`, `read PATH`, `args`, `put KEY TEXT`, `get KEY`,
 //! `taint SECRET` (leaves SECRET reversed in a static, in 2 MiB of heap and
-//! in a static counter) and `scan SECRET` (searches the whole linear memory
-//! for SECRET reversed, without ever writing it: a hit is what an earlier
-//! instance left behind).
+//! in a static counter), `smudge SECRET` (says whether an initialised static
+//! — part of the module's data segment, so of the memory image — still holds
+//! its initial bytes, then writes SECRET reversed over them) and `scan SECRET`
+//! (searches the whole linear memory for SECRET reversed, without ever
+//! writing it: a hit is what an earlier instance left behind).
 use lobster_guest::{json, log, state, Access, Args, Error, Flag, Step, StepInfo, Value};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -15,6 +17,9 @@ struct Probe;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 static TAINT: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+/// Initialised data (two pages of a non-zero pattern), so it sits in the
+/// module's data segment rather than in zeroed memory.
+static IMAGE: Mutex<[u8; 2 * 65536]> = Mutex::new([0xA5; 2 * 65536]);
 
 /// Whether any address of linear memory 0 starts `needle` reversed. The
 /// reversed needle is compared byte by byte, never built, so it is not in
@@ -116,6 +121,17 @@ impl Step for Probe {
                 TAINT.lock().unwrap().extend_from_slice(&reversed);
                 let n = COUNTER.fetch_add(1, Ordering::SeqCst) + 1;
                 Ok(vec![json!({ "counter": n })])
+            }
+            "smudge" => {
+                let secret = pos.get(1).ok_or_else(|| Error::invalid_args("smudge SECRET"))?;
+                let mut image = IMAGE.lock().unwrap();
+                let intact = image.iter().all(|b| *b == 0xA5);
+                let reversed: Vec<u8> = secret.bytes().rev().collect();
+                for chunk in image.chunks_mut(reversed.len().max(1)) {
+                    let n = chunk.len().min(reversed.len());
+                    chunk[..n].copy_from_slice(&reversed[..n]);
+                }
+                Ok(vec![json!({ "intact": intact })])
             }
             "scan" => {
                 let secret = pos.get(1).ok_or_else(|| Error::invalid_args("scan SECRET"))?;
