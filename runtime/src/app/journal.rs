@@ -67,17 +67,17 @@ pub fn pipeline_request(text: &str) -> RequestRecord {
     RequestRecord::new("pipeline", None, text, Value::Null)
 }
 
-/// The request record of a workflow file run: its content, in full up to
-/// the cap, and its args.
-pub fn workflow_request(path: &Path, args_json: Option<&str>) -> RequestRecord {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+/// The request record of a workflow file run: its content `text` (the
+/// bytes the run's loader read and plans from, never read again here), in
+/// full up to the cap, and its args.
+pub fn workflow_request(path: &Path, text: &str, args_json: Option<&str>) -> RequestRecord {
     let args = args_json
         .and_then(|a| serde_json::from_str::<Value>(a).ok())
         .unwrap_or(Value::Null);
     RequestRecord::new(
         "workflow",
         Some(path.to_string_lossy().into_owned()),
-        &text,
+        text,
         args,
     )
 }

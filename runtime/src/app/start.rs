@@ -249,12 +249,17 @@ impl Prepared {
         let result = match self.work {
             Work::Pipeline(text) => return run_text(&text, &self.ctx),
             Work::Workflow { path, args_json } => {
-                // A path that names no file starts no run (nothing to record).
-                if !self.ctx.journal.door().is_empty() && path.is_file() {
-                    let request = journal::workflow_request(&path, args_json.as_deref());
+                // The journal records the text the loader read (once, as
+                // the run's authority opens it), which is what runs. A path
+                // that names no file starts no run (nothing to record); a
+                // file that cannot be read is recorded with no text.
+                let read = crate::workflow::read_root(&path, Some(self.ctx.authority()));
+                if !self.ctx.journal.door().is_empty() && (read.is_ok() || path.is_file()) {
+                    let text = read.as_ref().map_or("", |r| &*r.text);
+                    let request = journal::workflow_request(&path, text, args_json.as_deref());
                     journal::begin(&self.ctx, request, Vec::new())?;
                 }
-                crate::workflow::run_file(&path, args_json.as_deref(), &self.ctx)
+                crate::workflow::run_read(read, args_json.as_deref(), &self.ctx)
             }
             // The engine continues the paused run's journal at the decision;
             // this leg's end is recorded below.

@@ -70,6 +70,32 @@ pub fn seg(s: &str) -> String {
 /// Read, hash and parse `path` (`shown` is how messages name it); an
 /// unchanged file is parsed once per process (see [`DocMemo`]).
 pub fn load(path: &Path) -> Result<(Source, Arc<Doc>)> {
+    read(path)?.parsed()
+}
+
+/// A workflow file as read: its source, the text its digest is of (what a
+/// run's journal records as its request), and its document or why it does
+/// not parse.
+#[derive(Debug, Clone)]
+pub struct Read {
+    /// The file.
+    pub source: Source,
+    /// Its text, exactly the bytes `source.digest` is of.
+    pub text: Arc<str>,
+    /// Its parsed document, or the parse error.
+    pub doc: Result<Arc<Doc>>,
+}
+
+impl Read {
+    /// The source and document, or the parse error.
+    pub fn parsed(self) -> Result<(Source, Arc<Doc>)> {
+        Ok((self.source, self.doc?))
+    }
+}
+
+/// [`load`] that keeps the text and a parse error apart from the read:
+/// `Err` only when the file cannot be read.
+pub fn read(path: &Path) -> Result<Read> {
     let shown = shown_of(path);
     if !super::has_workflow_extension(path) {
         return Err(Error::parse(format!(
@@ -80,15 +106,16 @@ pub fn load(path: &Path) -> Result<(Source, Arc<Doc>)> {
         return Err(Error::parse(format!("Workflow file not found: {shown}")));
     }
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let (digest, doc) = parsed(path, &shown, None)?;
-    Ok((
-        Source {
+    let (digest, text, doc) = parsed(path, &shown, None)?;
+    Ok(Read {
+        source: Source {
             shown,
             path: canonical,
             digest,
         },
+        text,
         doc,
-    ))
+    })
 }
 
 /// How the operator's messages name `path`: relative to the process's
@@ -106,20 +133,26 @@ pub fn shown_of(path: &Path) -> String {
 /// ([`crate::kernel::Authority::open_file`]): the bytes come from `file`,
 /// `path` is where it really is and `shown` how messages name it.
 pub fn load_opened(path: &Path, shown: String, file: std::fs::File) -> Result<(Source, Arc<Doc>)> {
+    read_opened(path, shown, file)?.parsed()
+}
+
+/// [`load_opened`] as [`read`] does it.
+pub fn read_opened(path: &Path, shown: String, file: std::fs::File) -> Result<Read> {
     if !super::has_workflow_extension(path) {
         return Err(Error::parse(format!(
             "Workflow file must end in .lobster, .yaml, .yml or .json: {shown}"
         )));
     }
-    let (digest, doc) = parsed(path, &shown, Some(file))?;
-    Ok((
-        Source {
+    let (digest, text, doc) = parsed(path, &shown, Some(file))?;
+    Ok(Read {
+        source: Source {
             shown,
             path: path.to_path_buf(),
             digest,
         },
+        text,
         doc,
-    ))
+    })
 }
 
 /// Parsed documents by path, with the stamp of the file they were parsed
@@ -128,17 +161,25 @@ pub fn load_opened(path: &Path, shown: String, file: std::fs::File) -> Result<(S
 /// only while the file's stamp (device, inode, size, modification and
 /// change times in ns) is the same, and a file is remembered only when its
 /// times are settled, by the rule of [`crate::sandbox::file_memo`]; the
-/// digest recorded with a run is the digest of the bytes the document was
-/// parsed from.
-type DocMemo = Mutex<HashMap<PathBuf, (Stamp, String, Arc<Doc>)>>;
+/// digest and the text recorded with a run (its journal's request) are
+/// those of the bytes the document was parsed from.
+type DocMemo = Mutex<HashMap<PathBuf, Parsed>>;
+
+/// A memo entry: the stamp, digest and text of a file, and its document.
+type Parsed = (Stamp, String, Arc<str>, Arc<Doc>);
 
 fn doc_memo() -> &'static DocMemo {
     static MEMO: OnceLock<DocMemo> = OnceLock::new();
     MEMO.get_or_init(Default::default)
 }
 
-/// The digest and parsed document of the workflow file at `path`.
-fn parsed(path: &Path, shown: &str, file: Option<std::fs::File>) -> Result<(String, Arc<Doc>)> {
+/// The digest, text and parsed document (or the parse error) of the
+/// workflow file at `path`.
+fn parsed(
+    path: &Path,
+    shown: &str,
+    file: Option<std::fs::File>,
+) -> Result<(String, Arc<str>, Result<Arc<Doc>>)> {
     let read_error =
         |e: std::io::Error| Error::runtime(format!("cannot read workflow file {shown}: {e}"));
     let meta = match &file {
@@ -146,9 +187,11 @@ fn parsed(path: &Path, shown: &str, file: Option<std::fs::File>) -> Result<(Stri
         None => std::fs::metadata(path),
     };
     let stamp = Stamp::of(&meta.map_err(read_error)?);
-    if let Some((known, digest, doc)) = doc_memo().lock().ok().and_then(|m| m.get(path).cloned()) {
+    if let Some((known, digest, text, doc)) =
+        doc_memo().lock().ok().and_then(|m| m.get(path).cloned())
+    {
         if known == stamp {
-            return Ok((digest, doc));
+            return Ok((digest, text, Ok(doc)));
         }
     }
     let (bytes, settled) = match file {
@@ -157,20 +200,27 @@ fn parsed(path: &Path, shown: &str, file: Option<std::fs::File>) -> Result<(Stri
     }
     .map_err(read_error)?;
     let digest = blake3::hash(&bytes).to_hex().to_string();
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Error::parse(format!("{shown}: workflow file is not valid UTF-8")))?;
+    let text: Arc<str> = String::from_utf8(bytes)
+        .map_err(|_| Error::parse(format!("{shown}: workflow file is not valid UTF-8")))?
+        .into();
     let is_json = path
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let doc = Arc::new(parse_text(&text, is_json, shown)?);
+    let doc = match parse_text(&text, is_json, shown) {
+        Ok(doc) => Arc::new(doc),
+        Err(e) => return Ok((digest, text, Err(e))),
+    };
     if let (Some(stamp), Ok(mut memo)) = (settled, doc_memo().lock()) {
         if memo.len() >= MAX_ENTRIES && !memo.contains_key(path) {
             memo.clear();
         }
-        memo.insert(path.to_path_buf(), (stamp, digest.clone(), doc.clone()));
+        memo.insert(
+            path.to_path_buf(),
+            (stamp, digest.clone(), text.clone(), doc.clone()),
+        );
     }
-    Ok((digest, doc))
+    Ok((digest, text, Ok(doc)))
 }
 
 /// Parse file text (JSON strictly when `is_json`, else YAML 1.2).

@@ -55,7 +55,14 @@ pub fn load_plan_under(
     registry: Option<&Registry>,
     authority: Option<&crate::kernel::Authority>,
 ) -> Result<(Arc<Workflow>, FileDigests)> {
-    let root = Arc::new(match authority {
+    plan_read(read_root(path, authority)?, registry, authority)
+}
+
+/// Read a run's top workflow file at `path` (not yet validated): its text
+/// is what the run's journal records, and [`plan_read`] plans from exactly
+/// those bytes.
+pub fn read_root(path: &Path, authority: Option<&crate::kernel::Authority>) -> Result<load::Read> {
+    match authority {
         // A tenant's top file (its catalog's or its inline text, chosen by
         // the server) is named relative to its root in every message.
         Some(a) if a.confinement().tenant => {
@@ -63,11 +70,20 @@ pub fn load_plan_under(
                 Error::runtime(format!("cannot read workflow file {}: {e}", a.shown(path)))
             })?;
             let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-            let (source, doc) = load::load_opened(&real, a.shown(&real), file)?;
-            validate::validate(source, &doc, registry)?
+            load::read_opened(&real, a.shown(&real), file)
         }
-        _ => load_workflow(path, registry)?,
-    });
+        _ => load::read(path),
+    }
+}
+
+/// [`load_plan_under`] of a top file read already ([`read_root`]).
+pub fn plan_read(
+    read: load::Read,
+    registry: Option<&Registry>,
+    authority: Option<&crate::kernel::Authority>,
+) -> Result<(Arc<Workflow>, FileDigests)> {
+    let (source, doc) = read.parsed()?;
+    let root = Arc::new(validate::validate(source, &doc, registry)?);
     let mut files = vec![(root.source.path.clone(), root.source.digest.clone())];
     let mut stack = vec![root.source.path.clone()];
     collect_static(&root, &mut stack, &mut files, registry, authority)?;
@@ -198,8 +214,19 @@ pub fn add_components(files: &mut FileDigests, ctx: &Context) {
 
 /// Run the workflow file at `path` with `--args-json` text.
 pub fn run_file(path: &Path, args_json: Option<&str>, ctx: &Context) -> Result<Paused> {
+    run_read(read_root(path, Some(ctx.authority())), args_json, ctx)
+}
+
+/// [`run_file`] of a top file read already ([`read_root`]; its args are
+/// checked before an error reading it is returned).
+pub fn run_read(
+    read: Result<load::Read>,
+    args_json: Option<&str>,
+    ctx: &Context,
+) -> Result<Paused> {
     let given = args::parse_args_json(args_json, "run --args-json")?;
-    let (wf, mut files) = load_plan_under(path, Some(&ctx.registry), Some(ctx.authority()))?;
+    let read = read?;
+    let (wf, mut files) = plan_read(read, Some(&ctx.registry), Some(ctx.authority()))?;
     crate::workflow::policy::check_workflow(&wf, ctx)?;
     let narrowed = crate::workflow::policy::permissions_context(&wf, ctx);
     let ctx = narrowed.as_ref().unwrap_or(ctx);
