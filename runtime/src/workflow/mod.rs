@@ -83,7 +83,7 @@ pub fn plan_read(
     authority: Option<&crate::kernel::Authority>,
 ) -> Result<(Arc<Workflow>, FileDigests)> {
     let (source, doc) = read.parsed()?;
-    let root = Arc::new(validate::validate(source, &doc, registry)?);
+    let root = validate::validate_shared(source, &doc, registry)?;
     let mut files = vec![(root.source.path.clone(), root.source.digest.clone())];
     let mut stack = vec![root.source.path.clone()];
     collect_static(&root, &mut stack, &mut files, registry, authority)?;

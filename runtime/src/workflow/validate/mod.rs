@@ -32,7 +32,10 @@ use crate::executor::suggest;
 use crate::kernel::Registry;
 use crate::value::Item;
 use serde_json::Map;
+use std::collections::HashMap;
 use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -52,6 +55,9 @@ struct V<'a> {
     errors: Vec<(Pos, String)>,
     /// The workflow's `permissions:`, which step blocks must stay within.
     declared: Option<Permissions>,
+    /// Every pipeline text whose stages were checked against the registry
+    /// (pointer, owner, text): what [`validate_shared`] checks again.
+    stages: Vec<(String, String, String)>,
 }
 
 impl V<'_> {
@@ -128,6 +134,86 @@ impl V<'_> {
 
 /// Validate a loaded document.
 pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Result<Workflow> {
+    validate_recording(source, doc, registry).map(|(wf, _)| wf)
+}
+
+/// Validated workflows by file (its canonical path and how messages name
+/// it) and content digest, with the pipeline texts their validation looked
+/// up in the registry. `lobster serve` runs the same catalog file many
+/// times; validating it anew each time was wasted work.
+///
+/// What validation reads: the document (a function of the file's bytes,
+/// hence of the digest, and of its extension, hence of the path), the
+/// source (`shown`, `path`, `digest`) that the workflow carries and its
+/// messages name, and the registry — only to look up pipeline stages
+/// (`pipeline::check_pipeline_text`), which changes no part of the
+/// workflow. So an entry is reused only for the same path, name and
+/// digest (a changed file is validated anew), and its stage lookups are
+/// made again against the run's own registry (each tenant's steps, its
+/// policy, a step file added or removed since): any problem there and the
+/// whole file is validated again, so the message is the one a fresh
+/// validation gives.
+type PlanMemo = Mutex<HashMap<(PathBuf, String, String), Memoised>>;
+
+/// A validated workflow and the pipeline texts to look up again.
+type Memoised = (Arc<Workflow>, Arc<Vec<(String, String, String)>>);
+
+/// Most validated workflows remembered; past it the memo starts afresh.
+const PLAN_MEMO_ENTRIES: usize = 1024;
+
+fn plan_memo() -> &'static PlanMemo {
+    static MEMO: OnceLock<PlanMemo> = OnceLock::new();
+    MEMO.get_or_init(Default::default)
+}
+
+/// [`validate`] through the memo of validated workflows (see [`PlanMemo`]):
+/// the same file (path, name, digest) is validated once per process and
+/// only its pipeline stages are looked up again, in `registry`.
+pub fn validate_shared(
+    source: Source,
+    doc: &Doc,
+    registry: Option<&Registry>,
+) -> Result<Arc<Workflow>> {
+    let key = (
+        source.path.clone(),
+        source.shown.clone(),
+        source.digest.clone(),
+    );
+    let known = plan_memo().lock().ok().and_then(|m| m.get(&key).cloned());
+    if let Some((wf, stages)) = known {
+        let mut v = V {
+            doc,
+            registry,
+            shown: &key.1,
+            errors: Vec::new(),
+            declared: None,
+            stages: Vec::new(),
+        };
+        for (ptr, id, text) in stages.iter() {
+            pipeline::check_pipeline_text(&mut v, ptr, id, text);
+        }
+        if v.errors.is_empty() {
+            return Ok(wf);
+        }
+    }
+    let (wf, stages) = validate_recording(source, doc, registry)?;
+    let wf = Arc::new(wf);
+    if let Ok(mut memo) = plan_memo().lock() {
+        if memo.len() >= PLAN_MEMO_ENTRIES && !memo.contains_key(&key) {
+            memo.clear();
+        }
+        memo.insert(key, (wf.clone(), Arc::new(stages)));
+    }
+    Ok(wf)
+}
+
+/// [`validate`], with the pipeline texts it looked up in the registry.
+#[allow(clippy::type_complexity)]
+fn validate_recording(
+    source: Source,
+    doc: &Doc,
+    registry: Option<&Registry>,
+) -> Result<(Workflow, Vec<(String, String, String)>)> {
     let shown = source.shown.clone();
     let mut v = V {
         doc,
@@ -135,6 +221,7 @@ pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Resul
         shown: &shown,
         errors: Vec::new(),
         declared: None,
+        stages: Vec::new(),
     };
     let root = doc.value.as_object().cloned().unwrap_or_default();
     v.keys("", &root, TOP_KEYS, "the workflow");
@@ -192,16 +279,19 @@ pub fn validate(source: Source, doc: &Doc, registry: Option<&Registry>) -> Resul
         let lines: Vec<String> = v.errors.into_iter().map(|(_, l)| l).collect();
         return Err(Error::parse(lines.join("\n")));
     }
-    Ok(Workflow {
-        source,
-        name,
-        description,
-        args,
-        env,
-        cwd,
-        steps,
-        permissions,
-    })
+    Ok((
+        Workflow {
+            source,
+            name,
+            description,
+            args,
+            env,
+            cwd,
+            steps,
+            permissions,
+        },
+        v.stages,
+    ))
 }
 
 /// What ids a reference may name at a point of the workflow.
@@ -417,5 +507,48 @@ mod tests {
             Some("timeout_ms")
         );
         assert_eq!(suggest("zzzzzz", ["plan"]), None);
+    }
+
+    /// The memo of validated workflows: the same file (path, name, digest)
+    /// is validated once, a changed one anew, and the stage lookups are
+    /// made again in each run's registry.
+    #[test]
+    fn a_validated_workflow_is_reused_only_for_the_same_file_and_registry_lookups() {
+        let memo = |text: &str, path: &str, registry: Option<&Registry>| {
+            let doc = parse_text(text, false, "m.lobster").unwrap();
+            let source = Source {
+                shown: "m.lobster".into(),
+                path: PathBuf::from(path),
+                digest: blake3::hash(text.as_bytes()).to_hex().to_string(),
+            };
+            validate_shared(source, &doc, registry)
+        };
+        let builtin = crate::commands::builtin();
+        let path = "/memo-test/a.lobster";
+        let text = "steps:\n  - id: a\n    pipeline: nosuchstage --x 1\n";
+        // No registry: stages are not looked up, and the result is kept.
+        let first = memo(text, path, None).unwrap();
+        let again = memo(text, path, None).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "validated once");
+        // A registry without the stage: refused with a fresh validation's
+        // message, although the file was remembered as valid.
+        let e = memo(text, path, Some(&builtin)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "m.lobster:3:15: Workflow step a pipeline references unknown command: nosuchstage"
+        );
+        assert!(Arc::ptr_eq(&memo(text, path, None).unwrap(), &first));
+        // A changed file (another digest) is validated anew.
+        let changed = "steps:\n  - id: b\n    pipeline: head --n 1\n";
+        let other = memo(changed, path, Some(&builtin)).unwrap();
+        assert_eq!(other.steps[0].id, "b");
+        assert!(Arc::ptr_eq(
+            &memo(changed, path, Some(&builtin)).unwrap(),
+            &other
+        ));
+        // The same text at another path is another entry.
+        let elsewhere = memo(changed, "/memo-test/b.lobster", None).unwrap();
+        assert!(!Arc::ptr_eq(&elsewhere, &other));
+        assert_eq!(elsewhere.source.path, PathBuf::from("/memo-test/b.lobster"));
     }
 }

@@ -11,6 +11,8 @@ use serde_json::Map;
 /// Stage names must exist unless they come from a template, and their flags
 /// must be ones the stage accepts.
 pub(super) fn check_pipeline_text(v: &mut V, ptr: &str, id: &str, text: &str) {
+    v.stages
+        .push((ptr.to_string(), id.to_string(), text.to_string()));
     let Some(registry) = v.registry else {
         return;
     };
