@@ -16,7 +16,7 @@
 use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::journal::{
-    digest, now_rfc3339, ComponentRecord, ErrorEvent, Event, GrantsRecord, RequestRecord,
+    items_digest, now_rfc3339, ComponentRecord, ErrorEvent, Event, GrantsRecord, RequestRecord,
     RunStarted,
 };
 use crate::policy::Trust;
@@ -102,17 +102,9 @@ pub fn finish(ctx: &Context, result: &Result<Paused>) {
     }
     let (status, output) = match result {
         Ok(p) => {
-            let env = p.envelope.to_json();
-            let status = env
-                .get("status")
-                .and_then(Value::as_str)
-                .unwrap_or("ok")
-                .to_string();
-            let output = env
-                .get("output")
-                .filter(|_| status == "ok")
-                .map(|o| digest(crate::value::to_js_json(o).as_bytes()));
-            (status, output)
+            let status = p.envelope.status.as_str();
+            let output = (status == "ok").then(|| items_digest(&p.envelope.output));
+            (status.to_string(), output)
         }
         Err(e) => {
             let _ = ctx.journal.append(Event::Error(ErrorEvent {

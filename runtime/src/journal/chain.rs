@@ -10,7 +10,6 @@
 //! another run's name does not verify as that run's.
 
 use super::canon;
-use serde_json::Value;
 
 /// The `prev` of a run's first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -23,7 +22,7 @@ pub fn record_hash(prev: &str, run: &str, seq: u64, event_canonical: &str) -> St
     h.update(b"\n{\"event\":");
     h.update(event_canonical.as_bytes());
     h.update(b",\"run\":");
-    h.update(canon::to_canonical(&Value::String(run.to_string())).as_bytes());
+    h.update(canon::to_canonical_of(run).unwrap_or_default().as_bytes());
     h.update(b",\"seq\":");
     h.update(seq.to_string().as_bytes());
     h.update(b"}");

@@ -373,6 +373,21 @@ pub fn digest(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
+/// blake3 hex of `items`' JSON text as one array (`JSON.stringify` of it),
+/// written in place: no copy of the items.
+pub fn items_digest(items: &[Value]) -> String {
+    let mut text = String::with_capacity(256);
+    text.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        crate::value::write_js_json(&mut text, item, None);
+    }
+    text.push(']');
+    digest(text.as_bytes())
+}
+
 /// `text` cut to at most `cap` bytes on a char boundary, and whether it was cut.
 pub fn cap_text(text: &str, cap: usize) -> (&str, bool) {
     if text.len() <= cap {

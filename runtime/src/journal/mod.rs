@@ -88,9 +88,11 @@ struct Chain {
 }
 
 /// Whether journals are kept: on, unless `LOBSTER_JOURNAL=off` (a switch
-/// for benchmarks that measure the journal's cost; not for production).
+/// for benchmarks that measure the journal's cost; not for production),
+/// read once per process.
 pub fn enabled() -> bool {
-    !matches!(std::env::var("LOBSTER_JOURNAL").as_deref(), Ok("off"))
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| !matches!(std::env::var("LOBSTER_JOURNAL").as_deref(), Ok("off")))
 }
 
 /// A fresh run id: the second it was made (8 hex digits), then 96 random bits.
@@ -274,15 +276,14 @@ fn append_to(inner: &Inner, event: Event) -> Result<()> {
     if c.capped && !is_end {
         return Ok(());
     }
-    let json = serde_json::to_value(&event)
+    let text = canon::to_canonical_of(&event)
         .map_err(|e| Error::runtime(format!("cannot record a {} event: {e}", event.kind())))?;
-    let text = canon::to_canonical(&json);
     if !is_end && c.bytes + text.len() as u64 + 200 > inner.cap {
         c.capped = true;
         let marker = Event::Capped(Capped {
             limit_bytes: inner.cap,
         });
-        let marker = canon::to_canonical(&serde_json::to_value(&marker).unwrap_or_default());
+        let marker = canon::to_canonical_of(&marker).unwrap_or_default();
         return write(inner, &mut c, marker, None, false);
     }
     let summary = summary_change(&inner.run_id, &event);

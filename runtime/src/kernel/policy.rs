@@ -291,10 +291,8 @@ impl Policy {
     /// but where it was read from): what a run's journal names as the
     /// policy in force.
     pub fn digest(&self) -> String {
-        let json = serde_json::to_value(self).unwrap_or_default();
-        blake3::hash(crate::journal::canon::to_canonical(&json).as_bytes())
-            .to_hex()
-            .to_string()
+        let text = crate::journal::canon::to_canonical_of(self).unwrap_or_else(|_| "null".into());
+        blake3::hash(text.as_bytes()).to_hex().to_string()
     }
 
     /// Parse policy `text`; YAML when `path` ends in `.yaml`/`.yml`, else TOML.

@@ -14,11 +14,7 @@ pub fn journal_event(
     input: &[crate::value::Item],
     output: Option<&[crate::value::Item]>,
 ) -> crate::journal::Event {
-    let items_digest = |items: &[crate::value::Item]| {
-        crate::journal::digest(
-            crate::value::to_js_json(&crate::value::Item::Array(items.to_vec())).as_bytes(),
-        )
-    };
+    let items_digest = crate::journal::items_digest;
     crate::journal::Event::Step(crate::journal::Step {
         id: report.step.to_string(),
         step_kind: "wasm".into(),
