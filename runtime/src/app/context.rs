@@ -47,6 +47,17 @@ pub fn tenant_env(
         .collect()
 }
 
+/// The operator's environment: the process's, read once — when the first
+/// run's context is built — and shared by every run after it. The operator
+/// owns the process environment at start, and nothing in lobster changes
+/// its own environment once runs begin (a step's `env:` goes to its child
+/// processes only), so reading it again per run (`lobster serve`) only
+/// cost time.
+pub fn operator_env() -> &'static Arc<BTreeMap<String, String>> {
+    static ENV: std::sync::OnceLock<Arc<BTreeMap<String, String>>> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| Arc::new(std::env::vars().collect()))
+}
+
 /// The context of one run: state store from the environment, limits,
 /// working directory (relative to the process's, and inside it), the
 /// operator policy, the steps' grants and step path when given, the endpoints from this
@@ -140,20 +151,20 @@ pub fn context_builder(
         policy.clone(),
         run_dir.clone(),
     );
-    // The operator's endpoints and credentials, once, from the environment
-    // as the process has it now (before any step adds to it).
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let broker = Broker::with_config(Endpoints::resolve(&policy, &env, sources));
+    // The operator's endpoints and credentials, from the environment as
+    // the process had it when its first run was built.
+    let env = operator_env();
+    let broker = Broker::with_config(Endpoints::resolve(&policy, env, sources));
     let env = match sources {
-        Sources::Tenant => tenant_env(&policy, &env),
-        Sources::Process => env,
+        Sources::Tenant => Arc::new(tenant_env(&policy, env)),
+        Sources::Process => env.clone(),
     };
     // SAFETY: isatty only inspects file descriptor 0.
     let interactive = mode == Mode::Human && unsafe { libc::isatty(0) } == 1;
     Ok(Context::builder(mode, state)
         .confinement(root.map(|r| r.confinement.clone()).unwrap_or_default())
         .run_dir(run_dir)
-        .env(env)
+        .shared_env(env)
         .limits(run_limits)
         .shared_policy(policy)
         .grants(grants)

@@ -194,6 +194,12 @@ impl ContextBuilder {
         self
     }
 
+    /// [`ContextBuilder::env`], shared with other runs.
+    pub fn shared_env(mut self, env: Arc<BTreeMap<String, String>>) -> Self {
+        self.env = Some(env);
+        self
+    }
+
     /// Whether a human at a terminal answers prompts.
     pub fn interactive(mut self, yes: bool) -> Self {
         self.interactive = yes;
