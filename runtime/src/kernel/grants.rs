@@ -166,6 +166,12 @@ impl Grants {
     /// Check every directory grant against `cwd`: relative, no `..`, an
     /// existing directory, and (after following symlinks) inside `cwd`.
     pub fn resolve_dirs(&self, cwd: &Path) -> Result<Vec<ResolvedDir>, GrantError> {
+        // Nothing granted, nothing to check (a step's preflight and its
+        // start each ask: `realpath` of the working directory was a
+        // readlink per path component, per step, per run).
+        if self.dirs.is_empty() {
+            return Ok(Vec::new());
+        }
         let root = cwd.canonicalize().map_err(|e| {
             GrantError(format!(
                 "cannot resolve the working directory {}: {e}",
