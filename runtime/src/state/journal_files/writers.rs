@@ -33,6 +33,9 @@ pub(super) enum Msg {
 /// A running writer as the registry knows it.
 pub(super) struct Handle {
     tx: Sender<Msg>,
+    /// The writer's thread: unparked when a barrier or a flush is sent (it
+    /// sleeps out its window otherwise; see `Writer::run`).
+    thread: std::thread::Thread,
     /// Which writer this is (an ending writer removes only itself).
     pub(super) id: u64,
     /// Why the writer's last write failed (cleared by the next that works).
@@ -93,14 +96,31 @@ fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
             let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let failed = Failing::default();
             let writer = Writer::new(dir.to_path_buf(), id, failed.clone());
-            std::thread::Builder::new()
+            let thread = std::thread::Builder::new()
                 .name("lobster-journal".into())
                 .spawn(move || writer.run(rx))
-                .map_err(|e| Error::runtime(format!("cannot start the journal's writer: {e}")))?;
-            all.insert(dir.to_path_buf(), Handle { tx, id, failed });
+                .map_err(|e| Error::runtime(format!("cannot start the journal's writer: {e}")))?
+                .thread()
+                .clone();
+            all.insert(
+                dir.to_path_buf(),
+                Handle {
+                    tx,
+                    thread,
+                    id,
+                    failed,
+                },
+            );
         }
-        match all[dir].tx.send(msg) {
-            Ok(()) => return Ok(()),
+        let wakes = matches!(&msg, Msg::Record { sync: Some(_), .. } | Msg::Flush(_));
+        let h = &all[dir];
+        match h.tx.send(msg) {
+            Ok(()) => {
+                if wakes {
+                    h.thread.unpark();
+                }
+                return Ok(());
+            }
             // The writer died (it never does but by a panic): start another.
             Err(mpsc::SendError(m)) => {
                 all.remove(dir);
@@ -165,7 +185,7 @@ pub fn flush_dir(dir: &Path) {
     {
         let all = writers().lock().unwrap_or_else(|p| p.into_inner());
         match all.get(dir) {
-            Some(h) if h.tx.send(Msg::Flush(tx)).is_ok() => {}
+            Some(h) if h.tx.send(Msg::Flush(tx)).is_ok() => h.thread.unpark(),
             _ => return,
         }
     }
@@ -180,7 +200,10 @@ pub fn flush_all() {
         all.values()
             .filter_map(|h| {
                 let (tx, rx) = mpsc::channel();
-                h.tx.send(Msg::Flush(tx)).ok().map(|_| rx)
+                h.tx.send(Msg::Flush(tx)).ok().map(|_| {
+                    h.thread.unpark();
+                    rx
+                })
             })
             .collect()
     };
