@@ -363,7 +363,8 @@ fn the_readme_names_what_the_binary_prints() {
     // `step build` names the world with its version; the guest SDK macro.
     assert!(readme.contains("world (lobster:step@0.2.0)"));
     assert!(readme.contains("one `export_step!` line"));
-    let lib = std::fs::read_to_string(repo().join("runtime/src/cli/step_templates.rs")).unwrap();
+    let lib =
+        std::fs::read_to_string(repo().join("runtime/src/app/step_project/templates.rs")).unwrap();
     assert!(lib.contains("lobster_guest::export_step!("));
     // The schema line for editors, and the schema it names.
     assert!(readme.contains("# yaml-language-server: $schema=../../docs/workflow.schema.json"));

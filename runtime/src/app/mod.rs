@@ -35,7 +35,10 @@
 
 pub mod approval;
 pub mod catalog;
+pub mod check;
 pub mod context;
+pub mod doctor;
+pub mod dry_run;
 pub mod gate;
 pub mod journal;
 pub mod options;
@@ -43,7 +46,10 @@ pub mod replay;
 pub mod reply;
 pub mod request;
 pub mod resume;
+pub mod runs;
 pub mod start;
+pub mod step_project;
+pub mod store;
 pub mod target;
 
 pub use crate::kernel::Cancel;

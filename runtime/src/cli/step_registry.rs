@@ -8,7 +8,7 @@ use crate::policy::Policy;
 use crate::registry::Admitter;
 use crate::registry::{ship, Cache, Client, Fetcher, Reference};
 use crate::sandbox::ArtifactCache;
-use crate::signing::{self, Verdict};
+use crate::signing;
 use crate::state::StateStore;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -141,30 +141,13 @@ fn pull(words: &[String], out: Option<&str>, policy: &Policy) -> Result<String> 
     );
     text.push_str(&format!(
         "  signature: {}\n",
-        signature_line(&written.component, &written.fetched.entry.blake3, policy)
+        signing::sidecar::describe(
+            &written.component,
+            &written.fetched.entry.blake3,
+            &policy.signers,
+        )
     ));
     Ok(text)
-}
-
-/// Who signed the component at `path` (blake3 `digest`), judged against
-/// `policy`'s signers: what `help STEP` and `doctor` show too.
-pub fn signature_line(path: &Path, digest: &str, policy: &Policy) -> String {
-    let sig = match signing::sidecar::read(path) {
-        Ok(Some(s)) => s,
-        Ok(None) => return "unsigned".into(),
-        Err(e) => return format!("unreadable ({e})"),
-    };
-    let keys = signing::trusted_keys(&policy.signers);
-    match signing::signature::verify_digest(digest, || std::fs::read(path), &sig, &keys) {
-        Verdict::Trusted(s) => format!("signed by {s}, a trusted signer"),
-        Verdict::UnknownKey(s) if keys.is_empty() => {
-            format!("signed by {s} (not checked: the policy lists no [signers] keys)")
-        }
-        Verdict::UnknownKey(s) => {
-            format!("signed by {s}, which is not among the policy's [signers] keys")
-        }
-        Verdict::Invalid { signer, reason } => format!("INVALID signature by {signer}: {reason}"),
-    }
 }
 
 fn sign(words: &[String], key: Option<&str>, policy: &Policy) -> Result<String> {

@@ -2,7 +2,7 @@
 //! the store for any command.
 
 use super::output::{finish_text, human_error, write_once};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::state::StateStore;
 
 /// `lobster help store`.
@@ -72,7 +72,9 @@ pub fn store(argv: &[String]) -> i32 {
             write_once(STORE_HELP, "");
             0
         }
-        Some("migrate") if argv.len() == 1 => finish_text(migrate(&StateStore::from_env())),
+        Some("migrate") if argv.len() == 1 => {
+            finish_text(crate::app::store::migrate(&StateStore::from_env()))
+        }
         Some(other) => {
             let e = Error::parse(format!("unknown store subcommand: {other}"))
                 .with_hint("lobster store migrate (see lobster help store)");
@@ -80,31 +82,6 @@ pub fn store(argv: &[String]) -> i32 {
             2
         }
     }
-}
-
-/// Migrate `store` and describe its schema.
-pub fn migrate(store: &StateStore) -> Result<String> {
-    let Some(pg) = store.pg()? else {
-        return Ok(format!(
-            "store: {}\nnothing to migrate: the files store has no schema\n",
-            store.describe()
-        ));
-    };
-    let (applied, versions) = pg.migrate_now()?;
-    let mut out = format!("store: {}\n", store.describe());
-    let current = versions.last().map_or(0, |v| v.0);
-    out.push_str(&format!(
-        "schema version {current} ({})\n",
-        if applied.is_empty() {
-            "up to date".to_string()
-        } else {
-            format!("applied now: {applied:?}")
-        }
-    ));
-    for (v, name, at) in versions {
-        out.push_str(&format!("  {v}  {name}  applied {at}\n"));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

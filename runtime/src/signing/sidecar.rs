@@ -44,3 +44,31 @@ pub fn write(file: &Path, sig: &Signature) -> Result<PathBuf, SigningError> {
     })?;
     Ok(path)
 }
+
+/// How the signature beside `file` (of blake3 `digest`) reads under the
+/// policy's `signers`, in one line for a person or a report: unsigned,
+/// unreadable, signed by a trusted signer, by a key the policy does not
+/// list, or invalid.
+pub fn describe(
+    file: &Path,
+    digest: &str,
+    signers: &crate::kernel::policy::SignersPolicy,
+) -> String {
+    use super::Verdict;
+    let sig = match read(file) {
+        Ok(Some(s)) => s,
+        Ok(None) => return "unsigned".into(),
+        Err(e) => return format!("unreadable ({e})"),
+    };
+    let keys = super::trusted_keys(signers);
+    match super::signature::verify_digest(digest, || std::fs::read(file), &sig, &keys) {
+        Verdict::Trusted(s) => format!("signed by {s}, a trusted signer"),
+        Verdict::UnknownKey(s) if keys.is_empty() => {
+            format!("signed by {s} (not checked: the policy lists no [signers] keys)")
+        }
+        Verdict::UnknownKey(s) => {
+            format!("signed by {s}, which is not among the policy's [signers] keys")
+        }
+        Verdict::Invalid { signer, reason } => format!("INVALID signature by {signer}: {reason}"),
+    }
+}

@@ -1,7 +1,7 @@
 //! The files `lobster step new` writes, per language: a `greet` step with
 //! one working flag (`--name`), its examples (the test) and a README.
 
-use super::step_project::Lang;
+use super::Lang;
 use std::path::Path;
 
 const EXAMPLES: &str = r#"[
