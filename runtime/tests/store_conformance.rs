@@ -314,7 +314,10 @@ fn a_pure_run_whose_claimer_died_is_claimed_again(kind: Kind) {
     let e = error_for(&s, key).unwrap();
     assert!(e.to_string().contains("being resumed right now"), "{e}");
     let hint = e.hint().unwrap_or_default().to_string();
-    assert!(hint.contains("every step after the gate is pure"), "{hint}");
+    assert!(
+        hint.contains("what runs after the gate may run again"),
+        "{hint}"
+    );
     let record_key = lobster::resume::interrupted::record_key(key);
     if kind == Kind::Files {
         // A claimer that is another live process (pid 1) is not taken over.

@@ -338,7 +338,7 @@ fn dead_rerun_record(store: &StateStore, state_key: &str) -> Option<(Value, Valu
 }
 
 /// A paused run whose state file is gone may still be claimable: its
-/// interrupted record says every step after the gate is pure
+/// interrupted record says what runs after the gate may run again
 /// ([`crate::policy::recovery`]), carries the state, and names a claimer
 /// process that no longer exists (never this process: a resume going on in
 /// another of its threads is not taken over). Of many racers, the one whose

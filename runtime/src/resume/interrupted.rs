@@ -9,8 +9,8 @@
 //! loss, the watchdog's exit after a signal) leaves it, and `lobster resume`
 //! of the same token then answers "interrupted after approval at step N"
 //! instead of "not found". The record is data about the run and a way to run
-//! it again only when every step after its gate is pure
-//! ([`crate::policy::recovery`]): then it carries the state, and a resume
+//! it again only when what runs after its gate may run again — pure steps,
+//! or brokered calls the journal answers ([`crate::policy::recovery`]): then it carries the state, and a resume
 //! that finds its claimer dead claims the record instead
 //! ([`super::claim`]).
 //!
@@ -57,8 +57,9 @@ pub struct InterruptedRecord {
     pub claimed_at: String,
     /// The claimer's process id.
     pub pid: u64,
-    /// The claimed state, when the run may run again (every step after its
-    /// gate is pure).
+    /// The claimed state, when the run may run again (see
+    /// [`crate::policy::recovery`]: pure after its gate, or brokered calls
+    /// the journal answers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Value>,
     /// Fields this version does not know (a newer version wrote them):
@@ -153,7 +154,7 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
                 ))
                 .with_hint(if row.rerun {
                     format!(
-                        "wait for that resume to finish; every step after the gate is pure, so if that resume died the run can be resumed again once its lease ends ({})",
+                        "wait for that resume to finish; what runs after the gate may run again, so if that resume died the run can be resumed once its lease ends ({})",
                         row.lease_until.unwrap_or_else(|| "?".into())
                     )
                 } else {
@@ -186,7 +187,7 @@ pub fn error_for(store: &StateStore, state_key: &str) -> Option<Error> {
     let own = pid == u64::from(std::process::id());
     if (!own && pid_alive(pid)) || (own && rerun) {
         let hint = if rerun {
-            "wait for that resume to finish; every step after the gate is pure, so if that process dies the run can be resumed again"
+            "wait for that resume to finish; what runs after the gate may run again, so if that process dies the run can be resumed"
         } else {
             "wait for that resume to finish; a token runs at most once"
         };

@@ -115,7 +115,7 @@ enum Reopen {
 
 /// A resume (`rec.gate`, the paused record it decided) whose process
 /// stopped: when the store says its run may be claimed again
-/// ([`crate::resume::claim::claimable`]: every step after the gate is pure),
+/// ([`crate::resume::claim::claimable`]: what runs after the gate may run again),
 /// put the paused record back — the gate is open again and takes a new
 /// decision; the store's claim still lets exactly one resume run it.
 fn reopen_gate(tenant: &Tenant, rec: &RunRecord, reason: &str) -> Result<Reopen, ApiError> {
@@ -152,7 +152,7 @@ fn reopen_gate(tenant: &Tenant, rec: &RunRecord, reason: &str) -> Result<Reopen,
     let mut reopened = paused.clone();
     reopened.updated_at = Some(now_iso());
     reopened.reason = Some(format!(
-        "{reason} during the resume; every step after the gate is pure, so the gate is open again"
+        "{reason} during the resume; what runs after the gate may run again, so the gate is open again"
     ));
     // The gate was taken by the resume that died: give it back.
     app::gate::reopen(store, &key);
