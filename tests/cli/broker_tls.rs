@@ -236,9 +236,18 @@ fn a_stalled_tls_server_hits_the_deadline() {
     // Accepts and never answers the ClientHello.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    // It waits a bounded time for the connection: a loaded machine may end
+    // the 400 ms run before lobster connects, and then no one ever will.
+    listener.set_nonblocking(true).unwrap();
     let holder = std::thread::spawn(move || {
-        let held: Vec<_> = listener.incoming().take(1).flatten().collect();
-        std::thread::sleep(Duration::from_secs(6));
+        let until = Instant::now() + Duration::from_secs(6);
+        let mut held = Vec::new();
+        while Instant::now() < until {
+            match listener.accept() {
+                Ok((conn, _)) => held.push(conn),
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
         drop(held);
     });
     let url = format!("https://127.0.0.1:{port}");

@@ -298,13 +298,17 @@ fn a_killed_pure_resume_runs_again(store: Option<&str>) {
         .json();
     assert_eq!(v["status"], "needs_approval", "{v}");
     let token = token_of(&v);
-    let resume = |sleep_ms: &str| {
+    // The resume that is killed holds a 1 s lease, so it ends soon after;
+    // the others hold a long one, which a loaded machine cannot let lapse
+    // between two heartbeats.
+    let resume_leased = |sleep_ms: &str, lease_ms: &str| {
         let mut c = env.command(&["resume", "--token", &token, "--approve", "yes"]);
-        c.env("LOBSTER_STORE_LEASE_MS", "1000")
+        c.env("LOBSTER_STORE_LEASE_MS", lease_ms)
             .env("CMD_ECHO_SLEEP_MS", sleep_ms);
         c
     };
-    let mut child = resume("60000")
+    let resume = |sleep_ms: &str| resume_leased(sleep_ms, "30000");
+    let mut child = resume_leased("60000", "1000")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
