@@ -244,13 +244,21 @@ impl Server {
         r.json().as_array().unwrap().clone()
     }
 
-    /// The path of a run's approveUrl.
+    /// The path of a run's approveUrl, once the run has reached its gate (a
+    /// loaded machine may take longer than a request's wait to get there).
     fn link_for(&self, token: &str, run_id: &str) -> String {
-        let a = self
-            .approvals(token)
-            .into_iter()
-            .find(|a| a["runId"] == run_id)
-            .unwrap_or_else(|| panic!("no approval for {run_id}"));
+        let until = Instant::now() + Duration::from_secs(30);
+        let a = loop {
+            if let Some(a) = self
+                .approvals(token)
+                .into_iter()
+                .find(|a| a["runId"] == run_id)
+            {
+                break a;
+            }
+            assert!(Instant::now() < until, "no approval for {run_id}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
         let url = a["approveUrl"].as_str().unwrap();
         url.strip_prefix(&self.base).unwrap().to_string()
     }
