@@ -44,6 +44,18 @@ struct Inner {
     deadline_ms: Mutex<Option<u64>>,
     /// Called once with the reason when the run is cancelled.
     hooks: Mutex<Vec<Hook>>,
+    /// The deadline's event on the timer thread, forgotten when the run's
+    /// last handle drops (a server's queue holds only live runs' deadlines).
+    armed: Mutex<Option<super::timer::Scheduled>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let armed = self.armed.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(key) = armed.take() {
+            super::timer::forget(key);
+        }
+    }
 }
 
 impl Cancel {
@@ -211,15 +223,25 @@ impl Cancel {
         let start = Instant::now();
         let paused_before = paused_total();
         let me = Arc::downgrade(&self.0);
-        schedule(start + timeout, move || {
+        let key = super::timer::at(start + timeout, move || {
             deadline_due(me, start, timeout, pauses.then_some(paused_before))
         });
+        self.0.set_armed(key);
     }
 }
 
-/// Schedule `f` on the timer thread at `due`.
-fn schedule(due: Instant, f: impl FnOnce() + Send + 'static) {
-    super::timer::at(due, f);
+impl Inner {
+    /// Keep `key` as the deadline's event, forgetting one armed before.
+    fn set_armed(&self, key: super::timer::Scheduled) {
+        let before = self
+            .armed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(key);
+        if let Some(before) = before {
+            super::timer::forget(before);
+        }
+    }
 }
 
 /// A deadline's time came: fire it, or (while compiles pause deadlines, or
@@ -246,10 +268,10 @@ fn deadline_due(
                 due
             };
             let weak = Arc::downgrade(&cancel.0);
-            drop(cancel);
-            schedule(next, move || {
+            let key = super::timer::at(next, move || {
                 deadline_due(weak, start, timeout, Some(before))
             });
+            cancel.0.set_armed(key);
             return;
         }
     }
@@ -324,6 +346,29 @@ impl Drop for GroupGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_ends_takes_its_deadline_off_the_timer() {
+        let cancel = Cancel::default();
+        cancel.arm_wall_deadline(Duration::from_secs(3600));
+        let first = cancel.0.armed.lock().unwrap().expect("armed");
+        // Armed again: the first event is gone at once.
+        cancel.arm_deadline(Duration::from_secs(3600));
+        assert!(
+            !super::super::timer::forget(first),
+            "the first deadline stayed"
+        );
+        let second = cancel.0.armed.lock().unwrap().expect("armed");
+        let clone = cancel.clone();
+        drop(cancel);
+        // A handle is left: the deadline stands.
+        assert!(clone.0.armed.lock().unwrap().is_some());
+        drop(clone);
+        assert!(
+            !super::super::timer::forget(second),
+            "the deadline outlived its run"
+        );
+    }
 
     #[test]
     fn children_follow_their_parent_but_not_the_other_way() {

@@ -4,39 +4,24 @@
 //! run). Callbacks run on the timer thread and must be quick: they trigger
 //! a cancellation or hand longer work to a thread of its own.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
 type Callback = Box<dyn FnOnce() + Send>;
 
-struct Entry {
+/// An event scheduled with [`at`]: pass it to [`forget`] when it is no
+/// longer wanted (a run that ended before its deadline), so that a busy
+/// server's queue holds only the deadlines of runs still going on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Scheduled {
     due: Instant,
     seq: u64,
-    callback: Callback,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.due, self.seq) == (other.due, other.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.due, self.seq).cmp(&(other.due, other.seq))
-    }
 }
 
 #[derive(Default)]
 struct Queue {
-    entries: BinaryHeap<Reverse<Entry>>,
+    entries: BTreeMap<Scheduled, Callback>,
     next_seq: u64,
     started: bool,
 }
@@ -55,16 +40,19 @@ fn timer() -> &'static Timer {
 }
 
 /// Call `f` on the timer thread once `due` has passed.
-pub fn at(due: Instant, f: impl FnOnce() + Send + 'static) {
+pub fn at(due: Instant, f: impl FnOnce() + Send + 'static) -> Scheduled {
     let t = timer();
     let mut q = t.queue.lock().unwrap_or_else(|p| p.into_inner());
-    let seq = q.next_seq;
-    q.next_seq += 1;
-    q.entries.push(Reverse(Entry {
+    let key = Scheduled {
         due,
-        seq,
-        callback: Box::new(f),
-    }));
+        seq: q.next_seq,
+    };
+    q.next_seq += 1;
+    // The thread sleeps until the earliest event: only a new earliest one
+    // needs to wake it (one wake-up per run's deadline cost a context
+    // switch per run on a busy server).
+    let earliest = q.entries.first_key_value().is_none_or(|(k, _)| key < *k);
+    q.entries.insert(key, Box::new(f));
     if !q.started {
         q.started = true;
         let spawned = std::thread::Builder::new()
@@ -75,7 +63,22 @@ pub fn at(due: Instant, f: impl FnOnce() + Send + 'static) {
             q.started = false;
         }
     }
-    t.changed.notify_one();
+    if earliest {
+        t.changed.notify_one();
+    }
+    key
+}
+
+/// Drop a scheduled event before it fires; `false` when it fired (or was
+/// forgotten) already.
+pub fn forget(key: Scheduled) -> bool {
+    let removed = {
+        let t = timer();
+        let mut q = t.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.entries.remove(&key)
+    };
+    // Dropped outside the lock: a callback may own anything.
+    removed.is_some()
 }
 
 fn run() {
@@ -83,10 +86,10 @@ fn run() {
     let mut q = t.queue.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         let now = Instant::now();
-        match q.entries.peek() {
+        match q.entries.first_key_value() {
             None => q = t.changed.wait(q).unwrap_or_else(|p| p.into_inner()),
-            Some(Reverse(e)) if e.due > now => {
-                let wait = e.due - now;
+            Some((k, _)) if k.due > now => {
+                let wait = k.due - now;
                 q = t
                     .changed
                     .wait_timeout(q, wait)
@@ -94,11 +97,11 @@ fn run() {
                     .0;
             }
             Some(_) => {
-                let Some(Reverse(e)) = q.entries.pop() else {
+                let Some((_, callback)) = q.entries.pop_first() else {
                     continue;
                 };
                 drop(q);
-                (e.callback)();
+                callback();
                 q = t.queue.lock().unwrap_or_else(|p| p.into_inner());
             }
         }
@@ -126,5 +129,32 @@ mod tests {
             .collect();
         assert_eq!(got, [2, 3, 1]);
         assert!(now.elapsed() >= Duration::from_millis(60));
+    }
+
+    #[test]
+    fn a_forgotten_event_never_fires() {
+        let (tx, rx) = mpsc::channel();
+        let now = Instant::now();
+        let t1 = tx.clone();
+        let gone = at(now + Duration::from_millis(20), move || {
+            let _ = t1.send("forgotten");
+        });
+        at(now + Duration::from_millis(60), move || {
+            let _ = tx.send("kept");
+        });
+        assert!(forget(gone));
+        assert!(!forget(gone), "forgotten twice");
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok("kept"));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn an_event_that_fired_cannot_be_forgotten() {
+        let (tx, rx) = mpsc::channel();
+        let key = at(Instant::now(), move || {
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(!forget(key));
     }
 }
