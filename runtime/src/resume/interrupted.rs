@@ -244,20 +244,7 @@ mod tests {
     /// The records older code wrote (`runtime/tests/fixtures/interrupted/`,
     /// by its `capture.sh`).
     fn fixtures() -> Vec<(String, String)> {
-        let dir =
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/interrupted");
-        let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .map(|p| {
-                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-                (name, std::fs::read_to_string(&p).unwrap())
-            })
-            .collect();
-        out.sort();
-        assert!(out.len() >= 4, "fixtures in {}", dir.display());
-        out
+        crate::state::fixtures::json_fixtures("interrupted", 4)
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! the time of its last sweep in `.swept`).
 
 mod atomic;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod journal;
 mod journal_files;
 mod keys;

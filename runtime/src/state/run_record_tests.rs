@@ -4,24 +4,10 @@
 use super::*;
 use crate::value::to_js_json_pretty;
 use serde_json::json;
-use std::path::PathBuf;
 
+/// The records of `sub` (`files`, `pg`, `runlog`, ...).
 fn fixtures(sub: &str) -> Vec<(String, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/run-records")
-        .join(sub);
-    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read_to_string(&p).unwrap())
-        })
-        .collect();
-    out.sort();
-    assert!(out.len() >= 2, "fixtures in {}", dir.display());
-    out
+    crate::state::fixtures::json_fixtures(&format!("run-records/{sub}"), 2)
 }
 
 /// Parse `text` as the record its fixture name says, and write it back as
