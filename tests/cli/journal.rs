@@ -73,6 +73,27 @@ fn a_paused_and_resumed_run_is_journaled(url: Option<&str>) {
         .expect("listed");
     assert_eq!(run["status"], "ok");
     assert_eq!(run["gate"], Value::Null);
+    // The shape every door lists a run in (app::runs::RunRow), with the
+    // command line's durationMs.
+    assert_eq!(
+        crate::common::keys(run),
+        [
+            "runId",
+            "name",
+            "door",
+            "status",
+            "startedAt",
+            "endedAt",
+            "durationMs",
+            "gate",
+            "events",
+            "head"
+        ]
+    );
+    assert!(
+        run["durationMs"].as_i64().is_some_and(|ms| ms >= 0),
+        "{run}"
+    );
     assert!(!env
         .run(&["approvals", "--json"])
         .json()

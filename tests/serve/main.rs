@@ -1555,6 +1555,24 @@ fn runs_and_their_journals_are_listed_per_tenant() {
     assert_eq!(runs[0]["runId"], id.as_str());
     assert_eq!(runs[0]["status"], "ok");
     assert_eq!(runs[0]["door"], "serve");
+    // The shape every door lists a run in (app::runs::RunRow), serve's
+    // without the command line's durationMs.
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&list.json()), ["runs", "nextCursor", "pageUrl"]);
+    assert_eq!(
+        keys(&runs[0]),
+        [
+            "runId",
+            "name",
+            "door",
+            "status",
+            "startedAt",
+            "endedAt",
+            "gate",
+            "events",
+            "head"
+        ]
+    );
     let journal = s.call("GET", &format!("/v1/runs/{id}/journal"), ACME, None);
     assert_eq!(journal.status, 200, "{}", journal.body);
     let kinds: Vec<String> = journal

@@ -2,17 +2,91 @@
 //! the runs a filter keeps, the ones waiting at a gate, one run's journal
 //! (or why there is none), its export with a checkpoint signed by the
 //! operator's journal key, pruning, and checking an export's signature.
-//! Doors render what these return.
+//! Doors render what these return; a run in a JSON list is one shape for
+//! every door ([`RunRow`]).
 
 use crate::error::{Error, Result};
 use crate::journal::verify::{verify_text, Checkpoint, CheckpointLine, Problem, Verdict};
 use crate::signing::{self, PublicKey, SecretKey};
 use crate::state::journal::{RunFilter, RunSummary};
 use crate::state::StateStore;
+use serde::Serialize;
 use std::time::Duration;
 
 /// How many settled runs `prune` keeps when not told (`--keep`).
 pub const DEFAULT_KEEP: usize = 10_000;
+
+/// A run as a JSON run list shows it (`lobster runs list --json`, `GET
+/// /v1/runs`): one shape for every door, so the lists cannot drift apart.
+/// The keys, in this order: `runId`, `name`, `door`, `status`,
+/// `startedAt`, `endedAt` (null while going on), then the door's own
+/// fields (`E`: the command line's [`WithDuration`], nothing for serve),
+/// `gate` (the pending gate's short id, or null), `events`, `head`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRow<'a, E: Serialize = ()> {
+    run_id: &'a str,
+    name: &'a str,
+    door: &'a str,
+    status: &'a str,
+    started_at: &'a str,
+    ended_at: Option<&'a str>,
+    #[serde(flatten)]
+    extra: E,
+    gate: Option<&'a str>,
+    events: u64,
+    head: &'a str,
+}
+
+impl<'a> RunRow<'a> {
+    /// `s` as listed, with no field of a door's own.
+    pub fn of(s: &'a RunSummary) -> Self {
+        RunRow::with(s, ())
+    }
+}
+
+impl<'a, E: Serialize> RunRow<'a, E> {
+    /// `s` as listed, with the door's own fields `extra` after `endedAt`.
+    pub fn with(s: &'a RunSummary, extra: E) -> Self {
+        RunRow {
+            run_id: &s.run_id,
+            name: &s.name,
+            door: &s.door,
+            status: &s.status,
+            started_at: &s.started_at,
+            ended_at: s.ended_at.as_deref(),
+            extra,
+            gate: s.gate.as_deref(),
+            events: s.events,
+            head: &s.head,
+        }
+    }
+}
+
+/// The command line's own field of a listed run: `durationMs`, how long it
+/// took ([`duration_ms`]; null while it is going on).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WithDuration {
+    duration_ms: Option<i64>,
+}
+
+impl WithDuration {
+    /// `s`'s duration.
+    pub fn of(s: &RunSummary) -> Self {
+        WithDuration {
+            duration_ms: duration_ms(s),
+        }
+    }
+}
+
+/// Milliseconds from a run's start to its end (`None` while it is going
+/// on, or when a time does not read as RFC 3339).
+pub fn duration_ms(s: &RunSummary) -> Option<i64> {
+    let a = chrono::DateTime::parse_from_rfc3339(&s.started_at).ok()?;
+    let b = chrono::DateTime::parse_from_rfc3339(s.ended_at.as_deref()?).ok()?;
+    Some((b - a).num_milliseconds())
+}
 
 /// The runs waiting at a gate (approval or input), newest first.
 pub fn pending(store: &StateStore) -> Result<Vec<RunSummary>> {
@@ -221,4 +295,42 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     Some(Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(ended: Option<&str>, gate: Option<&str>) -> RunSummary {
+        RunSummary {
+            run_id: "r1".into(),
+            name: "wf.lobster".into(),
+            door: "cli".into(),
+            status: "ok".into(),
+            started_at: "2026-12-02T06:00:00.000Z".into(),
+            ended_at: ended.map(str::to_string),
+            gate: gate.map(str::to_string),
+            head: "ab".into(),
+            events: 4,
+        }
+    }
+
+    #[test]
+    fn every_door_lists_a_run_with_the_same_keys_in_the_same_order() {
+        let ended = summary(Some("2026-12-02T06:00:01.250Z"), None);
+        assert_eq!(
+            serde_json::to_string(&RunRow::of(&ended)).unwrap(),
+            r#"{"runId":"r1","name":"wf.lobster","door":"cli","status":"ok","startedAt":"2026-12-02T06:00:00.000Z","endedAt":"2026-12-02T06:00:01.250Z","gate":null,"events":4,"head":"ab"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&RunRow::with(&ended, WithDuration::of(&ended))).unwrap(),
+            r#"{"runId":"r1","name":"wf.lobster","door":"cli","status":"ok","startedAt":"2026-12-02T06:00:00.000Z","endedAt":"2026-12-02T06:00:01.250Z","durationMs":1250,"gate":null,"events":4,"head":"ab"}"#
+        );
+        // Going on (paused at a gate): no end, no duration, both null.
+        let paused = summary(None, Some("0a1b2c3d"));
+        assert_eq!(
+            serde_json::to_string(&RunRow::with(&paused, WithDuration::of(&paused))).unwrap(),
+            r#"{"runId":"r1","name":"wf.lobster","door":"cli","status":"ok","startedAt":"2026-12-02T06:00:00.000Z","endedAt":null,"durationMs":null,"gate":"0a1b2c3d","events":4,"head":"ab"}"#
+        );
+    }
 }

@@ -2,9 +2,10 @@
 //! program: the run list (a table or JSON), a run's timeline, and the
 //! verdict on an exported journal.
 
+use crate::app::runs::{duration_ms, RunRow, WithDuration};
 use crate::journal::verify::{verify_text, Verdict};
 use crate::state::journal::RunSummary;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The line `lobster verify` prints for `file` (and its exit code):
 /// verified with what it found, or the first problem.
@@ -40,32 +41,12 @@ pub(super) fn verdict_text(file: &str, v: &Verdict, signed: &str) -> (String, i3
     }
 }
 
-/// Milliseconds from `a` to `b` (both RFC 3339).
-fn millis_between(a: &str, b: &str) -> Option<i64> {
-    let a = chrono::DateTime::parse_from_rfc3339(a).ok()?;
-    let b = chrono::DateTime::parse_from_rfc3339(b).ok()?;
-    Some((b - a).num_milliseconds())
-}
-
 /// The run list: a table, or (`json`) an array of runs.
 pub(super) fn render_list(runs: &[RunSummary], json: bool) -> String {
     if json {
-        let rows: Vec<Value> = runs
+        let rows: Vec<RunRow<'_, WithDuration>> = runs
             .iter()
-            .map(|s| {
-                json!({
-                    "runId": s.run_id,
-                    "name": s.name,
-                    "door": s.door,
-                    "status": s.status,
-                    "startedAt": s.started_at,
-                    "endedAt": s.ended_at,
-                    "durationMs": s.ended_at.as_deref().and_then(|e| millis_between(&s.started_at, e)),
-                    "gate": s.gate,
-                    "events": s.events,
-                    "head": s.head,
-                })
-            })
+            .map(|s| RunRow::with(s, WithDuration::of(s)))
             .collect();
         return format!(
             "{}\n",
@@ -77,10 +58,7 @@ pub(super) fn render_list(runs: &[RunSummary], json: bool) -> String {
         "RUN", "STATUS", "STARTED", "DURATION", "GATE", "NAME"
     );
     for s in runs {
-        let duration = s
-            .ended_at
-            .as_deref()
-            .and_then(|e| millis_between(&s.started_at, e))
+        let duration = duration_ms(s)
             .map(|ms| format!("{ms}ms"))
             .unwrap_or_else(|| "-".into());
         let name: String = s.name.chars().take(60).collect();

@@ -8,12 +8,13 @@
 use super::offload::offload;
 use super::state::AppState;
 use super::{ApiError, Authed};
+use crate::app::runs::RunRow;
 use crate::state::journal::RunFilter;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -71,23 +72,22 @@ pub async fn list(
                 .map(|s| format!("{}~{}", s.started_at, s.run_id))
         })
         .flatten();
-    let rows: Vec<Value> = runs
-        .iter()
-        .map(|s| {
-            json!({
-                "runId": s.run_id,
-                "name": s.name,
-                "door": s.door,
-                "status": s.status,
-                "startedAt": s.started_at,
-                "endedAt": s.ended_at,
-                "gate": s.gate,
-                "events": s.events,
-                "head": s.head,
-            })
-        })
-        .collect();
-    Ok(Json(json!({"runs": rows, "nextCursor": next, "pageUrl": page_url})).into_response())
+    let page = RunsPage {
+        runs: runs.iter().map(RunRow::of).collect(),
+        next_cursor: next,
+        page_url,
+    };
+    Ok(Json(page).into_response())
+}
+
+/// The answer of `GET /v1/runs`: a page of runs (as every door lists them),
+/// the cursor of the next page (null on the last), and the list's page.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunsPage<'a> {
+    runs: Vec<RunRow<'a>>,
+    next_cursor: Option<String>,
+    page_url: String,
 }
 
 /// `GET /v1/runs/{id}/journal`.
