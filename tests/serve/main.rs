@@ -920,6 +920,15 @@ fn limits_answer_429_and_413() {
         big.as_bytes(),
     );
     assert_eq!(r.status, 413, "{}", r.body);
+    // A sign-in form past it: the refusal page (serve::sign_in::SignInForm),
+    // on the approval pages and the run pages alike.
+    let form = format!("name=ann&secret={}", "x".repeat(4000));
+    for path in ["/a/x/sign-in", "/r/x/sign-in"] {
+        let kind = [("Content-Type", "application/x-www-form-urlencoded")];
+        let r = s.raw("POST", path, &kind, form.as_bytes());
+        assert_eq!(r.status, 413, "{path}: {}", r.body);
+        assert!(r.body.contains("Request refused"), "{path}: {}", r.body);
+    }
     // Requests per minute (8, two used): the budget runs out.
     let mut limited = None;
     for _ in 0..8 {

@@ -1,12 +1,16 @@
 //! An approver's sign-in, shared by the approval pages and the run pages:
 //! who is signed in on a request (their session cookie) and the check of
 //! the sign-in form (name and password or token; never the tenant's own
-//! token), with the form's decoding.
+//! token), with the form's decoding: [`SignInForm`], read from the body as
+//! a handler's argument.
 
 use super::approver;
+use super::page::{html, refused};
 use super::state::AppState;
 use super::tenant::Tenant;
+use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
 use std::sync::Arc;
 
 /// The approver signed in on this request for `tenant` (their session
@@ -20,23 +24,54 @@ pub fn signed_in(app: &AppState, tenant: &Tenant, headers: &HeaderMap) -> Option
         .map(|s| s.name)
 }
 
-/// Check an approver's sign-in form (`name`, `secret`) for `tenant`: the
-/// session cookies to set, or the status and why not. The approval page
-/// and the run pages sign in through it. The tenant's own token is
-/// refused: the agent is not an approver.
+/// An approver's sign-in form (`name`, `secret`; a missing field is
+/// empty), the extractor of the sign-in handlers' body (`POST
+/// /a/{link}/sign-in`, `POST /r/{link}/sign-in`). A body axum refuses (past
+/// `max_body_bytes`, or unreadable) is answered with the refusal page, with
+/// its status, before the handler runs.
+pub struct SignInForm {
+    name: String,
+    secret: String,
+}
+
+impl SignInForm {
+    /// The fields of an `application/x-www-form-urlencoded` `body`.
+    pub fn parse(body: &[u8]) -> SignInForm {
+        let form = form_urlencoded(body);
+        let field = |k: &str| {
+            form.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        SignInForm {
+            name: field("name"),
+            secret: field("secret"),
+        }
+    }
+}
+
+impl FromRequest<Arc<AppState>> for SignInForm {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, app: &Arc<AppState>) -> Result<Self, Response> {
+        match axum::body::Bytes::from_request(req, app).await {
+            Ok(body) => Ok(SignInForm::parse(&body)),
+            Err(e) => Err(html(e.status(), refused("Request refused", &e.body_text()))),
+        }
+    }
+}
+
+/// Check an approver's sign-in `form` for `tenant`: the session cookies
+/// to set, or the status and why not. The approval page and the run pages
+/// sign in through it. The tenant's own token is refused: the agent is not
+/// an approver.
 pub async fn check_sign_in(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
-    body: &[u8],
+    form: SignInForm,
 ) -> Result<Vec<header::HeaderValue>, (StatusCode, &'static str)> {
-    let form = form_urlencoded(body);
-    let field = |k: &str| {
-        form.iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    let (name, secret) = (field("name"), field("secret"));
+    let SignInForm { name, secret } = form;
     if !tenant.admit_sign_in() {
         return Err((
             StatusCode::TOO_MANY_REQUESTS,
@@ -141,5 +176,13 @@ mod tests {
             ]
         );
         assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+
+    #[test]
+    fn a_sign_in_form_reads_its_two_fields_and_leaves_a_missing_one_empty() {
+        let f = SignInForm::parse(b"secret=p%26ss+w&name=ann&name=bob");
+        assert_eq!((f.name.as_str(), f.secret.as_str()), ("ann", "p&ss w"));
+        let f = SignInForm::parse(b"name=ann");
+        assert_eq!((f.name.as_str(), f.secret.as_str()), ("ann", ""));
     }
 }

@@ -6,7 +6,7 @@
 use crate::serve::link::{self, LinkError};
 use crate::serve::page::{self, html, see_other};
 use crate::serve::runs::load_record;
-use crate::serve::sign_in::{check_sign_in, signed_in};
+use crate::serve::sign_in::{check_sign_in, signed_in, SignInForm};
 use crate::serve::state::AppState;
 use crate::serve::tenant::Tenant;
 use crate::state::{RunRecord, RunStatus};
@@ -147,19 +147,15 @@ pub async fn show(
 pub async fn sign_in(
     State(app): State<Arc<AppState>>,
     Path(raw): Path<String>,
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    form: SignInForm,
 ) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => return html(e.status(), page::refused("Request refused", &e.body_text())),
-    };
     let a = app.clone();
     let r = raw.clone();
     let o = match offload_page(move || open(&a, &r)).await {
         Ok(o) => o,
         Err(r) => return r,
     };
-    match check_sign_in(&app, &o.tenant, &body).await {
+    match check_sign_in(&app, &o.tenant, form).await {
         Ok(cookies) => see_other(format!("/a/{raw}"), cookies),
         Err((status, why)) => html(
             status,

@@ -22,7 +22,7 @@
 use super::link::LinkError;
 use super::offload::offload;
 use super::page::{html, list_page, refused, run_page, see_other, sign_in_to_read};
-use super::sign_in::{check_sign_in, signed_in};
+use super::sign_in::{check_sign_in, signed_in, SignInForm};
 use super::state::AppState;
 use super::tenant::Tenant;
 use super::ApiError;
@@ -106,12 +106,8 @@ fn not_for_you(raw: &str, tenant: &Tenant) -> Response {
 pub async fn sign_in(
     State(app): State<Arc<AppState>>,
     Path(raw): Path<String>,
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    form: SignInForm,
 ) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) => return html(e.status(), refused("Request refused", &e.body_text())),
-    };
     let tenant = match open(&app, &raw) {
         Ok((_, t)) => t,
         Err(r) => return *r,
@@ -119,7 +115,7 @@ pub async fn sign_in(
     if tenant.approvers.is_empty() {
         return not_for_you(&raw, &tenant);
     }
-    match check_sign_in(&app, &tenant, &body).await {
+    match check_sign_in(&app, &tenant, form).await {
         Ok(cookies) => see_other(format!("/r/{raw}"), cookies),
         Err((status, why)) => html(status, sign_in_to_read(&raw, &tenant.name, Some(why))),
     }
