@@ -148,6 +148,45 @@ impl Catalog {
     pub fn names(&self) -> Vec<String> {
         self.entries.iter().map(|e| e.name.clone()).collect()
     }
+
+    /// How a run's workflow `name` (as its journal names it) is shown to
+    /// the tenant whose catalog this is and whose runs start in `workdir`:
+    /// its catalog name, or its path beneath the workdir (a `workflowText`
+    /// run's file), else the file's name alone — never a path on the
+    /// server. A pipeline's text is shown as it is.
+    pub fn shown_name(&self, workdir: &Path, name: &str) -> String {
+        let path = Path::new(name);
+        if !path.is_absolute() {
+            // A tenant's journal names a catalog file relative to its catalog
+            // directory (`app::journal`; catalog files lie directly in it), a
+            // workflowText run's beneath the workdir.
+            let catalog = (!workdir.join(path).is_file())
+                .then(|| {
+                    self.entries
+                        .iter()
+                        .find(|e| e.file.file_name() == Some(path.as_os_str()))
+                })
+                .flatten();
+            return catalog.map_or_else(|| name.to_string(), |e| e.name.clone());
+        }
+        let real = path.canonicalize().ok();
+        let same = |f: &Path| f == path || (real.is_some() && f.canonicalize().ok() == real);
+        if let Some(e) = self.entries.iter().find(|e| same(&e.file)) {
+            return e.name.clone();
+        }
+        let within = |p: &Path| {
+            p.strip_prefix(workdir)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty())
+                .map(|r| r.to_string_lossy().into_owned())
+        };
+        if let Some(r) = within(path).or_else(|| real.as_deref().and_then(within)) {
+            return r;
+        }
+        path.file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
 }
 
 /// `name` reduced to `[A-Za-z0-9_-]` (anything else becomes `_`), at most 64 characters.
@@ -352,5 +391,41 @@ mod tests {
         );
         let e = Catalog::load(&[dir.path().join("missing")]).unwrap_err();
         assert!(e.to_string().contains("cannot read the directory"), "{e}");
+    }
+
+    #[test]
+    fn a_run_s_workflow_is_shown_by_catalog_name_or_beneath_the_workdir_never_a_server_path() {
+        let cat = tempfile::tempdir().unwrap();
+        write(
+            cat.path(),
+            "greet.lobster",
+            "name: greet\nsteps:\n  - id: a\n    run: echo a\n",
+        );
+        let c = Catalog::load(&[cat.path().canonicalize().unwrap()]).unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let work = work.path().canonicalize().unwrap();
+        std::fs::create_dir(work.join("inline")).unwrap();
+        write(&work, "inline/w1.lobster", "steps: []\n");
+        let greet = cat.path().join("greet.lobster");
+        // A catalog file, named absolutely or as the journal names it.
+        assert_eq!(c.shown_name(&work, greet.to_str().unwrap()), "greet");
+        assert_eq!(c.shown_name(&work, "greet.lobster"), "greet");
+        // A workflowText run's file: its path beneath the workdir.
+        let inline = work.join("inline/w1.lobster");
+        assert_eq!(
+            c.shown_name(&work, inline.to_str().unwrap()),
+            "inline/w1.lobster"
+        );
+        assert_eq!(
+            c.shown_name(&work, "inline/w1.lobster"),
+            "inline/w1.lobster"
+        );
+        // Anything else of the server: the file's name alone.
+        assert_eq!(c.shown_name(&work, "/etc/secret/wf.lobster"), "wf.lobster");
+        // A pipeline's text as it is.
+        assert_eq!(
+            c.shown_name(&work, "exec --json 'a/b' | head"),
+            "exec --json 'a/b' | head"
+        );
     }
 }

@@ -4,6 +4,7 @@
 use crate::envelope::{error_envelope, error_envelope_of};
 use crate::error::{Error, Result};
 use crate::resume::Paused;
+use crate::state::RunStatus;
 use crate::value::{to_js_json_pretty, Item};
 
 /// The answer to one call: the tool envelope and the exit code the CLI
@@ -24,6 +25,23 @@ impl Reply {
     /// `status` of a successful envelope.
     pub fn status(&self) -> Option<&str> {
         self.envelope.get("status").and_then(Item::as_str)
+    }
+
+    /// The status of the run that settled with this reply, as its record
+    /// keeps it: paused at a gate, cancelled, ok, or failed. A run that
+    /// failed after the server's shutdown cancelled it (`by_shutdown`) is
+    /// cancelled, not failed.
+    pub fn run_status(&self, by_shutdown: bool) -> RunStatus {
+        if by_shutdown && !self.ok() {
+            return RunStatus::Cancelled;
+        }
+        match (self.ok(), self.status()) {
+            (true, Some("needs_approval")) => RunStatus::NeedsApproval,
+            (true, Some("needs_input")) => RunStatus::NeedsInput,
+            (true, Some("cancelled")) => RunStatus::Cancelled,
+            (true, _) => RunStatus::Ok,
+            (false, _) => RunStatus::Failed,
+        }
     }
 
     /// An error reply.
@@ -79,5 +97,27 @@ mod tests {
         );
         let r = Reply::from_result(&Ok(paused), None);
         assert_eq!(r.status(), Some("ok"));
+    }
+
+    #[test]
+    fn a_settled_run_s_status_is_read_from_its_reply() {
+        let of = |envelope: Item| Reply {
+            envelope,
+            exit_code: 0,
+        };
+        let ok = |status: &str| of(serde_json::json!({"ok": true, "status": status}));
+        let failed = Reply::error(&Error::runtime("boom"));
+        for (reply, shut, want) in [
+            (ok("needs_approval"), false, RunStatus::NeedsApproval),
+            (ok("needs_input"), false, RunStatus::NeedsInput),
+            (ok("cancelled"), false, RunStatus::Cancelled),
+            (ok("ok"), false, RunStatus::Ok),
+            // A run the shutdown cancelled that ended well still counts.
+            (ok("ok"), true, RunStatus::Ok),
+            (failed.clone(), false, RunStatus::Failed),
+            (failed, true, RunStatus::Cancelled),
+        ] {
+            assert_eq!(reply.run_status(shut), want, "{}", reply.envelope);
+        }
     }
 }

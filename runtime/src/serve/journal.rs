@@ -61,7 +61,7 @@ pub async fn list(
             .map_err(ApiError::store)?;
         // A catalog name or a path beneath the workdir, never the server's.
         for r in &mut runs {
-            r.name = super::run_pages::shown_name(&tenant, &r.name);
+            r.name = tenant.shown_name(&r.name);
         }
         Ok(runs)
     })

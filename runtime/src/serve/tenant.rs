@@ -192,6 +192,13 @@ impl Tenant {
         &self.workdir
     }
 
+    /// How a run's workflow `name` is shown to this tenant: its catalog
+    /// name or its path beneath the workdir, never a path on the server
+    /// ([`crate::app::Catalog::shown_name`]).
+    pub fn shown_name(&self, name: &str) -> String {
+        self.settings.catalog.shown_name(&self.workdir, name)
+    }
+
     /// Take one request from the per-minute budget.
     pub fn admit_request(&self) -> std::result::Result<(), OverBudget> {
         let rpm = self.requests_per_minute as f64;

@@ -58,7 +58,7 @@ fn digest(d: Option<&str>) -> String {
 }
 
 /// One run's page from its journal `text` (the store's lines); `shown`
-/// names a workflow file for the page ([`crate::serve::run_pages::shown_name`]).
+/// names a workflow file for the page ([`crate::app::Catalog::shown_name`]).
 pub fn run_page(
     tenant: &str,
     id: &str,

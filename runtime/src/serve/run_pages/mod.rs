@@ -16,8 +16,8 @@
 //! beneath the tenant's workdir, never by a path on the server.
 //!
 //! The rooms: this file (the two handlers and who may read), [`link`] (view
-//! links), [`name`] (how a workflow is named to the tenant); the HTML is
-//! [`super::page::runs`].
+//! links); how a workflow is named to the tenant is the app's
+//! ([`crate::app::Catalog::shown_name`]); the HTML is [`super::page::runs`].
 
 use super::link::LinkError;
 use super::offload::offload;
@@ -33,10 +33,8 @@ use axum::response::Response;
 use std::sync::Arc;
 
 pub mod link;
-pub mod name;
 
 pub use link::{issue, url, verify, View};
-pub use name::shown_name;
 
 /// Runs the list page shows.
 const LIST_ROWS: usize = 100;
@@ -146,7 +144,7 @@ pub async fn show(
             let read = offload(move || {
                 let mut runs = store.journal_runs(&filter).map_err(ApiError::store)?;
                 for r in &mut runs {
-                    r.name = shown_name(&t, &r.name);
+                    r.name = t.shown_name(&r.name);
                 }
                 Ok(runs)
             });
@@ -177,7 +175,7 @@ pub async fn show(
                 Ok((summary, Some(text))) => html(
                     StatusCode::OK,
                     run_page(&view.tenant, &id, summary.as_ref(), &text, |n| {
-                        shown_name(&tenant, n)
+                        tenant.shown_name(n)
                     }),
                 ),
                 Ok((_, None)) => html(

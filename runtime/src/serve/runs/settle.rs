@@ -64,7 +64,7 @@ pub(super) fn settle_record(
     started: Instant,
 ) -> RunRecord {
     let shut = by_shutdown.load(Ordering::SeqCst);
-    let status = status_of(reply, shut);
+    let status = reply.run_status(shut);
     let mut rec = record;
     rec.gate = None; // the gate it decided is history now
     rec.status = status.clone();
@@ -126,20 +126,6 @@ pub(super) fn settle_record(
         .unwrap_or_else(|p| p.into_inner())
         .remove(&run_id);
     rec
-}
-
-/// Status of a settled run from its reply.
-fn status_of(reply: &app::Reply, by_shutdown: bool) -> RunStatus {
-    if by_shutdown && !reply.ok() {
-        return RunStatus::Cancelled;
-    }
-    match (reply.ok(), reply.status()) {
-        (true, Some("needs_approval")) => RunStatus::NeedsApproval,
-        (true, Some("needs_input")) => RunStatus::NeedsInput,
-        (true, Some("cancelled")) => RunStatus::Cancelled,
-        (true, _) => RunStatus::Ok,
-        (false, _) => RunStatus::Failed,
-    }
 }
 
 /// Whether an error envelope is the policy authority's refusal.
