@@ -7,7 +7,11 @@
 //! (intent, no answer) leaves a run that stops for a human, `interrupted`,
 //! naming the call, on every later resume. The same for workflows: a
 //! brokered pipeline step after the gate, and a WebAssembly `uses:` step
-//! that calls a gateway tool through its broker import. Both stores.
+//! that calls a gateway tool through its broker import. And after an input
+//! gate (`ask`): the call made of the response is replayed for a resume
+//! that answers the same, and a resume that answers otherwise stops,
+//! naming both calls, since its call is not the one the dead resume sent.
+//! Both stores.
 
 use crate::broker::Stub;
 use crate::common::{err_message, finish, test_guest, token_of, write, Env};
@@ -436,4 +440,188 @@ fn a_workflow_call_that_differs_stops_files() {
 fn a_workflow_call_that_differs_stops_postgres() {
     let Some(url) = pg_url() else { return };
     a_workflow_call_that_differs_stops(Some(&url));
+}
+
+/// `lobster resume --response-json RESPONSE` on `token`, with the gateway
+/// at `gw`.
+fn respond(env: &Env, gw: &Stub, token: &str, response: &str, sleep_ms: &str) -> Command {
+    let mut c = env.command(&[
+        "resume",
+        "--mode",
+        "tool",
+        "--token",
+        token,
+        "--response-json",
+        response,
+    ]);
+    c.env("OPENCLAW_URL", &gw.url)
+        .env_remove("OPENCLAW_TOKEN")
+        .env("LOBSTER_STORE_LEASE_MS", LEASE_MS)
+        .env("CMD_ECHO_SLEEP_MS", sleep_ms);
+    c
+}
+
+/// Pause `then` after an input gate (`ask`), returning the token and the
+/// run. An input gate has no approval id: the run is found by a word of
+/// its own (a number) in its first stage (the list names a pipeline by its
+/// text).
+fn pause_at_ask(env: &Env, gw: &Stub, extra: &[&str], then: &str) -> (String, String) {
+    let nonce = format!(
+        "{}{:09}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let line = format!("exec --json --shell 'echo [{nonce}]' | ask --prompt which? | {then}");
+    let mut args = vec!["run", "--mode", "tool"];
+    args.extend_from_slice(extra);
+    args.push(&line);
+    let mut c = env.command(&args);
+    c.env("OPENCLAW_URL", &gw.url).env_remove("OPENCLAW_TOKEN");
+    let r = finish(c.output().unwrap());
+    let v = r.json();
+    assert_eq!(v["status"], "needs_input", "{r:?}");
+    let listed = env.run(&["runs", "list", "--json", "--status", "needs_input"]);
+    let runs: Value =
+        serde_json::from_str(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {listed:?}"));
+    let run = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"].as_str().is_some_and(|n| n.contains(&nonce)))
+        .unwrap_or_else(|| panic!("no run paused at {nonce}: {runs:#}"));
+    (token_of(&v), run["runId"].as_str().unwrap().to_string())
+}
+
+/// The call after the gate carries the response (`--each --item-key`).
+const ASKED_CALL: &str =
+    "openclaw.invoke --tool echo --action a --each --item-key reply --args-json '{}'";
+
+/// A resume of an input gate killed after its call (made of the response)
+/// was answered: a resume answering otherwise would send another call, so
+/// it stops, naming both, and sends nothing; a resume answering the same
+/// replays the recorded answer, and the run ends ok with the call sent once.
+fn an_input_gate_s_call_is_replayed_for_the_same_answer(store: Option<&str>) {
+    let Some(echo) = test_guest("cmd-echo") else {
+        return;
+    };
+    let gw = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    std::fs::create_dir(env.work_path("steps")).unwrap();
+    std::fs::copy(echo, env.work_path("steps/cmd-echo.wasm")).unwrap();
+    let then = format!("{ASKED_CALL} | cmd-echo sleep");
+    let (token, run) = pause_at_ask(&env, &gw, &["--allow-env", "CMD_ECHO_SLEEP_MS"], &then);
+    let answer = r#"{"decision":"approve"}"#;
+    let child = respond(&env, &gw, &token, answer, "60000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the call's answer was never journaled", || {
+        !of_kind(&events(&env, &run), "call_answer").is_empty()
+    });
+    assert_eq!(gw.requests().len(), 1);
+    assert_eq!(
+        gw.requests()[0]["body"]["args"]["reply"],
+        json!({"decision": "approve"}),
+        "{:?}",
+        gw.requests()
+    );
+    kill(child, store);
+
+    let other = finish(
+        respond(&env, &gw, &token, r#"{"decision":"reject"}"#, "0")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(other.code, 1, "{other:?}");
+    let msg = err_message(&other);
+    assert!(
+        msg.contains("interrupted after input at stage 2")
+            && msg.contains("call 1 after the gate is a tool call echo (request ")
+            && msg.contains("asked tool call echo (request "),
+        "{msg}"
+    );
+    assert_eq!(gw.requests().len(), 1, "the other answer's call was sent");
+    if store.is_some() {
+        std::thread::sleep(Duration::from_millis(1300));
+    }
+
+    let r = finish(respond(&env, &gw, &token, answer, "0").output().unwrap());
+    let v = r.json();
+    assert_eq!(v["status"], "ok", "{r:?}");
+    let out = serde_json::to_string(&v["output"]).unwrap();
+    assert!(
+        out.contains(r#""decision":"approve""#),
+        "the echo's answer: {out}"
+    );
+    assert_eq!(gw.requests().len(), 1, "the answered call was sent again");
+    let ev = events(&env, &run);
+    let decisions: Vec<_> = of_kind(&ev, "decision")
+        .iter()
+        .map(|d| d["decision"].clone())
+        .collect();
+    assert_eq!(decisions, ["input", "input", "input"], "{ev:#?}");
+    assert_eq!(of_kind(&ev, "call_intent").len(), 1, "{ev:#?}");
+    let answers = of_kind(&ev, "call_answer");
+    assert_eq!(answers.len(), 2, "{ev:#?}");
+    assert_eq!(answers[1]["replayed"], json!(true), "{ev:#?}");
+    let path = env.work_path("run.jsonl");
+    std::fs::write(&path, env.run(&["runs", "export", &run]).stdout).unwrap();
+    let verified = env.run(&["verify", path.to_str().unwrap()]);
+    assert_eq!(verified.code, 0, "{verified:?}");
+}
+
+#[test]
+fn an_input_gate_s_call_is_replayed_for_the_same_answer_files() {
+    an_input_gate_s_call_is_replayed_for_the_same_answer(None);
+}
+
+#[test]
+fn an_input_gate_s_call_is_replayed_for_the_same_answer_postgres() {
+    let Some(url) = pg_url() else { return };
+    an_input_gate_s_call_is_replayed_for_the_same_answer(Some(&url));
+}
+
+/// A resume of an input gate killed while its second call was in flight:
+/// the next resume sends nothing and stops for a human, naming the gate as
+/// an input gate and the call.
+fn an_input_gate_s_unanswered_call_stops(store: Option<&str>) {
+    let gw = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    let then = format!(
+        r#"{ASKED_CALL} | openclaw.invoke --tool slow --action b --args-json '{{"ms":60000}}'"#
+    );
+    let (token, _) = pause_at_ask(&env, &gw, &[], &then);
+    let answer = r#"{"decision":"approve"}"#;
+    let child = respond(&env, &gw, &token, answer, "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the slow call never arrived", || gw.requests().len() >= 2);
+    kill(child, store);
+    let r = finish(respond(&env, &gw, &token, answer, "0").output().unwrap());
+    assert_eq!(r.code, 1, "{r:?}");
+    let msg = err_message(&r);
+    assert!(
+        msg.contains("interrupted after input at stage 2")
+            && msg.contains("tool call slow (request ")
+            && msg.contains("was in flight"),
+        "{msg}"
+    );
+    assert_eq!(gw.requests().len(), 2, "a call was sent again");
+}
+
+#[test]
+fn an_input_gate_s_unanswered_call_stops_files() {
+    an_input_gate_s_unanswered_call_stops(None);
+}
+
+#[test]
+fn an_input_gate_s_unanswered_call_stops_postgres() {
+    let Some(url) = pg_url() else { return };
+    an_input_gate_s_unanswered_call_stops(Some(&url));
 }
