@@ -567,7 +567,8 @@ fn resolution_by_file_name_and_described_name_with_digests() {
         .expect("described-name match");
     assert!(cmd.help().contains("Report what the sandbox looks like"));
     assert!(cmd.help().contains("--times"));
-    // A changed file is hashed again at the next resolution.
+    // A resolver pins what a name resolved to (one run sees one
+    // component); a changed file is hashed again by the next resolver.
     let before = registry
         .resolve("my.noop")
         .unwrap()
@@ -576,15 +577,16 @@ fn resolution_by_file_name_and_described_name_with_digests() {
         .unwrap()
         .to_string();
     std::fs::copy(&probe, steps.join("my_noop.wasm")).unwrap();
-    let after = registry.resolve("my.noop").unwrap().unwrap();
-    assert_ne!(after.digest().unwrap(), before);
+    let pinned = registry.resolve("my.noop").unwrap().unwrap();
+    assert_eq!(pinned.digest().unwrap(), before);
+    let next = StepResolver::new(StepPath::new(vec![steps.clone()]), cache());
+    let after = next.resolve("my.noop").unwrap().unwrap();
+    assert_ne!(after.digest(), before);
     assert_eq!(
         after.digest(),
-        Some(
-            blake3::hash(&std::fs::read(&probe).unwrap())
-                .to_hex()
-                .as_str()
-        )
+        blake3::hash(&std::fs::read(&probe).unwrap())
+            .to_hex()
+            .as_str()
     );
     // Built-ins win; unknown names stay unknown; a broken file named directly is an error.
     assert!(registry
@@ -991,4 +993,101 @@ fn memoised_component_files_follow_changes_and_pins() {
     let err = run(&cwd).expect_err("still refused once memoised");
     assert!(err.to_string().contains("does not match its pin"), "{err}");
     assert!(is_memoised(&file));
+}
+
+/// A component swapped on disk after the run resolved and admitted it is
+/// not what the run executes: every phase of the run (plan, execution) uses
+/// the resolver's pin, which holds the component compiled from the bytes
+/// the admission judged. The next run resolves the file anew and judges it
+/// then: an unsigned component put in place of a signed one is refused.
+#[test]
+fn a_component_swapped_after_admission_is_not_what_runs() {
+    use lobster::signing::{key::SecretKey, sidecar, signature};
+    let (Some(noop), Some(probe)) = (
+        wasm(&test_guest_dir(), "noop.wasm"),
+        wasm(&test_guest_dir(), "probe.wasm"),
+    ) else {
+        return;
+    };
+    let noop_bytes = std::fs::read(&noop).unwrap();
+    let probe_bytes = std::fs::read(&probe).unwrap();
+    let noop_digest = blake3::hash(&noop_bytes).to_hex().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().canonicalize().unwrap();
+    let steps = cwd.join("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    let file = steps.join("swap.wasm");
+    let key = SecretKey::generate("pin-test").unwrap();
+    let policy = lobster::kernel::Policy::parse(
+        &format!(
+            "[signers]\nkeys = [\"{}\"]\nrequire_signed = true\n",
+            key.public().line()
+        ),
+        Path::new("policy.toml"),
+    )
+    .unwrap();
+    let context_under = |policy: Arc<lobster::kernel::Policy>| {
+        let mut ctx = context(&cwd, &cwd.join("state"), Grants::none());
+        ctx.registry = lobster::executor::registry(
+            StepPath::new(vec![steps.clone()]),
+            &ctx.state,
+            policy,
+            cwd.clone(),
+        );
+        ctx
+    };
+    // `swap args`: noop returns its input, probe (asked `args`) describes
+    // its arguments instead, so the output tells which component ran.
+    let pipeline = parse("swap args").unwrap();
+    let input = vec![json!({"n": 1})];
+    let items = |outcome: Outcome| match outcome {
+        Outcome::Completed { items, .. } => items,
+        Outcome::Halted { stage, .. } => panic!("halted at stage {stage}"),
+    };
+    let swap_in = |bytes: &[u8]| {
+        let tmp = steps.join("swap.tmp");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+    };
+
+    for signed in [false, true] {
+        swap_in(&noop_bytes);
+        let _ = std::fs::remove_file(sidecar::path_of(&file));
+        let policy = if signed {
+            let sig = signature::sign(&key, &noop_bytes, "swap.wasm").unwrap();
+            sidecar::write(&file, &sig).unwrap();
+            Arc::new(policy.clone())
+        } else {
+            Arc::default()
+        };
+        let ctx = context_under(policy.clone());
+        // The plan resolves and admits `swap` (noop, signed when it must be).
+        lobster::executor::check_pipeline(&pipeline, 0, &ctx.registry).unwrap();
+        // Then the file changes under the run: probe, with noop's signature
+        // beside it (which does not verify for probe's bytes).
+        swap_in(&probe_bytes);
+        let out = items(run_pipeline(&pipeline, 0, input.clone(), &ctx).unwrap());
+        assert_eq!(out, input, "the admitted component ran (signed: {signed})");
+        let pin = lobster::sandbox::resolver_of(&ctx.registry)
+            .unwrap()
+            .pinned("swap")
+            .unwrap();
+        assert_eq!(pin.digest(), noop_digest);
+        assert_eq!(pin.path, file);
+        assert_eq!(pin.trust, lobster::sandbox::resolve::Trust::Admitted);
+        // The next run resolves the swapped file and judges it.
+        let next = context_under(policy);
+        let result = run_pipeline(&pipeline, 0, input.clone(), &next);
+        if signed {
+            let err = result.expect_err("probe's bytes do not verify against noop's signature");
+            assert!(
+                err.to_string().contains("policy refuses step swap"),
+                "{err}"
+            );
+        } else {
+            let out = items(result.unwrap());
+            assert_ne!(out, input, "the next run runs the new component");
+            assert_eq!(out[0]["positional"], json!(["args"]));
+        }
+    }
 }

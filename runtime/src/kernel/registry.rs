@@ -10,9 +10,11 @@ use std::path::PathBuf;
 /// steps on a step path. The sandbox implements it (`StepResolver`); the
 /// registry, and so every room below the sandbox, knows only this.
 pub trait StepSource: Send + Sync + std::fmt::Debug {
-    /// The step called `name`, loaded, hashed and described now; `Ok(None)`
-    /// when nothing on the path matches, `Err` when a matching component
-    /// cannot be loaded.
+    /// The step called `name`: loaded, hashed, admitted and described the
+    /// first time the source is asked, then the same step for the rest of
+    /// the source's life (one run: the sandbox's resolver pins it);
+    /// `Ok(None)` when nothing on the path matches, `Err` when a matching
+    /// component cannot be loaded.
     fn resolve(&self, name: &str) -> Result<Option<&dyn Command>>;
 
     /// The directories searched, in order (recorded in a resume state).
@@ -57,7 +59,7 @@ impl Registry {
     }
 
     /// A built-in called `name`, else a step of the step source (loaded,
-    /// hashed and described now). `Ok(None)` when neither exists; `Err`
+    /// hashed and described the first time this run asks, pinned after). `Ok(None)` when neither exists; `Err`
     /// when a matching component cannot be loaded.
     pub fn resolve(&self, name: &str) -> Result<Option<&dyn Command>> {
         if let Some(cmd) = self.get(name) {

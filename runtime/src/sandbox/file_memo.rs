@@ -1,8 +1,7 @@
 //! A per-process memo from a component file to the component loaded from
 //! it, so a long-running process (`lobster serve`) does not read and
-//! blake3-hash the same `.wasm` file for every stage of every run (a run
-//! resolves each stage several times: plan, policy, plan digest, preflight,
-//! execution).
+//! blake3-hash the same `.wasm` file for every run (a run resolves each
+//! stage name once and pins it: `resolve::Pinned`).
 //!
 //! The memo is keyed by the path and checked against the file's
 //! [`Stamp`]: device, inode, size, and modification and status-change

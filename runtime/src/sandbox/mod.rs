@@ -76,5 +76,5 @@ pub use env::StepEnv;
 pub use error::{SandboxError, Stream};
 pub use host::{MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES, MAX_STATE_WRITE_BYTES};
 pub use report::breach_kind;
-pub use resolve::{resolver_of, StepPath, StepResolver};
+pub use resolve::{resolver_of, Pinned, StepPath, StepResolver, Trust};
 pub use wasm_step::WasmStep;

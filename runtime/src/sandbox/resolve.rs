@@ -9,6 +9,17 @@
 //! loaded only the first time it is seen, and then only the match is). Resolution (and blake3 hashing)
 //! happens when the pipeline is planned, before any stage runs.
 //!
+//! **A run resolves each name once.** A resolver belongs to one run (its
+//! admission carries the run's authority), and the first resolution of a
+//! name pins it: a [`Pinned`] record of the file, the component loaded
+//! from it (its digest) and the admission's verdict. Every later phase of
+//! the run — validation, the policy walk, preflight, the plan digest,
+//! execution — gets that pin without touching the file again, so they all
+//! judge and run the same bytes: a file swapped after the first
+//! resolution changes nothing in this run (the next run resolves it anew
+//! and judges it then). The pin grants nothing by itself: what a stage may
+//! do is still judged where it is used, by the run's authority.
+//!
 //! A name `oci://…` is a step in a registry: the resolver's [`Admission`]
 //! fetches it into the local cache. Every component, found either way, is
 //! judged by the admission before it is compiled.
@@ -69,14 +80,46 @@ impl StepPath {
     }
 }
 
-/// Resolves stage names to [`WasmStep`]s. It remembers which file a name
-/// resolved to, but reads and hashes that file again on every resolution,
-/// so a changed component gets a new digest (and is recompiled).
+/// Resolves stage names to [`WasmStep`]s, each name once: the first
+/// resolution is pinned for the resolver's life (one run; see the module
+/// docs). A new resolver over the same path reads the files again.
 pub struct StepResolver {
     path: StepPath,
     cache: ArtifactCache,
     admission: Option<Arc<dyn Admission>>,
-    resolved: Mutex<HashMap<String, (PathBuf, &'static WasmStep)>>,
+    pins: Mutex<HashMap<String, Pinned>>,
+    uses_pins: Mutex<HashMap<(PathBuf, String, String), Pinned>>,
+}
+
+/// What a stage name resolved to the first time a run asked: the rest of
+/// the run uses this record instead of resolving the name again.
+#[derive(Debug, Clone)]
+pub struct Pinned {
+    /// The component file (for a registry step, its file in the cache).
+    pub path: PathBuf,
+    /// The step, holding the component compiled from exactly the bytes
+    /// whose digest was taken and admitted.
+    pub step: &'static WasmStep,
+    /// What the run's admission said about those bytes.
+    pub trust: Trust,
+}
+
+impl Pinned {
+    /// blake3 of the pinned component.
+    pub fn digest(&self) -> &str {
+        self.step.digest()
+    }
+}
+
+/// The admission's verdict on a pinned component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// The run's admission judged the bytes (registry, cache, signature)
+    /// and let them in; a refused component is never pinned.
+    Admitted,
+    /// The resolver has no admission (tools that only list or describe
+    /// steps); nothing was judged.
+    Unjudged,
 }
 
 impl std::fmt::Debug for StepResolver {
@@ -105,7 +148,8 @@ impl StepResolver {
             path,
             cache,
             admission: None,
-            resolved: Mutex::new(HashMap::new()),
+            pins: Mutex::new(HashMap::new()),
+            uses_pins: Mutex::new(HashMap::new()),
         }
     }
 
@@ -166,28 +210,25 @@ impl StepResolver {
     }
 
     /// The step called `name`, or `None` when nothing on the path matches.
-    /// The wasm engine is only started when a candidate file exists.
+    /// The wasm engine is only started when a candidate file exists. The
+    /// first success pins the name ([`Pinned`]): later calls return the
+    /// pinned step without opening anything.
     pub fn resolve(&self, name: &str) -> Result<Option<&'static WasmStep>, SandboxError> {
-        if let Some(fetched) = self.admission.as_ref().and_then(|a| a.fetch(name)) {
-            let path = fetched?;
-            let component = self.load(name, &path)?;
-            let step = WasmStep::intern(name, path.clone(), component);
-            if let Ok(mut m) = self.resolved.lock() {
-                m.insert(name.to_string(), (path, step));
-            }
-            return Ok(Some(step));
-        }
-        if !plausible(name) {
-            return Ok(None);
-        }
-        let known = self
-            .resolved
+        let pinned = self
+            .pins
             .lock()
             .ok()
-            .and_then(|m| m.get(name).map(|(p, _)| p.clone()))
-            .filter(|p| p.is_file());
-        let found = match known {
-            Some(path) => Some((path.clone(), self.load(name, &path)?)),
+            .and_then(|m| m.get(name).map(|p| p.step));
+        if let Some(step) = pinned {
+            return Ok(Some(step));
+        }
+        let found = match self.admission.as_ref().and_then(|a| a.fetch(name)) {
+            Some(fetched) => {
+                let path = fetched?;
+                let component = self.load(name, &path)?;
+                Some((path, component))
+            }
+            None if !plausible(name) => None,
             None => match self.by_file_name(name)? {
                 Some(found) => Some(found),
                 None => self.by_described_name(name),
@@ -197,10 +238,37 @@ impl StepResolver {
             return Ok(None);
         };
         let step = WasmStep::intern(name, path.clone(), component);
-        if let Ok(mut m) = self.resolved.lock() {
-            m.insert(name.to_string(), (path, step));
+        Ok(Some(self.pin(name, path, step).step))
+    }
+
+    /// [`StepResolver::resolve`], as the pin: the file it came from (the
+    /// interned step's own path may be another run's file with the same
+    /// name and digest), the digest and the verdict.
+    pub fn resolve_pinned(&self, name: &str) -> Result<Option<Pinned>, SandboxError> {
+        Ok(match self.resolve(name)? {
+            Some(_) => self.pinned(name),
+            None => None,
+        })
+    }
+
+    /// The pin of `name` in this run, if it was resolved already.
+    pub fn pinned(&self, name: &str) -> Option<Pinned> {
+        self.pins.lock().ok()?.get(name).cloned()
+    }
+
+    /// Pin `name` to `step`, unless another thread of the run pinned it
+    /// first: then that pin stands (and is returned), so every phase of a
+    /// run sees one component per name.
+    fn pin(&self, name: &str, path: PathBuf, step: &'static WasmStep) -> Pinned {
+        let pin = Pinned {
+            path,
+            step,
+            trust: self.trust(),
+        };
+        match self.pins.lock() {
+            Ok(mut pins) => pins.entry(name.to_string()).or_insert(pin).clone(),
+            Err(_) => pin,
         }
-        Ok(Some(step))
     }
 
     fn by_file_name(
@@ -274,12 +342,53 @@ impl StepResolver {
         Some(component.meta().map(|m| m.name.clone()).unwrap_or_default())
     }
 
-    /// Every step resolved so far, by stage name.
-    pub fn resolved(&self) -> Vec<(String, &'static WasmStep)> {
-        let mut v: Vec<(String, &'static WasmStep)> = self
-            .resolved
+    /// The pin of step `id`'s `uses: USES` in the workflow file
+    /// `workflow`, if this run loaded it already (`workflow::steps::wasm`
+    /// loads it, pins it with [`StepResolver::pin_uses`], and judges its
+    /// imports at every use). The step id is part of the key because a
+    /// plain command component takes its step's id as its name.
+    pub fn pinned_uses(&self, workflow: &Path, id: &str, uses: &str) -> Option<Pinned> {
+        let key = (workflow.to_path_buf(), id.to_string(), uses.to_string());
+        self.uses_pins.lock().ok()?.get(&key).cloned()
+    }
+
+    /// Pin step `id`'s `uses` in `workflow` to `step` loaded from `path` (admitted by
+    /// this resolver's admission), unless it is pinned already: then that
+    /// pin stands and is returned.
+    pub fn pin_uses(
+        &self,
+        workflow: &Path,
+        id: &str,
+        uses: &str,
+        path: PathBuf,
+        step: &'static WasmStep,
+    ) -> Pinned {
+        let pin = Pinned {
+            path,
+            step,
+            trust: self.trust(),
+        };
+        let key = (workflow.to_path_buf(), id.to_string(), uses.to_string());
+        match self.uses_pins.lock() {
+            Ok(mut pins) => pins.entry(key).or_insert(pin).clone(),
+            Err(_) => pin,
+        }
+    }
+
+    fn trust(&self) -> Trust {
+        if self.admission.is_some() {
+            Trust::Admitted
+        } else {
+            Trust::Unjudged
+        }
+    }
+
+    /// Every name resolved (pinned) so far, with its pin, by name.
+    pub fn resolved(&self) -> Vec<(String, Pinned)> {
+        let mut v: Vec<(String, Pinned)> = self
+            .pins
             .lock()
-            .map(|m| m.iter().map(|(k, (_, step))| (k.clone(), *step)).collect())
+            .map(|m| m.iter().map(|(k, pin)| (k.clone(), pin.clone())).collect())
             .unwrap_or_default();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v

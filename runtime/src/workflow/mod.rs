@@ -204,10 +204,10 @@ pub fn add_components(files: &mut FileDigests, ctx: &Context) {
     let Some(steps) = crate::sandbox::resolver_of(&ctx.registry) else {
         return;
     };
-    for (_, step) in steps.resolved() {
-        let path = std::fs::canonicalize(step.path()).unwrap_or_else(|_| step.path().to_path_buf());
+    for (_, pin) in steps.resolved() {
+        let path = std::fs::canonicalize(&pin.path).unwrap_or_else(|_| pin.path.clone());
         if !files.iter().any(|(p, _)| *p == path) {
-            files.push((path, step.digest().to_string()));
+            files.push((path, pin.digest().to_string()));
         }
     }
 }

@@ -285,28 +285,26 @@ fn verify(
     {
         return Err(refused(&top));
     }
-    // Plans are pinned: every stage name resolves, on a fresh resolver over
-    // the recorded step path, to the file and digest it had at the pause.
-    // The run's admission judges them again (signatures, registries): a
-    // refusal is reported as itself, not as a changed step.
+    // Plans are pinned: every stage name resolves, in this run's resolver
+    // over the recorded step path, to the file and digest it had at the
+    // pause. The resolver pins what it resolves, so what is checked here is
+    // what this run executes. The run's admission judges them again
+    // (signatures, registries): a refusal is reported as itself, not as a
+    // changed step.
     if let Some(steps) = crate::sandbox::resolver_of(&ctx.registry) {
-        let mut fresh =
-            crate::sandbox::StepResolver::new(steps.path().clone(), steps.cache().clone());
-        if let Some(a) = steps.admission() {
-            fresh = fresh.with_admission(a.clone());
-        }
         let refused = std::cell::RefCell::new(None);
-        let verified =
-            crate::policy::pins::verify(&state.components, |name| match fresh.resolve(name) {
-                Ok(step) => {
-                    let step = step?;
-                    Some((step.path().display().to_string(), step.digest().to_string()))
+        let verified = crate::policy::pins::verify(&state.components, |name| {
+            match steps.resolve_pinned(name) {
+                Ok(pin) => {
+                    let pin = pin?;
+                    Some((pin.path.display().to_string(), pin.digest().to_string()))
                 }
                 Err(e) => {
                     refused.borrow_mut().get_or_insert(e);
                     None
                 }
-            });
+            }
+        });
         if let Some(e) = refused.into_inner() {
             return Err(e.into());
         }

@@ -305,10 +305,10 @@ pub fn component_pins(ctx: &crate::kernel::Context) -> Vec<crate::policy::pins::
     let mut out: Vec<_> = steps
         .resolved()
         .into_iter()
-        .map(|(name, step)| crate::policy::pins::ComponentPin {
+        .map(|(name, pin)| crate::policy::pins::ComponentPin {
             name,
-            path: step.path().display().to_string(),
-            digest: step.digest().to_string(),
+            path: pin.path.display().to_string(),
+            digest: pin.digest().to_string(),
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));

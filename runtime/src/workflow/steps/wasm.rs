@@ -14,13 +14,51 @@ use crate::workflow::model::{Action, Workflow};
 use crate::workflow::template::{render, Scope, Style};
 use std::path::Path;
 
-/// Load (compile or fetch from the cache) the component of a `uses:` step.
+/// Load (compile or fetch from the cache) the component of a `uses:` step,
+/// the first time this run asks for it: the run's resolver pins it, so its
+/// preflight, its pin check and its run all see the component that was
+/// admitted. Its imports are judged by the context's authority at every
+/// call.
 pub fn load(
     workflow_path: &Path,
     step_id: &str,
     uses: &str,
     ctx: &Context,
 ) -> Result<&'static WasmStep> {
+    let resolver = crate::sandbox::resolver_of(&ctx.registry);
+    let step = match resolver.and_then(|r| r.pinned_uses(workflow_path, step_id, uses)) {
+        Some(pin) => pin.step,
+        None => {
+            let (path, step) = load_anew(workflow_path, step_id, uses, ctx)?;
+            match resolver {
+                Some(r) => r.pin_uses(workflow_path, step_id, uses, path, step).step,
+                None => step,
+            }
+        }
+    };
+    // Judged here, where every `uses:` component is loaded (templated paths
+    // too), as a pipeline stage's component is judged at plan time.
+    ctx.authority()
+        .judge(&crate::policy::Request::Component {
+            imports: step.component().imports(),
+        })
+        .map_err(|r| {
+            Error::runtime(format!(
+                "policy refuses this run: step {step_id} component {uses} {r}"
+            ))
+            .with_hint("nothing ran; ask the operator to widen the policy or change the workflow")
+        })?;
+    Ok(step)
+}
+
+/// [`load`] without the pin: the file found (fetched, or opened beneath a
+/// tenant's roots), admitted and loaded now.
+fn load_anew(
+    workflow_path: &Path,
+    step_id: &str,
+    uses: &str,
+    ctx: &Context,
+) -> Result<(std::path::PathBuf, &'static WasmStep)> {
     let at_step = |e: crate::sandbox::SandboxError| {
         Error::from(e).context(&format!("Workflow step {step_id}: "))
     };
@@ -68,23 +106,11 @@ pub fn load(
         None => load_admitted(&full, &cache, admitted),
     }
     .map_err(at_step)?;
-    // Judged here, where every `uses:` component is loaded (templated paths
-    // too), as a pipeline stage's component is judged at plan time.
-    ctx.authority()
-        .judge(&crate::policy::Request::Component {
-            imports: component.imports(),
-        })
-        .map_err(|r| {
-            Error::runtime(format!(
-                "policy refuses this run: step {step_id} component {uses} {r}"
-            ))
-            .with_hint("nothing ran; ask the operator to widen the policy or change the workflow")
-        })?;
     let name = component
         .meta()
         .map(|m| m.name.clone())
         .unwrap_or_else(|| step_id.to_string());
-    Ok(WasmStep::intern(&name, full, component))
+    Ok((full.clone(), WasmStep::intern(&name, full, component)))
 }
 
 /// The pipeline texts of a step (its own, its branches', its sub-steps').
