@@ -14,6 +14,14 @@ pub fn to_js_json(v: &Value) -> String {
     out
 }
 
+/// `JSON.stringify(items)` of an array holding `items`, without building
+/// (copying) the array first.
+pub fn items_to_js_json(items: &[Value]) -> String {
+    let mut out = String::new();
+    write_items(&mut out, items, None, 0);
+    out
+}
+
 /// `JSON.stringify(v, null, 2)`: two-space indent, no trailing newline.
 pub fn to_js_json_pretty(v: &Value) -> String {
     let mut out = String::new();
@@ -32,29 +40,14 @@ fn write_value(out: &mut String, v: &Value, indent: Option<usize>, depth: usize)
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => write_number(out, n),
         Value::String(s) => write_string(out, s),
-        Value::Array(items) => {
-            if items.is_empty() {
-                out.push_str("[]");
-                return;
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, indent, depth + 1);
-                write_value(out, item, indent, depth + 1);
-            }
-            newline(out, indent, depth);
-            out.push(']');
-        }
+        Value::Array(items) => write_items(out, items, indent, depth),
         Value::Object(map) => {
             if map.is_empty() {
                 out.push_str("{}");
                 return;
             }
             out.push('{');
-            for (i, (k, item)) in js_key_order(map).into_iter().enumerate() {
+            let mut entry = |i: usize, k: &String, item: &Value| {
                 if i > 0 {
                     out.push(',');
                 }
@@ -65,11 +58,39 @@ fn write_value(out: &mut String, v: &Value, indent: Option<usize>, depth: usize)
                     out.push(' ');
                 }
                 write_value(out, item, indent, depth + 1);
+            };
+            // Most objects have no integer-like key: their order is the
+            // insertion order, written without sorting (or allocating).
+            if map.keys().any(|k| array_index(k).is_some()) {
+                for (i, (k, item)) in js_key_order(map).into_iter().enumerate() {
+                    entry(i, k, item);
+                }
+            } else {
+                for (i, (k, item)) in map.iter().enumerate() {
+                    entry(i, k, item);
+                }
             }
             newline(out, indent, depth);
             out.push('}');
         }
     }
+}
+
+fn write_items(out: &mut String, items: &[Value], indent: Option<usize>, depth: usize) {
+    if items.is_empty() {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline(out, indent, depth + 1);
+        write_value(out, item, indent, depth + 1);
+    }
+    newline(out, indent, depth);
+    out.push(']');
 }
 
 fn newline(out: &mut String, indent: Option<usize>, depth: usize) {
@@ -215,5 +236,22 @@ mod tests {
     fn strings_escape_like_javascript() {
         let v = json!("q\"\\/\u{1}\u{8}é\n");
         assert_eq!(to_js_json(&v), "\"q\\\"\\\\/\\u0001\\bé\\n\"");
+    }
+
+    #[test]
+    fn items_print_as_the_array_of_them() {
+        let items = vec![
+            parse(r#"{"b":1,"2":"x","a":[1,{"10":0,"1":1}],"01":null}"#),
+            json!("s"),
+            json!([]),
+            json!({}),
+        ];
+        let whole = Value::Array(items.clone());
+        assert_eq!(items_to_js_json(&items), to_js_json(&whole));
+        assert_eq!(
+            items_to_js_json(&items),
+            r#"[{"2":"x","b":1,"a":[1,{"1":1,"10":0}],"01":null},"s",[],{}]"#
+        );
+        assert_eq!(items_to_js_json(&[]), "[]");
     }
 }

@@ -7,7 +7,7 @@
 use crate::error::{Error, Result};
 use crate::executor::{run_pipeline, Outcome};
 use crate::kernel::{Context, Mode};
-use crate::value::{to_js_json, Item};
+use crate::value::{items_to_js_json, to_js_json, Item};
 use crate::workflow::gate::InputGate;
 use crate::workflow::run::derive;
 use crate::workflow::template::{render, Scope, Style};
@@ -137,7 +137,7 @@ pub fn result(id: &str, items: Vec<Item>, rendered: Option<String>) -> Item {
             .collect::<Vec<_>>()
             .join("\n"),
         None if items.len() == 1 => to_js_json(&items[0]),
-        None => to_js_json(&Item::Array(items.clone())),
+        None => items_to_js_json(&items),
     };
     r.insert("stdout".into(), Item::String(stdout));
     let j = match (items.len(), rendered) {
