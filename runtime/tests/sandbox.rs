@@ -627,6 +627,16 @@ fn compiled_artefacts_are_cached_and_corrupt_entries_recompiled() {
     assert_eq!(outcome(&cache), CacheOutcome::Hit);
     let (art, meta) = cache.entry_paths(engine, &digest).unwrap();
     assert!(art.starts_with(tmp.path().join("cache")));
+    // A hit maps the artefact it checked instead of copying it into memory:
+    // the file stays mapped while the component lives.
+    let mapped = || {
+        std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .contains(&art.display().to_string())
+    };
+    let (hit, _) = cache.load(engine, &bytes, &digest, &path).unwrap();
+    assert!(mapped(), "{} is not mapped", art.display());
+    drop(hit);
     // Flip one byte of the artefact: detected, recompiled, then trusted again.
     let mut a = std::fs::read(&art).unwrap();
     let mid = a.len() / 2;

@@ -15,6 +15,7 @@
 use super::engine::SandboxEngine;
 use super::error::SandboxError;
 use crate::state::{sweep_orphans, write_atomic, ORPHAN_AGE};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use wasmtime::component::Component;
@@ -220,14 +221,36 @@ enum Reject {
 }
 
 fn header(engine: &SandboxEngine, digest: &str, artefact: &[u8]) -> String {
-    format!(
-        "{MAGIC}\nsource {digest}\nfingerprint {}\nartifact {}\nlength {}\n",
-        engine.fingerprint(),
-        blake3::hash(artefact).to_hex(),
-        artefact.len()
+    header_of(
+        engine,
+        digest,
+        &blake3::hash(artefact),
+        artefact.len() as u64,
     )
 }
 
+/// The header of an artefact whose blake3 is `hash` and length `len`.
+fn header_of(engine: &SandboxEngine, digest: &str, hash: &blake3::Hash, len: u64) -> String {
+    format!(
+        "{MAGIC}\nsource {digest}\nfingerprint {}\nartifact {}\nlength {len}\n",
+        engine.fingerprint(),
+        hash.to_hex(),
+    )
+}
+
+/// The cached component for `digest` when its header matches its artefact.
+///
+/// The artefact is opened once; that open file is hashed (read through a
+/// small buffer) and then deserialised **mapped** from the same file
+/// (`/proc/self/fd/N` names exactly the inode that was hashed), so its
+/// code and data pages come straight from the page cache instead of being
+/// read into the heap and copied into fresh memory — the copies and the
+/// page faults of two 0.3 MB buffers were a quarter of a one-step `lobster
+/// run` (runtime/benches/RESULTS.md). Where the mapping cannot be made (no
+/// `/proc`, a `noexec` mount refusing executable file mappings), the bytes
+/// are read, hashed again and deserialised from memory as before. Cache
+/// entries are only ever replaced by an atomic rename, never written in
+/// place, so the mapped file is the hashed one for as long as it is used.
 fn read_valid(
     engine: &SandboxEngine,
     digest: &str,
@@ -239,17 +262,50 @@ fn read_valid(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Reject::Missing),
         Err(e) => return Err(Reject::Invalid(format!("unreadable header: {e}"))),
     };
-    let artefact =
-        std::fs::read(art).map_err(|e| Reject::Invalid(format!("unreadable artefact: {e}")))?;
+    let unreadable = |e: std::io::Error| Reject::Invalid(format!("unreadable artefact: {e}"));
+    let mut file = std::fs::File::open(art).map_err(unreadable)?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(&file).map_err(unreadable)?;
+    let len = file.metadata().map_err(unreadable)?.len();
+    if meta_text != header_of(engine, digest, &hasher.finalize(), len) {
+        return Err(mismatch());
+    }
+    if let Some(component) = deserialize_mapped(engine, &file, len) {
+        return Ok(component);
+    }
+    let mut artefact = Vec::new();
+    file.seek(SeekFrom::Start(0)).map_err(unreadable)?;
+    file.read_to_end(&mut artefact).map_err(unreadable)?;
     if meta_text != header(engine, digest, &artefact) {
-        return Err(Reject::Invalid(
-            "header does not match the artefact (corrupt or stale)".into(),
-        ));
+        return Err(mismatch());
     }
     // SAFETY: the artefact is byte-for-byte what this host wrote for this
     // engine configuration (checked through the header's blake3 digest).
     unsafe { Component::deserialize(engine.engine(), &artefact) }
         .map_err(|e| Reject::Invalid(format!("deserialize failed: {e}")))
+}
+
+fn mismatch() -> Reject {
+    Reject::Invalid("header does not match the artefact (corrupt or stale)".into())
+}
+
+/// `file` (an artefact whose `len` bytes were just checked against its
+/// header) deserialised from a mapping of that very file, or `None` when
+/// it cannot be mapped (the caller then reads it).
+fn deserialize_mapped(engine: &SandboxEngine, file: &std::fs::File, len: u64) -> Option<Component> {
+    use std::os::fd::AsRawFd;
+    let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    // The link must lead to the file checked: same inode, same length.
+    let (ours, there) = (file.metadata().ok()?, std::fs::metadata(&path).ok()?);
+    use std::os::unix::fs::MetadataExt;
+    if (ours.dev(), ours.ino(), ours.len()) != (there.dev(), there.ino(), len) {
+        return None;
+    }
+    // SAFETY: the file is byte-for-byte what this host wrote for this
+    // engine configuration (its blake3 matched the header just now), and
+    // cache entries are replaced only by rename, never modified in place,
+    // so the mapping keeps these bytes while the component lives.
+    unsafe { Component::deserialize_file(engine.engine(), &path) }.ok()
 }
 
 fn store(
