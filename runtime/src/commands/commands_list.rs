@@ -6,6 +6,8 @@ use crate::dsl::Args;
 use crate::error::Result;
 use crate::kernel::Context;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 /// `commands.list`.
 pub struct CommandsList;
@@ -61,8 +63,56 @@ fn examples(list: &[Example]) -> Value {
     )
 }
 
-/// One inventory entry.
+/// Where an entry's data lies. A [`Signature`] and its examples are
+/// `'static` (a step's are leaked once, when it is interned), so the same
+/// addresses and lengths always hold the same text.
+type Key = [usize; 12];
+
+fn key(sig: &Signature, examples: &[Example]) -> Key {
+    let text = |s: &str| [s.as_ptr() as usize, s.len()];
+    let [n, nl] = text(sig.name);
+    let [d, dl] = text(sig.description);
+    let [p, pl] = sig.positional.map_or([0, usize::MAX], text);
+    [
+        n,
+        nl,
+        d,
+        dl,
+        sig.flags.as_ptr() as usize,
+        sig.flags.len(),
+        p,
+        pl,
+        sig.side_effects.as_ptr() as usize,
+        sig.side_effects.len(),
+        examples.as_ptr() as usize,
+        examples.len(),
+    ]
+}
+
+/// Most entries a process keeps (each is a few KiB).
+const KEPT: usize = 4096;
+
+/// One inventory entry: built once per process for each command or
+/// interned step (building it parses every example's JSON, and a server
+/// lists the same commands for every run), then cloned.
 fn describe(cmd: &dyn Command) -> Value {
+    static KEPT_ENTRIES: OnceLock<Mutex<HashMap<Key, Value>>> = OnceLock::new();
+    let k = key(&cmd.signature(), cmd.examples());
+    let kept = KEPT_ENTRIES.get_or_init(Default::default);
+    if let Some(v) = kept.lock().unwrap_or_else(|p| p.into_inner()).get(&k) {
+        return v.clone();
+    }
+    let v = build(cmd);
+    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= KEPT {
+        kept.clear();
+    }
+    kept.insert(k, v.clone());
+    v
+}
+
+/// [`describe`]'s entry, built.
+fn build(cmd: &dyn Command) -> Value {
     let sig = cmd.signature();
     // Always an array, `[]` for pure commands, as the reference's metadata.
     let side_effects = json!(sig.side_effects);
@@ -132,6 +182,22 @@ mod tests {
     #[test]
     fn examples() {
         super::super::examples::check_examples(&CommandsList);
+    }
+
+    #[test]
+    fn a_kept_entry_is_the_one_built() {
+        let reg = crate::commands::builtin();
+        for cmd in reg.iter() {
+            // Twice: the second comes from what the first kept.
+            assert_eq!(describe(cmd), build(cmd));
+            assert_eq!(describe(cmd), build(cmd));
+        }
+        // Entries of different commands never share a key.
+        let keys: std::collections::BTreeSet<Key> = reg
+            .iter()
+            .map(|c| key(&c.signature(), c.examples()))
+            .collect();
+        assert_eq!(keys.len(), reg.names().len());
     }
 
     #[test]
