@@ -69,17 +69,22 @@ pub fn pipeline_request(text: &str) -> RequestRecord {
 
 /// The request record of a workflow file run: its content `text` (the
 /// bytes the run's loader read and plans from, never read again here), in
-/// full up to the cap, and its args.
-pub fn workflow_request(path: &Path, text: &str, args_json: Option<&str>) -> RequestRecord {
+/// full up to the cap, its digest (`None`: taken here; the loader has it
+/// when it read the file), and its args.
+pub fn workflow_request(
+    path: &Path,
+    text: &str,
+    text_digest: Option<String>,
+    args_json: Option<&str>,
+) -> RequestRecord {
     let args = args_json
         .and_then(|a| serde_json::from_str::<Value>(a).ok())
         .unwrap_or(Value::Null);
-    RequestRecord::new(
-        "workflow",
-        Some(path.to_string_lossy().into_owned()),
-        text,
-        args,
-    )
+    let file = Some(path.to_string_lossy().into_owned());
+    match text_digest {
+        Some(d) => RequestRecord::digested("workflow", file, text, d, args),
+        None => RequestRecord::new("workflow", file, text, args),
+    }
 }
 
 /// The components of a pipeline's wasm stages, by digest.

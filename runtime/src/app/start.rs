@@ -255,8 +255,12 @@ impl Prepared {
                 // file that cannot be read is recorded with no text.
                 let read = crate::workflow::read_root(&path, Some(self.ctx.authority()));
                 if !self.ctx.journal.door().is_empty() && (read.is_ok() || path.is_file()) {
-                    let text = read.as_ref().map_or("", |r| &*r.text);
-                    let request = journal::workflow_request(&path, text, args_json.as_deref());
+                    let (text, digest) = match &read {
+                        Ok(r) => (&*r.text, Some(r.source.digest.clone())),
+                        Err(_) => ("", None),
+                    };
+                    let request =
+                        journal::workflow_request(&path, text, digest, args_json.as_deref());
                     journal::begin(&self.ctx, request, Vec::new())?;
                 }
                 crate::workflow::run_read(read, args_json.as_deref(), &self.ctx)

@@ -17,12 +17,24 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 /// The hash of the record `(run, seq, event)` after `prev`, where `event`
 /// is the event's canonical JSON.
 pub fn record_hash(prev: &str, run: &str, seq: u64, event_canonical: &str) -> String {
+    let run = canon::to_canonical_of(run).unwrap_or_default();
+    record_hash_quoted(prev, &run, seq, event_canonical)
+}
+
+/// [`record_hash`] with the run id given as its canonical JSON string
+/// (a run's journal quotes it once for all its records).
+pub fn record_hash_quoted(
+    prev: &str,
+    run_canonical: &str,
+    seq: u64,
+    event_canonical: &str,
+) -> String {
     let mut h = blake3::Hasher::new();
     h.update(prev.as_bytes());
     h.update(b"\n{\"event\":");
     h.update(event_canonical.as_bytes());
     h.update(b",\"run\":");
-    h.update(canon::to_canonical_of(run).unwrap_or_default().as_bytes());
+    h.update(run_canonical.as_bytes());
     h.update(b",\"seq\":");
     h.update(seq.to_string().as_bytes());
     h.update(b"}");

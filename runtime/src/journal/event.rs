@@ -88,13 +88,26 @@ pub struct RequestRecord {
 impl RequestRecord {
     /// A record of `text` (cut at [`REQUEST_TEXT_CAP`] on a char boundary).
     pub fn new(kind: &str, file: Option<String>, text: &str, args: Value) -> Self {
+        RequestRecord::digested(kind, file, text, digest(text.as_bytes()), args)
+    }
+
+    /// [`RequestRecord::new`] with `text`'s blake3 hex already taken
+    /// (a workflow file's, by its loader).
+    pub fn digested(
+        kind: &str,
+        file: Option<String>,
+        text: &str,
+        text_digest: String,
+        args: Value,
+    ) -> Self {
+        debug_assert_eq!(text_digest, digest(text.as_bytes()), "the request's digest");
         let (cut, truncated) = cap_text(text, REQUEST_TEXT_CAP);
         RequestRecord {
             kind: kind.to_string(),
             file,
             text: cut.to_string(),
             truncated,
-            digest: digest(text.as_bytes()),
+            digest: text_digest,
             args,
         }
     }
@@ -374,18 +387,57 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 /// blake3 hex of `items`' JSON text as one array (`JSON.stringify` of it),
-/// written in place: no copy of the items.
+/// in one pass: the text is written into a buffer this thread reuses and
+/// hashed as it fills (no copy of the items, no text of them kept).
 pub fn items_digest(items: &[Value]) -> String {
-    let mut text = String::with_capacity(256);
-    text.push('[');
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
+    digest_written(|text, h| {
+        text.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            crate::value::write_js_json(text, item, None);
+            if text.len() >= DIGEST_CHUNK {
+                h.update(text.as_bytes());
+                text.clear();
+            }
         }
-        crate::value::write_js_json(&mut text, item, None);
+        text.push(']');
+    })
+}
+
+/// blake3 hex of `value`'s JSON text (`JSON.stringify` of it), as
+/// [`items_digest`] writes it.
+pub fn value_digest(value: &Value) -> String {
+    digest_written(|text, _| crate::value::write_js_json(text, value, None))
+}
+
+/// Text past this is hashed and the buffer reused.
+const DIGEST_CHUNK: usize = 64 << 10;
+
+/// blake3 hex of what `write` writes (into a buffer this thread reuses,
+/// handing full chunks to the hasher itself).
+fn digest_written(write: impl FnOnce(&mut String, &mut blake3::Hasher)) -> String {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
-    text.push(']');
-    digest(text.as_bytes())
+    let mut h = blake3::Hasher::new();
+    let run = |text: &mut String| {
+        text.clear();
+        write(text, &mut h);
+        h.update(text.as_bytes());
+        // A large text's buffer is not kept for the thread's lifetime.
+        if text.capacity() > 4 * DIGEST_CHUNK {
+            *text = String::new();
+        } else {
+            text.clear();
+        }
+    };
+    SCRATCH.with(|s| match s.try_borrow_mut() {
+        Ok(mut text) => run(&mut text),
+        Err(_) => run(&mut String::new()),
+    });
+    h.finalize().to_hex().to_string()
 }
 
 /// `text` cut to at most `cap` bytes on a char boundary, and whether it was cut.
@@ -402,9 +454,9 @@ pub fn cap_text(text: &str, cap: usize) -> (&str, bool) {
 
 /// Now as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    // (The same text as the format `%Y-%m-%dT%H:%M:%S%.3fZ`, without
+    // parsing a format string per event.)
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]
@@ -458,6 +510,36 @@ mod tests {
         assert_eq!(back.seed, Some(u64::MAX - 1));
         let none: GrantsRecord = serde_json::from_str("{}").unwrap();
         assert_eq!(none.seed, None);
+    }
+
+    #[test]
+    fn item_digests_are_of_the_items_json_text_however_long() {
+        // Past the hashing chunk (64 KiB) and the buffer kept (256 KiB),
+        // with integer-like keys (JavaScript's order) and escapes.
+        for n in [0usize, 1, 3, 10_000] {
+            let items: Vec<Value> = (0..n)
+                .map(|i| serde_json::json!({"name": format!("item \"{i}\"\n"), "2": i, "1": [i, "é"]}))
+                .collect();
+            let text = crate::value::to_js_json(&Value::Array(items.clone()));
+            assert!(n < 10_000 || text.len() > 256 << 10);
+            assert_eq!(items_digest(&items), digest(text.as_bytes()), "{n} items");
+            assert_eq!(value_digest(&Value::Array(items)), digest(text.as_bytes()));
+        }
+        assert!(
+            crate::value::to_js_json(&serde_json::json!({"b": 1, "10": 2, "a": 3}))
+                .starts_with("{\"10\":2,\"b\":1")
+        );
+    }
+
+    #[test]
+    fn times_are_rfc3339_utc_with_milliseconds() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 24, "{t}");
+        assert!(
+            t.ends_with('Z') && t.as_bytes()[10] == b'T' && t.as_bytes()[19] == b'.',
+            "{t}"
+        );
+        chrono::DateTime::parse_from_rfc3339(&t).unwrap();
     }
 
     #[test]

@@ -290,9 +290,28 @@ impl Policy {
     /// blake3 (hex) of the policy's canonical JSON (RFC 8785; every field
     /// but where it was read from): what a run's journal names as the
     /// policy in force.
+    ///
+    /// Every run's journal names it, and a server runs many under the same
+    /// few policies: the last few digests are kept with the policies they
+    /// are of (compared whole, so a changed policy is digested again).
     pub fn digest(&self) -> String {
+        type Memo = std::sync::Mutex<Vec<(Policy, String)>>;
+        static MEMO: Memo = std::sync::Mutex::new(Vec::new());
+        const KEPT: usize = 16;
+        if let Ok(memo) = MEMO.lock() {
+            if let Some((_, d)) = memo.iter().find(|(p, _)| p == self) {
+                return d.clone();
+            }
+        }
         let text = crate::journal::canon::to_canonical_of(self).unwrap_or_else(|_| "null".into());
-        blake3::hash(text.as_bytes()).to_hex().to_string()
+        let digest = blake3::hash(text.as_bytes()).to_hex().to_string();
+        if let Ok(mut memo) = MEMO.lock() {
+            if memo.len() >= KEPT {
+                memo.remove(0);
+            }
+            memo.push((self.clone(), digest.clone()));
+        }
+        digest
     }
 
     /// Parse policy `text`; YAML when `path` ends in `.yaml`/`.yml`, else TOML.

@@ -117,10 +117,7 @@ impl<'a> Runner<'a> {
         if !self.ctx.journal.is_on() || matches!(step.action, Action::Shell(_) | Action::None) {
             return;
         }
-        let output_digest = outcome
-            .as_ref()
-            .ok()
-            .map(|r| crate::journal::digest(crate::value::to_js_json(r).as_bytes()));
+        let output_digest = outcome.as_ref().ok().map(crate::journal::value_digest);
         let name = match &step.action {
             Action::Wasm { uses, .. } => uses.clone(),
             Action::Workflow { path, .. } => path.clone(),
