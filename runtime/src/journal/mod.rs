@@ -7,10 +7,12 @@
 //! One [`Journal`] handle per run, shared by the request layer and the
 //! engine through the run's context; a resumed run continues the same chain
 //! from the [`Head`] its resume state carries. Appends happen on the run's
-//! own thread: files get one `write(2)` per event, made durable at the
-//! run's barriers (a brokered call's intent, before the request leaves; a
-//! gate, before its token is handed out); PostgreSQL gets one statement per
-//! barrier with everything since the last.
+//! own thread, into a buffer of the run's: files have it written by the
+//! journal directory's writer within its window (grouped with other runs'
+//! records, one `write(2)` per window), PostgreSQL gets one statement per
+//! barrier with everything since the last; either way the run's barriers
+//! (a brokered call's intent, before the request leaves; a gate, before
+//! its token is handed out) are durable before the run goes on.
 //!
 //! A journal past [`DEFAULT_CAP`] bytes records one [`Event::Capped`] marker
 //! and nothing more but the run's end.
@@ -74,6 +76,8 @@ impl std::fmt::Debug for Journal {
 
 struct Inner {
     run_id: String,
+    /// `run_id` as canonical JSON (hashed into every record).
+    run_canonical: String,
     cap: u64,
     began: Instant,
     chain: Mutex<Chain>,
@@ -302,7 +306,7 @@ fn write(
     barrier: bool,
 ) -> Result<()> {
     let seq = c.events;
-    let hash = chain::record_hash(&c.head, &inner.run_id, seq, &event);
+    let hash = chain::record_hash_quoted(&c.head, &inner.run_canonical, seq, &event);
     c.bytes += event.len() as u64 + 200;
     let record = StoredRecord {
         seq,
@@ -316,7 +320,7 @@ fn write(
         s.head = hash;
         s
     });
-    c.writer.append(record, summary.as_ref(), barrier)
+    c.writer.append(record, summary, barrier)
 }
 
 /// How `event` changes its run's summary, if it does.
@@ -368,8 +372,10 @@ fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
 mod tests;
 
 fn new_inner(writer: JournalWriter, cap: u64, events: u64, head: String, bytes: u64) -> Inner {
+    let run_id = writer.run_id().to_string();
     Inner {
-        run_id: writer.run_id().to_string(),
+        run_canonical: canon::to_canonical_of(&run_id).unwrap_or_default(),
+        run_id,
         cap,
         began: Instant::now(),
         chain: Mutex::new(Chain {

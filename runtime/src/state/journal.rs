@@ -39,19 +39,52 @@ pub struct StoredRecord {
 
 /// The line a record is stored and exported as (no newline).
 pub fn format_line(run: &str, r: &StoredRecord) -> String {
-    let mut line = String::with_capacity(r.event.len() + run.len() + 180);
-    line.push_str("{\"run\":");
-    line.push_str(&serde_json::to_string(run).unwrap_or_default());
-    line.push_str(",\"seq\":");
-    line.push_str(&r.seq.to_string());
-    line.push_str(",\"prev\":\"");
-    line.push_str(&r.prev);
-    line.push_str("\",\"hash\":\"");
-    line.push_str(&r.hash);
-    line.push_str("\",\"event\":");
-    line.push_str(&r.event);
-    line.push('}');
-    line
+    let mut line = Vec::with_capacity(r.event.len() + run.len() + 180);
+    push_line(
+        &mut line,
+        &serde_json::to_string(run).unwrap_or_default(),
+        r,
+    );
+    String::from_utf8(line).unwrap_or_default()
+}
+
+/// Append [`format_line`]'s line of `r` to `out`, the run given as its
+/// JSON string `run_json` (the writer quotes a run once for its records).
+pub(super) fn push_line(out: &mut Vec<u8>, run_json: &str, r: &StoredRecord) {
+    let mut seq = itoa_buf();
+    for part in [
+        "{\"run\":",
+        run_json,
+        ",\"seq\":",
+        fmt_u64(&mut seq, r.seq),
+        ",\"prev\":\"",
+        &r.prev,
+        "\",\"hash\":\"",
+        &r.hash,
+        "\",\"event\":",
+        &r.event,
+        "}",
+    ] {
+        out.extend_from_slice(part.as_bytes());
+    }
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+/// `n` in decimal, written into `buf`.
+fn fmt_u64(buf: &mut [u8; 20], mut n: u64) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 /// What a run's summary says (one per run, for `lobster runs list`).
@@ -217,6 +250,7 @@ pub struct JournalWriter {
 enum WriterBackend {
     Files {
         dir: PathBuf,
+        pending: std::sync::Arc<journal_files::Pending>,
     },
     Postgres {
         tenant: pg::Tenant,
@@ -243,6 +277,7 @@ impl StateStore {
             },
             None => WriterBackend::Files {
                 dir: self.journal_dir(),
+                pending: journal_files::Pending::new(run_id),
             },
         };
         Ok(JournalWriter {
@@ -388,12 +423,12 @@ impl JournalWriter {
     pub fn append(
         &mut self,
         record: StoredRecord,
-        summary: Option<&SummaryUpdate>,
+        summary: Option<SummaryUpdate>,
         barrier: bool,
     ) -> Result<()> {
         match &mut self.backend {
-            WriterBackend::Files { dir } => {
-                journal_files::append(dir, &self.run_id, record, summary.cloned(), barrier)
+            WriterBackend::Files { dir, pending } => {
+                journal_files::append(dir, pending, record, summary, barrier)
             }
             WriterBackend::Postgres {
                 tenant,
@@ -402,17 +437,17 @@ impl JournalWriter {
                 since,
             } => {
                 pending.push(record);
+                let ends = summary.as_ref().is_some_and(|s| s.ended_at.is_some());
                 if let Some(s) = summary {
                     *held = Some(match held.take() {
-                        Some(before) => before.then(s.clone()),
-                        None => s.clone(),
+                        Some(before) => before.then(s),
+                        None => s,
                     });
                 }
                 let started = *since.get_or_insert_with(std::time::Instant::now);
                 // One statement per barrier and one at the end (a short run
                 // sends one), or once records have waited the files store's
                 // window.
-                let ends = summary.is_some_and(|s| s.ended_at.is_some());
                 if barrier || ends || started.elapsed() >= journal_files::WINDOW {
                     *since = None;
                     let records = std::mem::take(pending);
@@ -427,7 +462,7 @@ impl JournalWriter {
     /// files: written).
     pub fn flush(&mut self) -> Result<()> {
         match &mut self.backend {
-            WriterBackend::Files { dir } => {
+            WriterBackend::Files { dir, .. } => {
                 journal_files::flush_dir(dir);
                 Ok(())
             }
@@ -541,6 +576,42 @@ mod tests {
     }
 
     #[test]
+    fn records_reach_the_segment_within_the_window_while_their_run_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path());
+        let mut w = store.journal_writer("rw").unwrap();
+        w.append(rec(0), None, false).unwrap();
+        w.append(rec(1), None, false).unwrap();
+        // Neither a barrier nor a read (which flushes): the writer takes
+        // the run's buffer at the end of its window on its own.
+        let seg = dir.path().join("journal/seg-00000001.log");
+        let lines = || {
+            std::fs::read_to_string(&seg)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while lines() < 2 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(lines(), 2);
+        // The run goes on: its next records follow in order.
+        w.append(rec(2), None, false).unwrap();
+        drop(w);
+        let text = store.journal_text("rw").unwrap().unwrap();
+        let seqs: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(seqs, [0, 1, 2]);
+    }
+
+    #[test]
     fn a_torn_segment_tail_is_outside_every_run_and_the_next_write_starts_a_line() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::new(dir.path());
@@ -602,7 +673,7 @@ mod tests {
         let mut old = store.journal_writer("old").unwrap();
         old.append(
             rec(0),
-            Some(&summary("old", "ok", "2020-01-01T00:00:00Z")),
+            Some(summary("old", "ok", "2020-01-01T00:00:00Z")),
             true,
         )
         .unwrap();
@@ -610,7 +681,7 @@ mod tests {
         paused
             .append(
                 rec(0),
-                Some(&summary("paused", "needs_approval", "2020-01-01T00:00:01Z")),
+                Some(summary("paused", "needs_approval", "2020-01-01T00:00:01Z")),
                 true,
             )
             .unwrap();
@@ -626,7 +697,7 @@ mod tests {
         paused
             .append(
                 rec(1),
-                Some(&SummaryUpdate {
+                Some(SummaryUpdate {
                     run_id: "paused".into(),
                     status: Some("ok".into()),
                     ..Default::default()
@@ -671,7 +742,7 @@ mod tests {
                 status: Some("running".into()),
                 ..Default::default()
             };
-            w.append(rec(0), Some(&start), false).unwrap();
+            w.append(rec(0), Some(start), false).unwrap();
             let end = SummaryUpdate {
                 run_id: id.clone(),
                 events: 2,
@@ -680,7 +751,7 @@ mod tests {
                 gate: (*status == "needs_approval").then(|| "abcd1234".into()),
                 ..Default::default()
             };
-            w.append(rec(1), Some(&end), false).unwrap();
+            w.append(rec(1), Some(end), false).unwrap();
         }
         let all = store.journal_runs(&RunFilter::default()).unwrap();
         let ids: Vec<_> = all.iter().map(|s| s.run_id.as_str()).collect();

@@ -1,11 +1,11 @@
-//! A writer thread: it collects the records runs send for up to
-//! [`WINDOW`], groups them by run, and appends them in one `write(2)` to
-//! the current segment, then one index line per run naming its extent, all
-//! under the index's lock. A barrier writes at once and fsyncs both files
-//! (runs reaching barriers together share the fsync).
+//! A writer thread: at the end of each [`WINDOW`] it takes the records
+//! the listed runs' buffers hold, groups them by run, and appends them in
+//! one `write(2)` to the current segment, then one index line per run
+//! naming its extent, all under the index's lock. A barrier writes at once
+//! and fsyncs both files (runs reaching barriers together share the fsync).
 
 use super::segments::{ends_with_newline, open_segment, segment_name, segments};
-use super::writers::{writers, Failing, Msg};
+use super::writers::{writers, Failing, Msg, Pending};
 use super::{flock, make_dir, Locked, SEGMENT_BYTES, WINDOW};
 use crate::state::journal::{StoredRecord, SummaryUpdate};
 use crate::state::sync_dir;
@@ -15,16 +15,14 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Pending bytes that are written without waiting for the window.
-const PENDING_BYTES: usize = 4 << 20;
 
 /// A writer with nothing to do for this long ends (another starts on the
 /// next record).
 const IDLE: Duration = Duration::from_secs(10);
 
-/// One run's records pending in a writer.
+/// One run's records taken from its buffers, to write.
 struct Group {
     run: String,
     records: Vec<StoredRecord>,
@@ -35,10 +33,16 @@ struct Group {
 pub(super) struct Writer {
     dir: PathBuf,
     id: u64,
+    /// The runs' buffers, in the order they were listed (a resumed run's
+    /// earlier leg before its later one).
+    runs: Vec<Arc<Pending>>,
     groups: Vec<Group>,
     by_run: HashMap<String, usize>,
     bytes: usize,
-    oldest: Option<Instant>,
+    /// When the current window began (`None`: no run is listed).
+    window: Option<Instant>,
+    /// A buffer filled up: write at once.
+    due: bool,
     syncs: Vec<Sender<std::result::Result<(), String>>>,
     flushes: Vec<Sender<()>>,
     index: Option<File>,
@@ -49,6 +53,16 @@ pub(super) struct Writer {
     failed: Failing,
 }
 
+impl Drop for Writer {
+    /// A writer that ends with runs listed (it panicked) unlists them: the
+    /// next record of each lists it with the writer that replaces this one.
+    fn drop(&mut self) {
+        for p in &self.runs {
+            p.lock().listed = false;
+        }
+    }
+}
+
 impl Writer {
     /// A writer of the journal in `dir`, known to the registry as `id`,
     /// reporting its failures in `failed`.
@@ -56,10 +70,12 @@ impl Writer {
         Writer {
             dir,
             id,
+            runs: Vec::new(),
             groups: Vec::new(),
             by_run: HashMap::new(),
             bytes: 0,
-            oldest: None,
+            window: None,
+            due: false,
             syncs: Vec::new(),
             flushes: Vec::new(),
             index: None,
@@ -71,17 +87,17 @@ impl Writer {
 
     /// Take what `rx` brings and write it out, until idle or disconnected.
     ///
-    /// While records are pending the writer sleeps out the window instead
-    /// of waking for every record sent meanwhile (a wake-up per record was
-    /// a futex call and a context switch each, for `lobster serve` about a
-    /// dozen per run): a sender of a barrier or a flush wakes it
-    /// ([`super::writers`] unparks it), other records are taken when the
-    /// window ends.
+    /// While runs are listed the writer sleeps out each window and then
+    /// takes what their buffers hold (a run pushes its records without a
+    /// message or a wake-up; a message and a wake-up per record were, for
+    /// `lobster serve`, a dozen futex calls and context switches per run):
+    /// a sender of a barrier, a flush or a full buffer wakes it
+    /// ([`super::writers`] unparks it).
     pub(super) fn run(mut self, rx: Receiver<Msg>) {
         loop {
-            if let Some(t) = self.oldest {
+            if let Some(t) = self.window {
                 let wait = WINDOW.saturating_sub(t.elapsed());
-                if self.syncs.is_empty() && self.flushes.is_empty() && !wait.is_zero() {
+                if !self.urgent() && !wait.is_zero() {
                     std::thread::park_timeout(wait);
                 }
                 loop {
@@ -104,7 +120,7 @@ impl Writer {
                         self.take(msg);
                     }
                 }
-                Err(RecvTimeoutError::Timeout) if self.oldest.is_none() => {
+                Err(RecvTimeoutError::Timeout) => {
                     // Idle: end, unless something arrived meanwhile (the
                     // registry's lock keeps senders out while we decide).
                     let mut all = writers().lock().unwrap_or_else(|p| p.into_inner());
@@ -122,7 +138,6 @@ impl Writer {
                         }
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     self.write_out();
                     return;
@@ -132,56 +147,80 @@ impl Writer {
         }
     }
 
-    /// Write everything pending when a barrier or a flush waits, the
-    /// window has passed, or enough is pending.
+    /// A barrier, a flush or a full buffer waits.
+    fn urgent(&self) -> bool {
+        !self.syncs.is_empty() || !self.flushes.is_empty() || self.due
+    }
+
+    /// Write everything the buffers hold when something urgent waits or
+    /// the window has passed.
     fn write_if_due(&mut self) {
-        let due = self.oldest.is_some_and(|t| t.elapsed() >= WINDOW);
-        if !self.syncs.is_empty() || !self.flushes.is_empty() || self.bytes >= PENDING_BYTES || due
-        {
+        let passed = self.window.is_some_and(|t| t.elapsed() >= WINDOW);
+        if self.urgent() || passed {
             self.write_out();
         }
     }
 
     fn take(&mut self, msg: Msg) {
         match msg {
-            Msg::Record {
-                run,
-                record,
-                summary,
-                sync,
-            } => {
-                self.bytes += record.event.len() + 200;
-                self.oldest.get_or_insert_with(Instant::now);
-                let i = match self.by_run.get(&run) {
+            Msg::List(p) => {
+                self.window.get_or_insert_with(Instant::now);
+                self.runs.push(p);
+            }
+            Msg::Sync(tx) => self.syncs.push(tx),
+            Msg::Flush(tx) => self.flushes.push(tx),
+            Msg::Due => self.due = true,
+        }
+    }
+
+    /// Take the records every listed buffer holds into the groups, and drop
+    /// from the list the buffers whose run ended or whose journal is gone.
+    fn collect(&mut self) {
+        let (groups, by_run) = (&mut self.groups, &mut self.by_run);
+        let mut bytes = 0;
+        self.runs.retain(|p| {
+            let mut h = p.lock();
+            if !h.records.is_empty() {
+                let i = match by_run.get(&p.run) {
                     Some(&i) => i,
                     None => {
-                        self.groups.push(Group {
-                            run: run.clone(),
+                        groups.push(Group {
+                            run: p.run.clone(),
                             records: Vec::new(),
                             summary: None,
                         });
-                        self.by_run.insert(run, self.groups.len() - 1);
-                        self.groups.len() - 1
+                        by_run.insert(p.run.clone(), groups.len() - 1);
+                        groups.len() - 1
                     }
                 };
-                let g = &mut self.groups[i];
-                g.records.push(record);
-                if let Some(s) = summary {
+                let g = &mut groups[i];
+                if g.records.is_empty() {
+                    g.records = std::mem::take(&mut h.records);
+                } else {
+                    g.records.append(&mut h.records);
+                }
+                if let Some(s) = h.summary.take() {
                     g.summary = Some(match g.summary.take() {
                         Some(before) => before.then(s),
                         None => s,
                     });
                 }
-                if let Some(tx) = sync {
-                    self.syncs.push(tx);
-                }
+                bytes += std::mem::take(&mut h.bytes);
             }
-            Msg::Flush(tx) => self.flushes.push(tx),
-        }
+            // (The writer's own reference is the last once the run's
+            // journal is dropped.)
+            let keep = !h.ended && Arc::strong_count(p) > 1;
+            if !keep {
+                h.listed = false;
+            }
+            keep
+        });
+        self.bytes += bytes;
     }
 
     /// Write everything pending (synced if a barrier asked), then answer.
     fn write_out(&mut self) {
+        self.collect();
         let sync = !self.syncs.is_empty();
         let result = if self.groups.is_empty() {
             Ok(())
@@ -201,7 +240,8 @@ impl Writer {
         self.groups.clear();
         self.by_run.clear();
         self.bytes = 0;
-        self.oldest = None;
+        self.due = false;
+        self.window = (!self.runs.is_empty()).then(Instant::now);
         for tx in self.syncs.drain(..) {
             let _ = tx.send(result.clone());
         }
@@ -300,8 +340,9 @@ impl Writer {
         let mut lines = Vec::with_capacity(self.groups.len() * 300);
         for g in &mut self.groups {
             let start = base + buf.len() as u64;
+            let run_json = serde_json::to_string(&g.run).unwrap_or_default();
             for r in &g.records {
-                buf.extend_from_slice(crate::state::journal::format_line(&g.run, r).as_bytes());
+                crate::state::journal::push_line(&mut buf, &run_json, r);
                 buf.push(b'\n');
             }
             let last = g.records.last().expect("a group has records");

@@ -5,16 +5,18 @@
 //! A file per run cost an inode per run — half of `lobster serve`'s
 //! throughput on the files store. So records go, as the run log's do
 //! (`state::runlog`), to one writer thread per journal directory in the
-//! process: runs hand it each record (a channel send) and go on; it
-//! collects what arrives for up to [`WINDOW`], groups it by run, and
-//! appends everything in one `write(2)` to the current segment, then one
-//! line per run to the index naming where that run's records went (an
-//! *extent*: segment, offset, length) with the run's summary change. A
-//! record that is a barrier (a brokered call's intent, a gate, a decision)
-//! is written at once with everything pending and both files are fsynced
-//! before its run goes on: runs reaching barriers together share the
-//! fsync. Other records are not synced: a SIGKILL loses what was still
-//! queued (at most the last [`WINDOW`]), a power cut the unsynced tail.
+//! process: a run pushes each record into its own buffer (its own lock;
+//! no message, no wake-up) and goes on, the buffer listed with the writer
+//! at the run's first record; at the end of each [`WINDOW`] the writer
+//! takes what every listed buffer holds, groups it by run, and appends
+//! everything in one `write(2)` to the current segment, then one line per
+//! run to the index naming where that run's records went (an *extent*:
+//! segment, offset, length) with the run's summary change. A record that
+//! is a barrier (a brokered call's intent, a gate, a decision) is written
+//! at once with everything pending and both files are fsynced before its
+//! run goes on: runs reaching barriers together share the fsync. Other
+//! records are not synced: a SIGKILL loses what was still buffered (at
+//! most the last [`WINDOW`]), a power cut the unsynced tail.
 //!
 //! On disk, in `<dir>/journal/`: `seg-<seq, 8 digits>.log` (records, one
 //! line each, as exported), `index.log` (one JSON line per extent write:
@@ -30,8 +32,9 @@
 //! (a power cut) is dropped.
 //!
 //! The rooms: `writers` (the writer of each directory in this process, and
-//! how runs hand it records), `group_commit` (a writer thread: grouping,
-//! one write per window, the barriers' fsync), `segments` (the segment
+//! the runs' buffers it takes records from), `group_commit` (a writer
+//! thread: grouping, one write per window, the barriers' fsync),
+//! `segments` (the segment
 //! files' names and reads), `read` (a run's journal by its extents),
 //! `legacy` (the per-run files from before segments) and `compact` (the
 //! prune). The on-disk format and the locking rule above are theirs to
@@ -46,7 +49,7 @@ mod writers;
 
 pub(super) use compact::compact;
 pub(super) use read::{read_index, read_run};
-pub(super) use writers::append;
+pub(super) use writers::{append, Pending};
 pub use writers::{flush_all, flush_dir};
 
 use crate::error::{Error, Result};

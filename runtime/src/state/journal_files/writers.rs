@@ -1,7 +1,10 @@
 //! The writers of this process, one per journal directory, and how runs
-//! hand them records: a channel send, or a send and a wait for the fsync
-//! when the record is a barrier. A writer that was idle for a while ends;
-//! the next record starts another.
+//! hand them records: a run keeps its records in its own [`Pending`]
+//! buffer (a push under the run's own lock, no message, no wake-up) and
+//! lists that buffer with the writer once; the writer takes what every
+//! listed buffer holds at the end of each window. A barrier is a message
+//! and a wait for the fsync. A writer that was idle for a while ends; the
+//! next run starts another.
 
 use super::group_commit::Writer;
 use super::{io_error, make_dir};
@@ -12,29 +15,88 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// What a writer is sent. (Records are nearly every message: boxing them
-/// would cost an allocation each for the rare flush's sake.)
-#[allow(clippy::large_enum_variant)]
+/// What a writer is sent.
 pub(super) enum Msg {
-    /// A record of `run`, with its summary change; `sync`: reply once it
-    /// is on disk and synced.
-    Record {
-        run: String,
-        record: StoredRecord,
-        summary: Option<SummaryUpdate>,
-        sync: Option<Sender<std::result::Result<(), String>>>,
-    },
-    /// Reply once everything sent before is written.
+    /// A run's buffer, to take records from at each window until its run
+    /// ends or its writer is dropped.
+    List(Arc<Pending>),
+    /// Write everything the listed buffers hold, sync it, then reply.
+    Sync(Sender<std::result::Result<(), String>>),
+    /// Reply once everything pushed or sent before is written.
     Flush(Sender<()>),
+    /// A buffer holds [`PENDING_BYTES`]: write without waiting for the
+    /// window (nobody waits).
+    Due,
+}
+
+/// Bytes a run's buffer holds before the writer is asked to write at once.
+pub(super) const PENDING_BYTES: usize = 4 << 20;
+
+/// One run's records not yet taken by the writer, filled by the run (its
+/// records come in order: the run's journal appends under its chain's
+/// lock), emptied by the writer.
+#[derive(Debug)]
+pub(in crate::state) struct Pending {
+    /// The run.
+    pub(super) run: String,
+    held: Mutex<Held>,
+}
+
+/// What a [`Pending`] holds.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    pub(super) records: Vec<StoredRecord>,
+    pub(super) summary: Option<SummaryUpdate>,
+    pub(super) bytes: usize,
+    /// The writer has this buffer in its list.
+    pub(super) listed: bool,
+    /// The last record pushed ended the run (the writer drops the buffer
+    /// from its list once it took it).
+    pub(super) ended: bool,
+}
+
+impl Pending {
+    /// An empty buffer of run `run`.
+    pub(in crate::state) fn new(run: &str) -> Arc<Pending> {
+        Arc::new(Pending {
+            run: run.to_string(),
+            held: Mutex::default(),
+        })
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Push `record` and its summary change; returns whether the buffer
+    /// must be listed with the writer (it is marked listed) and whether it
+    /// is full.
+    fn push(&self, record: StoredRecord, summary: Option<SummaryUpdate>) -> (bool, bool) {
+        let mut h = self.lock();
+        h.bytes += record.event.len() + 200;
+        h.records.push(record);
+        h.ended = false;
+        if let Some(s) = summary {
+            h.ended = s.ended_at.is_some();
+            h.summary = Some(match h.summary.take() {
+                Some(before) => before.then(s),
+                None => s,
+            });
+        }
+        let list = !h.listed;
+        h.listed = true;
+        (list, h.bytes >= PENDING_BYTES)
+    }
 }
 
 /// A running writer as the registry knows it.
 pub(super) struct Handle {
     tx: Sender<Msg>,
-    /// The writer's thread: unparked when a barrier or a flush is sent (it
-    /// sleeps out its window otherwise; see `Writer::run`).
+    /// The writer's thread: unparked when a barrier, a flush or a full
+    /// buffer is sent (it sleeps out its window otherwise; see
+    /// `Writer::run`).
     thread: std::thread::Thread,
     /// Which writer this is (an ending writer removes only itself).
     pub(super) id: u64,
@@ -69,10 +131,10 @@ pub(super) fn writers() -> &'static Mutex<HashMap<PathBuf, Handle>> {
 /// registry's lock is held while sending, so a writer that ends when idle
 /// never drops a message it was sent.
 ///
-/// A run's first record (`starts`) is refused when the journal cannot be
-/// written — checked on disk when this process has no writer there yet or
-/// the writer's last write failed — so a run does not start without its
-/// journal.
+/// A run's first record (`starts`: its buffer is listed) is refused when
+/// the journal cannot be written — checked on disk when this process has
+/// no writer there yet or the writer's last write failed — so a run does
+/// not start without its journal.
 fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mut all = writers().lock().unwrap_or_else(|p| p.into_inner());
@@ -112,7 +174,7 @@ fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
                 },
             );
         }
-        let wakes = matches!(&msg, Msg::Record { sync: Some(_), .. } | Msg::Flush(_));
+        let wakes = !matches!(&msg, Msg::List(_));
         let h = &all[dir];
         match h.tx.send(msg) {
             Ok(()) => {
@@ -134,40 +196,41 @@ fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
     )))
 }
 
-/// Append `record` of `run` to the journal in `dir` (the `journal/`
-/// directory); with `sync`, return once it and everything sent before it
-/// are on disk and synced.
+/// Append `record` of `pending`'s run to the journal in `dir` (the
+/// `journal/` directory): pushed into the run's buffer, which the writer
+/// takes within its window; with `sync`, return once it and everything
+/// pushed or sent before it are on disk and synced.
 pub(in crate::state) fn append(
     dir: &Path,
-    run: &str,
+    pending: &Arc<Pending>,
     record: StoredRecord,
     summary: Option<SummaryUpdate>,
     sync: bool,
 ) -> Result<()> {
     let starts = record.seq == 0;
+    let (list, full) = pending.push(record, summary);
+    if list {
+        if let Err(e) = send(dir, Msg::List(pending.clone()), starts) {
+            // The record is refused (and with it the run, at its start).
+            let mut h = pending.lock();
+            h.listed = false;
+            if let Some(r) = h.records.pop() {
+                h.bytes = h.bytes.saturating_sub(r.event.len() + 200);
+            }
+            if h.records.is_empty() {
+                h.summary = None;
+            }
+            return Err(e);
+        }
+    }
     if !sync {
-        return send(
-            dir,
-            Msg::Record {
-                run: run.to_string(),
-                record,
-                summary,
-                sync: None,
-            },
-            starts,
-        );
+        if full {
+            send(dir, Msg::Due, false)?;
+        }
+        return Ok(());
     }
     let (tx, rx) = mpsc::channel();
-    send(
-        dir,
-        Msg::Record {
-            run: run.to_string(),
-            record,
-            summary,
-            sync: Some(tx),
-        },
-        starts,
-    )?;
+    send(dir, Msg::Sync(tx), false)?;
     match rx.recv() {
         Ok(Ok(())) => Ok(()),
         Ok(Err(why)) => Err(Error::runtime(why)),
