@@ -7,7 +7,6 @@ use crate::error::Result;
 use crate::kernel::Context;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 
 /// `commands.list`.
 pub struct CommandsList;
@@ -89,26 +88,33 @@ fn key(sig: &Signature, examples: &[Example]) -> Key {
     ]
 }
 
-/// Most entries a process keeps (each is a few KiB).
+/// Most entries a thread keeps (each is a few KiB).
 const KEPT: usize = 4096;
 
-/// One inventory entry: built once per process for each command or
+thread_local! {
+    /// The entries this thread built. Per thread, not per process: a
+    /// server's runs list on many threads at once, and one shared map's
+    /// lock was contended on every entry of every run.
+    static KEPT_ENTRIES: std::cell::RefCell<HashMap<Key, Value>> = Default::default();
+}
+
+/// One inventory entry: built once per thread for each command or
 /// interned step (building it parses every example's JSON, and a server
 /// lists the same commands for every run), then cloned.
 fn describe(cmd: &dyn Command) -> Value {
-    static KEPT_ENTRIES: OnceLock<Mutex<HashMap<Key, Value>>> = OnceLock::new();
     let k = key(&cmd.signature(), cmd.examples());
-    let kept = KEPT_ENTRIES.get_or_init(Default::default);
-    if let Some(v) = kept.lock().unwrap_or_else(|p| p.into_inner()).get(&k) {
-        return v.clone();
-    }
-    let v = build(cmd);
-    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-    if kept.len() >= KEPT {
-        kept.clear();
-    }
-    kept.insert(k, v.clone());
-    v
+    KEPT_ENTRIES.with(|kept| {
+        if let Some(v) = kept.borrow().get(&k) {
+            return v.clone();
+        }
+        let v = build(cmd);
+        let mut kept = kept.borrow_mut();
+        if kept.len() >= KEPT {
+            kept.clear();
+        }
+        kept.insert(k, v.clone());
+        v
+    })
 }
 
 /// [`describe`]'s entry, built.
