@@ -116,8 +116,7 @@ const MAX_EXACT: u64 = 1 << 53;
 
 fn write_i64(out: &mut String, i: i64) {
     if i.unsigned_abs() <= MAX_EXACT {
-        let mut buf = itoa_buf();
-        out.push_str(fmt_int(&mut buf, i.unsigned_abs(), i < 0));
+        out.push_str(itoa::Buffer::new().format(i));
     } else {
         write_f64(out, i as f64);
     }
@@ -125,32 +124,10 @@ fn write_i64(out: &mut String, i: i64) {
 
 fn write_u64(out: &mut String, u: u64) {
     if u <= MAX_EXACT {
-        let mut buf = itoa_buf();
-        out.push_str(fmt_int(&mut buf, u, false));
+        out.push_str(itoa::Buffer::new().format(u));
     } else {
         write_f64(out, u as f64);
     }
-}
-
-fn itoa_buf() -> [u8; 21] {
-    [0; 21]
-}
-
-fn fmt_int(buf: &mut [u8; 21], mut n: u64, negative: bool) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if negative {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    std::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 struct Canon<'a> {

@@ -194,3 +194,27 @@ fn control_characters_escape_in_lowercase_and_others_stay_literal() {
     );
     assert_eq!(canon(r#"{"b":[],"a":{}}"#), r#"{"a":{},"b":[]}"#);
 }
+
+/// Integers serialized straight from Rust values: exact up to 2^53 either
+/// side, sign included, doubles past it.
+#[test]
+fn integers_from_values_print_in_decimal() {
+    for (n, text) in [
+        (0i64, "0"),
+        (-1, "-1"),
+        (1 << 53, "9007199254740992"),
+        (-(1 << 53), "-9007199254740992"),
+        (i64::MAX, "9223372036854776000"),
+        (i64::MIN, "-9223372036854776000"),
+    ] {
+        assert_eq!(to_canonical_of(&n).unwrap(), text, "{n}");
+    }
+    for (n, text) in [
+        (0u64, "0"),
+        (10, "10"),
+        (1 << 53, "9007199254740992"),
+        (u64::MAX, "18446744073709552000"),
+    ] {
+        assert_eq!(to_canonical_of(&n).unwrap(), text, "{n}");
+    }
+}

@@ -51,12 +51,12 @@ pub fn format_line(run: &str, r: &StoredRecord) -> String {
 /// Append [`format_line`]'s line of `r` to `out`, the run given as its
 /// JSON string `run_json` (the writer quotes a run once for its records).
 pub(super) fn push_line(out: &mut Vec<u8>, run_json: &str, r: &StoredRecord) {
-    let mut seq = itoa_buf();
+    let mut seq = itoa::Buffer::new();
     for part in [
         "{\"run\":",
         run_json,
         ",\"seq\":",
-        fmt_u64(&mut seq, r.seq),
+        seq.format(r.seq),
         ",\"prev\":\"",
         &r.prev,
         "\",\"hash\":\"",
@@ -67,24 +67,6 @@ pub(super) fn push_line(out: &mut Vec<u8>, run_json: &str, r: &StoredRecord) {
     ] {
         out.extend_from_slice(part.as_bytes());
     }
-}
-
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
-}
-
-/// `n` in decimal, written into `buf`.
-fn fmt_u64(buf: &mut [u8; 20], mut n: u64) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 /// What a run's summary says (one per run, for `lobster runs list`).
@@ -788,6 +770,23 @@ mod tests {
         let store = StateStore::new("/nonexistent");
         for bad in ["", "../x", "a/b", &"x".repeat(65)] {
             assert!(store.journal_writer(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The line's `seq` in plain decimal, at both ends of its range.
+    #[test]
+    fn a_record_line_writes_its_seq_in_decimal() {
+        for (seq, text) in [(0, "0"), (10, "10"), (u64::MAX, "18446744073709551615")] {
+            let r = StoredRecord {
+                seq,
+                prev: "p".into(),
+                hash: "h".into(),
+                event: "{}".into(),
+            };
+            assert_eq!(
+                format_line("r", &r),
+                format!(r#"{{"run":"r","seq":{text},"prev":"p","hash":"h","event":{{}}}}"#)
+            );
         }
     }
 }
