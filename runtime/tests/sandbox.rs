@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{cache, example_dir, repo, test_guest_dir, wasm};
+use common::{cache, example_dir, repo, swap_setup, test_guest_dir, wasm};
 
 fn load(dir: &Path, file: &str) -> Option<Arc<LoadedComponent>> {
     let path = wasm(dir, file)?;
@@ -937,44 +937,46 @@ fn commands_and_cancellation_through_the_pipeline() {
 #[test]
 fn memoised_component_files_follow_changes_and_pins() {
     use lobster::sandbox::file_memo::{is_memoised, SETTLED};
-    let (Some(noop), Some(probe)) = (
-        wasm(&test_guest_dir(), "noop.wasm"),
-        wasm(&test_guest_dir(), "probe.wasm"),
-    ) else {
+    let Some(set) = swap_setup() else {
         return;
     };
-    let noop_bytes = std::fs::read(&noop).unwrap();
-    let probe_bytes = std::fs::read(&probe).unwrap();
-    let noop_digest = blake3::hash(&noop_bytes).to_hex().to_string();
-    let probe_digest = blake3::hash(&probe_bytes).to_hex().to_string();
-    let tmp = tempfile::tempdir().unwrap();
-    let cwd = tmp.path().canonicalize().unwrap();
-    let steps = cwd.join("steps");
-    std::fs::create_dir_all(&steps).unwrap();
+    let (cwd, steps) = (&set.cwd, &set.steps);
     let file = steps.join("memo.wasm");
     let settle = || std::thread::sleep(SETTLED + Duration::from_millis(50));
 
-    std::fs::write(&file, &noop_bytes).unwrap();
-    assert_eq!(load_file(&file, &cache()).unwrap().digest(), noop_digest);
+    std::fs::write(&file, &set.noop).unwrap();
+    assert_eq!(
+        load_file(&file, &cache()).unwrap().digest(),
+        set.noop_digest
+    );
     assert!(
         !is_memoised(&file),
         "a file written just now is not memoised"
     );
     settle();
-    assert_eq!(load_file(&file, &cache()).unwrap().digest(), noop_digest);
+    assert_eq!(
+        load_file(&file, &cache()).unwrap().digest(),
+        set.noop_digest
+    );
     assert!(is_memoised(&file), "a settled file is memoised");
 
     // Rewritten in place (same inode), at once: the new bytes are loaded.
-    std::fs::write(&file, &probe_bytes).unwrap();
+    std::fs::write(&file, &set.probe).unwrap();
     assert!(!is_memoised(&file));
-    assert_eq!(load_file(&file, &cache()).unwrap().digest(), probe_digest);
+    assert_eq!(
+        load_file(&file, &cache()).unwrap().digest(),
+        set.probe_digest
+    );
 
     // Pinned to noop: runs while the memoised file is noop, refused once a
     // rename puts another component in its place.
-    std::fs::write(&file, &noop_bytes).unwrap();
+    std::fs::write(&file, &set.noop).unwrap();
     std::fs::write(
         cwd.join("lobster.lock"),
-        format!("version = 1\n\n[steps]\n\"memo\" = \"{noop_digest}\"\n"),
+        format!(
+            "version = 1\n\n[steps]\n\"memo\" = \"{}\"\n",
+            set.noop_digest
+        ),
     )
     .unwrap();
     settle();
@@ -988,19 +990,19 @@ fn memoised_component_files_follow_changes_and_pins() {
         );
         run_pipeline(&parse("memo").unwrap(), 0, vec![json!({"n": 1})], &ctx)
     };
-    assert!(run(&cwd).is_ok());
+    assert!(run(cwd).is_ok());
     assert!(is_memoised(&file));
     let swap = steps.join("swap.tmp");
-    std::fs::write(&swap, &probe_bytes).unwrap();
+    std::fs::write(&swap, &set.probe).unwrap();
     std::fs::rename(&swap, &file).unwrap();
-    let err = run(&cwd).expect_err("a replaced component is refused");
+    let err = run(cwd).expect_err("a replaced component is refused");
     assert!(
         err.to_string()
             .contains("step memo does not match its pin in lobster.lock"),
         "{err}"
     );
     settle();
-    let err = run(&cwd).expect_err("still refused once memoised");
+    let err = run(cwd).expect_err("still refused once memoised");
     assert!(err.to_string().contains("does not match its pin"), "{err}");
     assert!(is_memoised(&file));
 }
@@ -1013,19 +1015,10 @@ fn memoised_component_files_follow_changes_and_pins() {
 #[test]
 fn a_component_swapped_after_admission_is_not_what_runs() {
     use lobster::signing::{key::SecretKey, sidecar, signature};
-    let (Some(noop), Some(probe)) = (
-        wasm(&test_guest_dir(), "noop.wasm"),
-        wasm(&test_guest_dir(), "probe.wasm"),
-    ) else {
+    let Some(set) = swap_setup() else {
         return;
     };
-    let noop_bytes = std::fs::read(&noop).unwrap();
-    let probe_bytes = std::fs::read(&probe).unwrap();
-    let noop_digest = blake3::hash(&noop_bytes).to_hex().to_string();
-    let tmp = tempfile::tempdir().unwrap();
-    let cwd = tmp.path().canonicalize().unwrap();
-    let steps = cwd.join("steps");
-    std::fs::create_dir_all(&steps).unwrap();
+    let (cwd, steps) = (&set.cwd, &set.steps);
     let file = steps.join("swap.wasm");
     let key = SecretKey::generate("pin-test").unwrap();
     let policy = lobster::kernel::Policy::parse(
@@ -1037,7 +1030,7 @@ fn a_component_swapped_after_admission_is_not_what_runs() {
     )
     .unwrap();
     let context_under = |policy: Arc<lobster::kernel::Policy>| {
-        let mut ctx = context(&cwd, &cwd.join("state"), Grants::none());
+        let mut ctx = context(cwd, &cwd.join("state"), Grants::none());
         ctx.registry = lobster::executor::registry(
             StepPath::new(vec![steps.clone()]),
             &ctx.state,
@@ -1061,10 +1054,10 @@ fn a_component_swapped_after_admission_is_not_what_runs() {
     };
 
     for signed in [false, true] {
-        swap_in(&noop_bytes);
+        swap_in(&set.noop);
         let _ = std::fs::remove_file(sidecar::path_of(&file));
         let policy = if signed {
-            let sig = signature::sign(&key, &noop_bytes, "swap.wasm").unwrap();
+            let sig = signature::sign(&key, &set.noop, "swap.wasm").unwrap();
             sidecar::write(&file, &sig).unwrap();
             Arc::new(policy.clone())
         } else {
@@ -1075,14 +1068,14 @@ fn a_component_swapped_after_admission_is_not_what_runs() {
         lobster::executor::check_pipeline(&pipeline, 0, &ctx.registry).unwrap();
         // Then the file changes under the run: probe, with noop's signature
         // beside it (which does not verify for probe's bytes).
-        swap_in(&probe_bytes);
+        swap_in(&set.probe);
         let out = items(run_pipeline(&pipeline, 0, input.clone(), &ctx).unwrap());
         assert_eq!(out, input, "the admitted component ran (signed: {signed})");
         let pin = lobster::sandbox::resolver_of(&ctx.registry)
             .unwrap()
             .pinned("swap")
             .unwrap();
-        assert_eq!(pin.digest(), noop_digest);
+        assert_eq!(pin.digest(), set.noop_digest);
         assert_eq!(pin.path, file);
         assert_eq!(pin.trust, lobster::sandbox::resolve::Trust::Admitted);
         // The next run resolves the swapped file and judges it.

@@ -52,3 +52,42 @@ pub fn wasm(dir: &Path, file: &str) -> Option<PathBuf> {
 pub fn guest(file: &str) -> Option<PathBuf> {
     wasm(&test_guest_dir(), file)
 }
+
+/// Two components to put in each other's place on disk — noop and probe,
+/// their bytes and digests — and a `steps/` folder under a fresh canonical
+/// temporary directory: the set-up of the tests that change a component
+/// file under the resolver.
+pub struct SwapSetup {
+    /// noop's bytes.
+    pub noop: Vec<u8>,
+    /// probe's bytes.
+    pub probe: Vec<u8>,
+    /// noop's blake3 digest, in hex.
+    pub noop_digest: String,
+    /// probe's blake3 digest, in hex.
+    pub probe_digest: String,
+    /// The temporary directory, canonical (the resolver compares paths).
+    pub cwd: PathBuf,
+    /// `cwd/steps`, created.
+    pub steps: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+/// [`SwapSetup`], or `None` when the guests are not built (see [`wasm`]).
+pub fn swap_setup() -> Option<SwapSetup> {
+    let noop = std::fs::read(guest("noop.wasm")?).unwrap();
+    let probe = std::fs::read(guest("probe.wasm")?).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().canonicalize().unwrap();
+    let steps = cwd.join("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    Some(SwapSetup {
+        noop_digest: blake3::hash(&noop).to_hex().to_string(),
+        probe_digest: blake3::hash(&probe).to_hex().to_string(),
+        noop,
+        probe,
+        cwd,
+        steps,
+        _tmp: tmp,
+    })
+}
