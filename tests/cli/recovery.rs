@@ -14,11 +14,11 @@
 //! Both stores.
 
 use crate::broker::Stub;
-use crate::common::{err_message, finish, test_guest, token_of, write, Env};
+use crate::common::{err_message, finish, test_guest, token_of, write, Env, Run};
 use crate::own_pg::pg_url;
 use crate::psql::psql;
 use serde_json::{json, Value};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The lease a PostgreSQL claim holds without its heartbeat (short, so a
@@ -52,8 +52,9 @@ fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["kind"] == kind).collect()
 }
 
-/// Pause `line` (tool mode, gateway at `gw`), returning the token and the run.
-fn pause(env: &Env, gw: &Stub, extra: &[&str], line: &str) -> (String, String) {
+/// `lobster run --mode tool EXTRA… LINE` with the gateway at `gw`, paused
+/// with `status`: its envelope.
+fn run_to_gate(env: &Env, gw: &Stub, extra: &[&str], line: &str, status: &str) -> Value {
     let mut args = vec!["run", "--mode", "tool"];
     args.extend_from_slice(extra);
     args.push(line);
@@ -61,27 +62,45 @@ fn pause(env: &Env, gw: &Stub, extra: &[&str], line: &str) -> (String, String) {
     c.env("OPENCLAW_URL", &gw.url).env_remove("OPENCLAW_TOKEN");
     let r = finish(c.output().unwrap());
     let v = r.json();
-    assert_eq!(v["status"], "needs_approval", "{r:?}");
+    assert_eq!(v["status"], status, "{r:?}");
+    v
+}
+
+/// Pause `line` at its approval gate, returning the token and the run.
+fn pause(env: &Env, gw: &Stub, extra: &[&str], line: &str) -> (String, String) {
+    let v = run_to_gate(env, gw, extra, line, "needs_approval");
     let gate = v["requiresApproval"]["approvalId"].as_str().unwrap();
     (token_of(&v), run_at_gate(env, gate))
 }
 
-/// `lobster resume --approve yes` on `token`, with the gateway at `gw`.
-fn resume(env: &Env, gw: &Stub, token: &str, sleep_ms: &str) -> Command {
-    let mut c = env.command(&[
-        "resume",
-        "--mode",
-        "tool",
-        "--token",
-        token,
-        "--approve",
-        "yes",
-    ]);
-    c.env("OPENCLAW_URL", &gw.url)
+/// How a resume answers its gate.
+#[derive(Clone, Copy)]
+enum Answer<'a> {
+    /// `--approve yes`.
+    Approve,
+    /// `--response-json RESPONSE`, to an input gate.
+    Respond(&'a str),
+}
+
+/// `lobster resume` of `token` answering `answer`, with the gateway at
+/// `gw`, a cmd-echo step told to sleep `sleep_ms`.
+fn resume(env: &Env, gw: &Stub, token: &str, answer: Answer, sleep_ms: &str) -> Command {
+    let answer = match answer {
+        Answer::Approve => ["--approve", "yes"],
+        Answer::Respond(response) => ["--response-json", response],
+    };
+    let mut c = env.command(&["resume", "--mode", "tool", "--token", token]);
+    c.args(answer)
+        .env("OPENCLAW_URL", &gw.url)
         .env_remove("OPENCLAW_TOKEN")
         .env("LOBSTER_STORE_LEASE_MS", LEASE_MS)
         .env("CMD_ECHO_SLEEP_MS", sleep_ms);
     c
+}
+
+/// A resume of `token` run to its end, no step waiting.
+fn resumed(env: &Env, gw: &Stub, token: &str, answer: Answer) -> Run {
+    finish(resume(env, gw, token, answer, "0").output().unwrap())
 }
 
 /// Wait (30 s at most) until `done` holds.
@@ -93,51 +112,63 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// SIGKILL `child` (nothing of lobster's runs after it); on PostgreSQL, let
-/// its claim's lease run out, as a dead claimer's does.
-fn kill(mut child: Child, store: Option<&str>) {
-    child.kill().unwrap();
-    child.wait().unwrap();
-    if store.is_some() {
+/// On PostgreSQL, let the claim a resume left run out of its lease, as a
+/// dead claimer's does.
+fn lease_out(env: &Env) {
+    if env.store.is_some() {
         std::thread::sleep(Duration::from_millis(1300));
     }
 }
 
-fn an_answered_call_is_replayed_not_sent_again(store: Option<&str>) {
-    let Some(echo) = test_guest("cmd-echo") else {
-        return;
+/// When a resume is killed.
+enum Kill<'a> {
+    /// Once run `.0`'s call answer is journaled (a barrier, synced as it
+    /// arrives): the resumer is in the step after it, told to wait a minute.
+    Answered(&'a str),
+    /// While its second call (to the slow tool) is in flight: the gateway
+    /// has heard both, its answer is never recorded.
+    InFlight,
+}
+
+/// A resume of `token` answering `answer`, SIGKILLed (nothing of lobster's
+/// runs after it) at `at`, its claim then left to run out.
+fn killed_resume(env: &Env, gw: &Stub, token: &str, answer: Answer, at: Kill) {
+    let sleep_ms = match at {
+        Kill::Answered(_) => "60000",
+        Kill::InFlight => "0",
     };
-    let gw = Stub::start("gateway", None);
-    let env = Env::with_store(store);
-    std::fs::create_dir(env.work_path("steps")).unwrap();
-    std::fs::copy(echo, env.work_path("steps/cmd-echo.wasm")).unwrap();
-    // After the gate: a brokered call, then a pure step slow enough to kill
-    // the resumer in (told by CMD_ECHO_SLEEP_MS how long to wait).
-    let line = r#"exec --json --shell 'echo [1]' | approve --prompt go? | openclaw.invoke --tool echo --action a --args-json '{"n":1}' | cmd-echo sleep"#;
-    let (token, run) = pause(&env, &gw, &["--allow-env", "CMD_ECHO_SLEEP_MS"], line);
-    let child = resume(&env, &gw, &token, "60000")
+    let mut child = resume(env, gw, token, answer, sleep_ms)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The call was answered and its answer is in the journal (a barrier,
-    // synced as it arrives): the resumer is in the slow step now.
-    wait_for("the call's answer was never journaled", || {
-        !of_kind(&events(&env, &run), "call_answer").is_empty()
-    });
-    assert_eq!(gw.requests().len(), 1);
-    kill(child, store);
+    match at {
+        Kill::Answered(run) => wait_for("the call's answer was never journaled", || {
+            !of_kind(&events(env, run), "call_answer").is_empty()
+        }),
+        Kill::InFlight => wait_for("the slow call never arrived", || gw.requests().len() >= 2),
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    lease_out(env);
+}
 
-    // Claimed again: the step runs (told not to wait) with the recorded answer.
-    let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
-    let v = r.json();
-    assert_eq!(v["status"], "ok", "{r:?}");
-    let out = serde_json::to_string(&v["output"]).unwrap();
-    assert!(out.contains(r#""n":1"#), "the echo's answer: {out}");
-    assert_eq!(gw.requests().len(), 1, "the answered call was sent again");
-    // The journal says so: one intent (the dead leg's), two answers — the
-    // second replayed — and the chain verifies across both legs.
-    let ev = events(&env, &run);
+/// The guests `names` in the work directory's `steps/`, or `None` when
+/// they are not built.
+fn steps(env: &Env, names: &[&str]) -> Option<()> {
+    let steps = env.work_path("steps");
+    std::fs::create_dir_all(&steps).unwrap();
+    for g in names {
+        std::fs::copy(test_guest(g)?, steps.join(format!("{g}.wasm"))).unwrap();
+    }
+    Some(())
+}
+
+/// Run `run`'s journal after a resume that replayed its call: one intent
+/// (the dead leg's), two answers — the second replayed, the same — and the
+/// chain verifies across both legs.
+fn assert_replayed(env: &Env, run: &str) {
+    let ev = events(env, run);
     assert_eq!(of_kind(&ev, "call_intent").len(), 1, "{ev:#?}");
     let answers = of_kind(&ev, "call_answer");
     assert_eq!(answers.len(), 2, "{ev:#?}");
@@ -145,11 +176,51 @@ fn an_answered_call_is_replayed_not_sent_again(store: Option<&str>) {
     assert_eq!(answers[1]["replayed"], json!(true), "{ev:#?}");
     assert_eq!(answers[0]["answer"], answers[1]["answer"]);
     let path = env.work_path("run.jsonl");
-    std::fs::write(&path, env.run(&["runs", "export", &run]).stdout).unwrap();
+    std::fs::write(&path, env.run(&["runs", "export", run]).stdout).unwrap();
     let verified = env.run(&["verify", path.to_str().unwrap()]);
     assert_eq!(verified.code, 0, "{verified:?}");
+}
+
+/// On PostgreSQL: a resume refused after the kill took the dead claim over
+/// (the epoch rose to `epoch`) and left its own as a dead one's: still
+/// `resuming`, not paused or gone.
+fn assert_claim_taken_over(env: &Env, run: &str, epoch: usize) {
+    if let Some(url) = &env.store {
+        lease_out(env);
+        let row = psql(
+            url,
+            &format!(
+                "SELECT status || ' ' || claim_epoch FROM lobster_runs WHERE body LIKE '%{run}%'"
+            ),
+        );
+        assert_eq!(row, format!("resuming {epoch}"));
+    }
+}
+
+fn an_answered_call_is_replayed_not_sent_again(store: Option<&str>) {
+    let gw = Stub::start("gateway", None);
+    let env = Env::with_store(store);
+    if steps(&env, &["cmd-echo"]).is_none() {
+        return;
+    }
+    // After the gate: a brokered call, then a pure step slow enough to kill
+    // the resumer in (told by CMD_ECHO_SLEEP_MS how long to wait).
+    let line = r#"exec --json --shell 'echo [1]' | approve --prompt go? | openclaw.invoke --tool echo --action a --args-json '{"n":1}' | cmd-echo sleep"#;
+    let (token, run) = pause(&env, &gw, &["--allow-env", "CMD_ECHO_SLEEP_MS"], line);
+    killed_resume(&env, &gw, &token, Answer::Approve, Kill::Answered(&run));
+    assert_eq!(gw.requests().len(), 1);
+
+    // Claimed again: the step runs (told not to wait) with the recorded answer.
+    let r = resumed(&env, &gw, &token, Answer::Approve);
+    let v = r.json();
+    assert_eq!(v["status"], "ok", "{r:?}");
+    let out = serde_json::to_string(&v["output"]).unwrap();
+    assert!(out.contains(r#""n":1"#), "the echo's answer: {out}");
+    assert_eq!(gw.requests().len(), 1, "the answered call was sent again");
+    // The journal says so.
+    assert_replayed(&env, &run);
     // Exactly once: the token is spent.
-    let again = finish(resume(&env, &gw, &token, "0").output().unwrap());
+    let again = resumed(&env, &gw, &token, Answer::Approve);
     assert_eq!(again.code, 1, "{again:?}");
     assert_eq!(gw.requests().len(), 1);
 }
@@ -173,15 +244,9 @@ fn an_unanswered_call_stops_the_run_for_a_human(store: Option<&str>) {
     let env = Env::with_store(store);
     let line = r#"exec --json --shell 'echo [1]' | approve --prompt go? | openclaw.invoke --tool echo --action a --args-json '{"n":1}' | openclaw.invoke --tool slow --action b --args-json '{"ms":60000}'"#;
     let (token, run) = pause(&env, &gw, &[], line);
-    let child = resume(&env, &gw, &token, "0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the slow call never arrived", || gw.requests().len() >= 2);
-    kill(child, store); // the slow call's answer is never recorded
+    killed_resume(&env, &gw, &token, Answer::Approve, Kill::InFlight);
     for round in 0..2 {
-        let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
+        let r = resumed(&env, &gw, &token, Answer::Approve);
         assert_eq!(r.code, 1, "{r:?}");
         let msg = err_message(&r);
         assert!(
@@ -190,19 +255,7 @@ fn an_unanswered_call_stops_the_run_for_a_human(store: Option<&str>) {
             "{msg}"
         );
         assert_eq!(gw.requests().len(), 2, "a call was sent again");
-        if let Some(url) = store {
-            // The refusing resume took the dead claim over (the epoch rose)
-            // and left its own as a dead one's: still `resuming`, not
-            // paused or gone.
-            std::thread::sleep(Duration::from_millis(1300));
-            let row = psql(
-                url,
-                &format!(
-                    "SELECT status || ' ' || claim_epoch FROM lobster_runs WHERE body LIKE '%{run}%'"
-                ),
-            );
-            assert_eq!(row, format!("resuming {}", round + 2));
-        }
+        assert_claim_taken_over(&env, &run, round + 2);
     }
     let ev = events(&env, &run);
     assert_eq!(of_kind(&ev, "call_intent").len(), 2, "{ev:#?}");
@@ -224,11 +277,7 @@ fn an_unanswered_call_stops_the_run_for_a_human_postgres() {
 /// written to `wf.lobster` with the test guests in `steps/`. `None` when
 /// the guests are not built.
 fn workflow(env: &Env, send: &str, wait: &str) -> Option<()> {
-    let steps = env.work_path("steps");
-    std::fs::create_dir_all(&steps).unwrap();
-    for g in ["cmd-echo", "brokered"] {
-        std::fs::copy(test_guest(g)?, steps.join(format!("{g}.wasm"))).unwrap();
-    }
+    steps(env, &["cmd-echo", "brokered"])?;
     write(
         env,
         "wf.lobster",
@@ -263,35 +312,17 @@ fn a_workflow_call_answered_is_replayed(store: Option<&str>, send: &str) {
         "--allow-llm",
     ];
     let (token, run) = pause(&env, &gw, &grants, "wf.lobster");
-    let child = resume(&env, &gw, &token, "60000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the call's answer was never journaled", || {
-        !of_kind(&events(&env, &run), "call_answer").is_empty()
-    });
+    killed_resume(&env, &gw, &token, Answer::Approve, Kill::Answered(&run));
     assert_eq!(gw.requests().len(), 1);
-    kill(child, store);
 
-    let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
+    let r = resumed(&env, &gw, &token, Answer::Approve);
     let v = r.json();
     assert_eq!(v["status"], "ok", "{r:?}");
     let out = serde_json::to_string(&v["output"]).unwrap();
     assert!(out.contains(r#""tool":"echo""#), "the echo's answer: {out}");
     assert_eq!(gw.requests().len(), 1, "the answered call was sent again");
-    let ev = events(&env, &run);
-    assert_eq!(of_kind(&ev, "call_intent").len(), 1, "{ev:#?}");
-    let answers = of_kind(&ev, "call_answer");
-    assert_eq!(answers.len(), 2, "{ev:#?}");
-    assert_ne!(answers[0]["replayed"], json!(true), "{ev:#?}");
-    assert_eq!(answers[1]["replayed"], json!(true), "{ev:#?}");
-    assert_eq!(answers[0]["answer"], answers[1]["answer"]);
-    let path = env.work_path("run.jsonl");
-    std::fs::write(&path, env.run(&["runs", "export", &run]).stdout).unwrap();
-    let verified = env.run(&["verify", path.to_str().unwrap()]);
-    assert_eq!(verified.code, 0, "{verified:?}");
-    let again = finish(resume(&env, &gw, &token, "0").output().unwrap());
+    assert_replayed(&env, &run);
+    let again = resumed(&env, &gw, &token, Answer::Approve);
     assert_eq!(again.code, 1, "{again:?}");
     assert_eq!(gw.requests().len(), 1);
 }
@@ -334,15 +365,9 @@ fn a_workflow_call_unanswered_stops(store: Option<&str>, send: &str, slow: &str)
         "--allow-llm",
     ];
     let (token, run) = pause(&env, &gw, &grants, "wf.lobster");
-    let child = resume(&env, &gw, &token, "0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the slow call never arrived", || gw.requests().len() >= 2);
-    kill(child, store);
+    killed_resume(&env, &gw, &token, Answer::Approve, Kill::InFlight);
     for round in 0..2 {
-        let r = finish(resume(&env, &gw, &token, "0").output().unwrap());
+        let r = resumed(&env, &gw, &token, Answer::Approve);
         assert_eq!(r.code, 1, "{r:?}");
         let msg = err_message(&r);
         assert!(
@@ -352,16 +377,7 @@ fn a_workflow_call_unanswered_stops(store: Option<&str>, send: &str, slow: &str)
             "{msg}"
         );
         assert_eq!(gw.requests().len(), 2, "a call was sent again");
-        if let Some(url) = store {
-            std::thread::sleep(Duration::from_millis(1300));
-            let row = psql(
-                url,
-                &format!(
-                    "SELECT status || ' ' || claim_epoch FROM lobster_runs WHERE body LIKE '%{run}%'"
-                ),
-            );
-            assert_eq!(row, format!("resuming {}", round + 2));
-        }
+        assert_claim_taken_over(&env, &run, round + 2);
     }
     let ev = events(&env, &run);
     assert_eq!(of_kind(&ev, "call_intent").len(), 2, "{ev:#?}");
@@ -409,16 +425,8 @@ fn a_workflow_call_that_differs_stops(store: Option<&str>) {
     }
     let grants = ["--allow-env", "CMD_ECHO_SLEEP_MS", "--allow-tool", "echo"];
     let (token, run) = pause(&env, &gw, &grants, "wf.lobster");
-    let child = resume(&env, &gw, &token, "60000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the call's answer was never journaled", || {
-        !of_kind(&events(&env, &run), "call_answer").is_empty()
-    });
-    kill(child, store);
-    let r = finish(resume(&env, &moved, &token, "0").output().unwrap());
+    killed_resume(&env, &gw, &token, Answer::Approve, Kill::Answered(&run));
+    let r = resumed(&env, &moved, &token, Answer::Approve);
     assert_eq!(r.code, 1, "{r:?}");
     let msg = err_message(&r);
     assert!(
@@ -442,25 +450,6 @@ fn a_workflow_call_that_differs_stops_postgres() {
     a_workflow_call_that_differs_stops(Some(&url));
 }
 
-/// `lobster resume --response-json RESPONSE` on `token`, with the gateway
-/// at `gw`.
-fn respond(env: &Env, gw: &Stub, token: &str, response: &str, sleep_ms: &str) -> Command {
-    let mut c = env.command(&[
-        "resume",
-        "--mode",
-        "tool",
-        "--token",
-        token,
-        "--response-json",
-        response,
-    ]);
-    c.env("OPENCLAW_URL", &gw.url)
-        .env_remove("OPENCLAW_TOKEN")
-        .env("LOBSTER_STORE_LEASE_MS", LEASE_MS)
-        .env("CMD_ECHO_SLEEP_MS", sleep_ms);
-    c
-}
-
 /// Pause `then` after an input gate (`ask`), returning the token and the
 /// run. An input gate has no approval id: the run is found by a word of
 /// its own (a number) in its first stage (the list names a pipeline by its
@@ -475,14 +464,7 @@ fn pause_at_ask(env: &Env, gw: &Stub, extra: &[&str], then: &str) -> (String, St
             .subsec_nanos()
     );
     let line = format!("exec --json --shell 'echo [{nonce}]' | ask --prompt which? | {then}");
-    let mut args = vec!["run", "--mode", "tool"];
-    args.extend_from_slice(extra);
-    args.push(&line);
-    let mut c = env.command(&args);
-    c.env("OPENCLAW_URL", &gw.url).env_remove("OPENCLAW_TOKEN");
-    let r = finish(c.output().unwrap());
-    let v = r.json();
-    assert_eq!(v["status"], "needs_input", "{r:?}");
+    let v = run_to_gate(env, gw, extra, &line, "needs_input");
     let listed = env.run(&["runs", "list", "--json", "--status", "needs_input"]);
     let runs: Value =
         serde_json::from_str(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {listed:?}"));
@@ -504,24 +486,15 @@ const ASKED_CALL: &str =
 /// it stops, naming both, and sends nothing; a resume answering the same
 /// replays the recorded answer, and the run ends ok with the call sent once.
 fn an_input_gate_s_call_is_replayed_for_the_same_answer(store: Option<&str>) {
-    let Some(echo) = test_guest("cmd-echo") else {
-        return;
-    };
     let gw = Stub::start("gateway", None);
     let env = Env::with_store(store);
-    std::fs::create_dir(env.work_path("steps")).unwrap();
-    std::fs::copy(echo, env.work_path("steps/cmd-echo.wasm")).unwrap();
+    if steps(&env, &["cmd-echo"]).is_none() {
+        return;
+    }
     let then = format!("{ASKED_CALL} | cmd-echo sleep");
     let (token, run) = pause_at_ask(&env, &gw, &["--allow-env", "CMD_ECHO_SLEEP_MS"], &then);
-    let answer = r#"{"decision":"approve"}"#;
-    let child = respond(&env, &gw, &token, answer, "60000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the call's answer was never journaled", || {
-        !of_kind(&events(&env, &run), "call_answer").is_empty()
-    });
+    let answer = Answer::Respond(r#"{"decision":"approve"}"#);
+    killed_resume(&env, &gw, &token, answer, Kill::Answered(&run));
     assert_eq!(gw.requests().len(), 1);
     assert_eq!(
         gw.requests()[0]["body"]["args"]["reply"],
@@ -529,12 +502,12 @@ fn an_input_gate_s_call_is_replayed_for_the_same_answer(store: Option<&str>) {
         "{:?}",
         gw.requests()
     );
-    kill(child, store);
 
-    let other = finish(
-        respond(&env, &gw, &token, r#"{"decision":"reject"}"#, "0")
-            .output()
-            .unwrap(),
+    let other = resumed(
+        &env,
+        &gw,
+        &token,
+        Answer::Respond(r#"{"decision":"reject"}"#),
     );
     assert_eq!(other.code, 1, "{other:?}");
     let msg = err_message(&other);
@@ -545,11 +518,9 @@ fn an_input_gate_s_call_is_replayed_for_the_same_answer(store: Option<&str>) {
         "{msg}"
     );
     assert_eq!(gw.requests().len(), 1, "the other answer's call was sent");
-    if store.is_some() {
-        std::thread::sleep(Duration::from_millis(1300));
-    }
+    lease_out(&env);
 
-    let r = finish(respond(&env, &gw, &token, answer, "0").output().unwrap());
+    let r = resumed(&env, &gw, &token, answer);
     let v = r.json();
     assert_eq!(v["status"], "ok", "{r:?}");
     let out = serde_json::to_string(&v["output"]).unwrap();
@@ -564,14 +535,7 @@ fn an_input_gate_s_call_is_replayed_for_the_same_answer(store: Option<&str>) {
         .map(|d| d["decision"].clone())
         .collect();
     assert_eq!(decisions, ["input", "input", "input"], "{ev:#?}");
-    assert_eq!(of_kind(&ev, "call_intent").len(), 1, "{ev:#?}");
-    let answers = of_kind(&ev, "call_answer");
-    assert_eq!(answers.len(), 2, "{ev:#?}");
-    assert_eq!(answers[1]["replayed"], json!(true), "{ev:#?}");
-    let path = env.work_path("run.jsonl");
-    std::fs::write(&path, env.run(&["runs", "export", &run]).stdout).unwrap();
-    let verified = env.run(&["verify", path.to_str().unwrap()]);
-    assert_eq!(verified.code, 0, "{verified:?}");
+    assert_replayed(&env, &run);
 }
 
 #[test]
@@ -595,15 +559,9 @@ fn an_input_gate_s_unanswered_call_stops(store: Option<&str>) {
         r#"{ASKED_CALL} | openclaw.invoke --tool slow --action b --args-json '{{"ms":60000}}'"#
     );
     let (token, _) = pause_at_ask(&env, &gw, &[], &then);
-    let answer = r#"{"decision":"approve"}"#;
-    let child = respond(&env, &gw, &token, answer, "0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the slow call never arrived", || gw.requests().len() >= 2);
-    kill(child, store);
-    let r = finish(respond(&env, &gw, &token, answer, "0").output().unwrap());
+    let answer = Answer::Respond(r#"{"decision":"approve"}"#);
+    killed_resume(&env, &gw, &token, answer, Kill::InFlight);
+    let r = resumed(&env, &gw, &token, answer);
     assert_eq!(r.code, 1, "{r:?}");
     let msg = err_message(&r);
     assert!(
