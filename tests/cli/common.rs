@@ -198,14 +198,7 @@ pub fn finish(out: Output) -> Run {
     }
 }
 
-/// The keys of a JSON object, in their printed order (panics on a non-object).
-pub fn keys(v: &Value) -> Vec<&str> {
-    v.as_object()
-        .unwrap_or_else(|| panic!("not an object: {v}"))
-        .keys()
-        .map(String::as_str)
-        .collect()
-}
+pub use crate::shapes::keys;
 
 /// The resume token of a paused envelope.
 pub fn token_of(envelope: &Value) -> String {

@@ -8,6 +8,8 @@ mod completions;
 mod own_pg;
 #[path = "../psql.rs"]
 mod psql;
+#[path = "../shapes.rs"]
+mod shapes;
 
 mod attacks;
 mod broker;
