@@ -9,7 +9,7 @@
 use crate::common::{guest, root, write, Env, Run};
 use std::io::{Read, Write as _};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// A registry of this test's own (a directory, a port), stopped on drop.
@@ -94,6 +94,12 @@ pub fn insecure_policy(env: &Env, reg: &OwnRegistry, extra: &str) -> String {
     "policy.toml".into()
 }
 
+/// `lobster step publish FILE TARGET --policy POLICY`.
+fn publish(env: &Env, file: &Path, target: &str, policy: &str) -> Run {
+    let file = file.to_str().unwrap();
+    env.run(&["step", "publish", file, target, "--policy", policy])
+}
+
 /// The reference with digest that `lobster step publish` printed.
 pub fn published_ref(r: &Run) -> String {
     assert_eq!(r.code, 0, "{r:?}");
@@ -136,9 +142,8 @@ fn publish_pull_and_run_by_digest_over_plain_http() {
     };
     let env = Env::new();
     let policy = insecure_policy(&env, &reg, "");
-    let wasm_s = wasm.to_str().unwrap();
     let target = format!("{}:0.1", reg.oci("team/greet"));
-    let r = env.run(&["step", "publish", wasm_s, &target, "--policy", &policy]);
+    let r = publish(&env, &wasm, &target, &policy);
     let pinned = published_ref(&r);
     assert!(r.stdout.contains("unsigned"), "{r:?}");
     // Pull by tag, then by digest: the same bytes.
@@ -193,14 +198,7 @@ fn a_tag_runs_only_through_its_lock_pin_and_a_moved_tag_fails_check() {
     let env = Env::new();
     let policy = insecure_policy(&env, &reg, "");
     let target = format!("{}:0.1", reg.oci("team/greet"));
-    published_ref(&env.run(&[
-        "step",
-        "publish",
-        wasm.to_str().unwrap(),
-        &target,
-        "--policy",
-        &policy,
-    ]));
+    published_ref(&publish(&env, &wasm, &target, &policy));
     let wf = wf(&env, &target);
     let wf_s = wf.to_str().unwrap();
     // Unpinned: refused before anything compiles, the step and fix named.
@@ -226,14 +224,7 @@ fn a_tag_runs_only_through_its_lock_pin_and_a_moved_tag_fails_check() {
     let r = env.run(&["check", "--policy", &policy, "lobster.lock", wf_s]);
     assert_eq!(r.code, 0, "{r:?}");
     // The tag moves to another component.
-    published_ref(&env.run(&[
-        "step",
-        "publish",
-        other.to_str().unwrap(),
-        &target,
-        "--policy",
-        &policy,
-    ]));
+    published_ref(&publish(&env, &other, &target, &policy));
     let r = env.run(&["check", "--policy", &policy, "lobster.lock"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
@@ -283,14 +274,12 @@ fn a_blob_swapped_in_the_registry_is_refused_before_compile() {
     };
     let env = Env::new();
     let policy = insecure_policy(&env, &reg, "");
-    let pinned = published_ref(&env.run(&[
-        "step",
-        "publish",
-        wasm.to_str().unwrap(),
+    let pinned = published_ref(&publish(
+        &env,
+        &wasm,
         &format!("{}:0.1", reg.oci("team/greet")),
-        "--policy",
         &policy,
-    ]));
+    ));
     // The layer's blob, altered on the registry's disk (same size: one
     // byte flipped), then replaced by a larger component.
     let bytes = std::fs::read(&wasm).unwrap();
@@ -348,14 +337,12 @@ fn the_local_cache_is_checked_at_every_load() {
     };
     let env = Env::new();
     let policy = insecure_policy(&env, &reg, "");
-    let pinned = published_ref(&env.run(&[
-        "step",
-        "publish",
-        wasm.to_str().unwrap(),
+    let pinned = published_ref(&publish(
+        &env,
+        &wasm,
         &format!("{}:0.1", reg.oci("team/greet")),
-        "--policy",
         &policy,
-    ]));
+    ));
     let wf = wf(&env, &pinned);
     let run = || {
         env.run(&[
@@ -391,14 +378,12 @@ fn untrusted_policies_name_the_registries_a_workflow_may_use() {
     };
     let env = Env::new();
     let open = insecure_policy(&env, &reg, "");
-    let pinned = published_ref(&env.run(&[
-        "step",
-        "publish",
-        wasm.to_str().unwrap(),
+    let pinned = published_ref(&publish(
+        &env,
+        &wasm,
         &format!("{}:0.1", reg.oci("team/greet")),
-        "--policy",
         &open,
-    ]));
+    ));
     let wf = wf(&env, &pinned);
     let wf_s = wf.to_str().unwrap();
     write(
@@ -692,14 +677,7 @@ fn signatures_and_bundles_travel_through_the_registry() {
     );
     // Published unsigned, then signed by reference.
     let target = format!("{}:0.1", reg.oci("team/greet"));
-    let pinned = published_ref(&env.run(&[
-        "step",
-        "publish",
-        wasm.to_str().unwrap(),
-        &target,
-        "--policy",
-        &policy,
-    ]));
+    let pinned = published_ref(&publish(&env, &wasm, &target, &policy));
     let use_it = |env: &Env| {
         let wf = wf(env, &pinned);
         env.run(&[
@@ -763,14 +741,7 @@ fn signatures_and_bundles_travel_through_the_registry() {
     );
     assert!(env.work_path("greet.bundle/step.wasm.minisig").is_file());
     let btarget = format!("{}:0.2", reg.oci("team/greet-bundle"));
-    let r = env.run(&[
-        "step",
-        "publish",
-        "greet.bundle",
-        &btarget,
-        "--policy",
-        &policy,
-    ]);
+    let r = publish(&env, Path::new("greet.bundle"), &btarget, &policy);
     assert!(r.stdout.contains("signature by release"), "{r:?}");
     published_ref(&r);
     let r = fresh.run(&[
@@ -821,14 +792,7 @@ fn registry_signatures_by_unknown_keys_or_over_other_bytes_are_refused_before_co
     // Published with the trusted signature, then signed over in the
     // registry by a key the policy does not list.
     let target = format!("{}:0.1", reg.oci("team/greet"));
-    let r = env.run(&[
-        "step",
-        "publish",
-        "steps/greet.wasm",
-        &target,
-        "--policy",
-        &policy,
-    ]);
+    let r = publish(&env, Path::new("steps/greet.wasm"), &target, &policy);
     assert!(r.stdout.contains("signature by ci"), "{r:?}");
     let greet_ref = published_ref(&r);
     sign("stranger.key", &target);
@@ -838,14 +802,12 @@ fn registry_signatures_by_unknown_keys_or_over_other_bytes_are_refused_before_co
         steps.join("list.wasm.minisig"),
     )
     .unwrap();
-    let list_ref = published_ref(&env.run(&[
-        "step",
-        "publish",
-        "steps/list.wasm",
+    let list_ref = published_ref(&publish(
+        &env,
+        Path::new("steps/list.wasm"),
         &format!("{}:0.1", reg.oci("team/list")),
-        "--policy",
         &policy,
-    ]));
+    ));
     for (reference, lax, refusal) in [
         (&greet_ref, false, "signed by stranger"),
         (&list_ref, false, "over other bytes"),
