@@ -317,3 +317,24 @@ pub fn without_run_line(stderr: &str) -> &str {
     );
     rest
 }
+
+/// One test body on both stores: `$files` runs `$body(None, ARGS…)` on the
+/// files store, `$postgres` runs `$body(Some(url), ARGS…)` on PostgreSQL
+/// (skipped, loudly, without `LOBSTER_TEST_PG_URL`; see `own_pg::pg_url`).
+macro_rules! on_both_stores {
+    ($body:ident($($arg:expr),*) => $files:ident, $postgres:ident) => {
+        #[test]
+        fn $files() {
+            $body(None $(, $arg)*);
+        }
+
+        #[test]
+        fn $postgres() {
+            let Some(url) = crate::own_pg::pg_url() else {
+                return;
+            };
+            $body(Some(&url) $(, $arg)*);
+        }
+    };
+}
+pub(crate) use on_both_stores;

@@ -14,8 +14,7 @@
 //! Both stores.
 
 use crate::broker::Stub;
-use crate::common::{err_message, finish, test_guest, token_of, write, Env, Run};
-use crate::own_pg::pg_url;
+use crate::common::{err_message, finish, on_both_stores, test_guest, token_of, write, Env, Run};
 use crate::psql::psql;
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
@@ -225,16 +224,11 @@ fn an_answered_call_is_replayed_not_sent_again(store: Option<&str>) {
     assert_eq!(gw.requests().len(), 1);
 }
 
-#[test]
-fn an_answered_call_is_replayed_not_sent_again_files() {
-    an_answered_call_is_replayed_not_sent_again(None);
-}
-
-#[test]
-fn an_answered_call_is_replayed_not_sent_again_postgres() {
-    let Some(url) = pg_url() else { return };
-    an_answered_call_is_replayed_not_sent_again(Some(&url));
-}
+on_both_stores!(
+    an_answered_call_is_replayed_not_sent_again() =>
+    an_answered_call_is_replayed_not_sent_again_files,
+    an_answered_call_is_replayed_not_sent_again_postgres
+);
 
 /// A resume killed while its second call is in flight: claimed again, the
 /// run sends nothing (neither the answered call nor the unanswered one) and
@@ -262,16 +256,11 @@ fn an_unanswered_call_stops_the_run_for_a_human(store: Option<&str>) {
     assert_eq!(of_kind(&ev, "call_answer").len(), 1, "{ev:#?}");
 }
 
-#[test]
-fn an_unanswered_call_stops_the_run_for_a_human_files() {
-    an_unanswered_call_stops_the_run_for_a_human(None);
-}
-
-#[test]
-fn an_unanswered_call_stops_the_run_for_a_human_postgres() {
-    let Some(url) = pg_url() else { return };
-    an_unanswered_call_stops_the_run_for_a_human(Some(&url));
-}
+on_both_stores!(
+    an_unanswered_call_stops_the_run_for_a_human() =>
+    an_unanswered_call_stops_the_run_for_a_human_files,
+    an_unanswered_call_stops_the_run_for_a_human_postgres
+);
 
 /// A workflow gated at step 2 (`review`), then `send` and `wait` as given:
 /// written to `wf.lobster` with the test guests in `steps/`. `None` when
@@ -327,27 +316,17 @@ fn a_workflow_call_answered_is_replayed(store: Option<&str>, send: &str) {
     assert_eq!(gw.requests().len(), 1);
 }
 
-#[test]
-fn a_workflow_step_call_answered_is_replayed_files() {
-    a_workflow_call_answered_is_replayed(None, PIPELINE_SEND);
-}
+on_both_stores!(
+    a_workflow_call_answered_is_replayed(PIPELINE_SEND) =>
+    a_workflow_step_call_answered_is_replayed_files,
+    a_workflow_step_call_answered_is_replayed_postgres
+);
 
-#[test]
-fn a_workflow_step_call_answered_is_replayed_postgres() {
-    let Some(url) = pg_url() else { return };
-    a_workflow_call_answered_is_replayed(Some(&url), PIPELINE_SEND);
-}
-
-#[test]
-fn a_component_call_answered_is_replayed_files() {
-    a_workflow_call_answered_is_replayed(None, WASM_SEND);
-}
-
-#[test]
-fn a_component_call_answered_is_replayed_postgres() {
-    let Some(url) = pg_url() else { return };
-    a_workflow_call_answered_is_replayed(Some(&url), WASM_SEND);
-}
+on_both_stores!(
+    a_workflow_call_answered_is_replayed(WASM_SEND) =>
+    a_component_call_answered_is_replayed_files,
+    a_component_call_answered_is_replayed_postgres
+);
 
 /// A workflow resume killed while its slow call (`slow`, after `echo`)
 /// is in flight: later resumes send nothing and stop, naming the call.
@@ -391,27 +370,17 @@ const PIPELINE_SLOW: &str =
 const WASM_SLOW: &str =
     "    uses: steps/brokered.wasm\n    with:\n      tool: slow\n      args: '{\"ms\":60000}'\n";
 
-#[test]
-fn a_workflow_step_call_unanswered_stops_files() {
-    a_workflow_call_unanswered_stops(None, PIPELINE_SEND, PIPELINE_SLOW);
-}
+on_both_stores!(
+    a_workflow_call_unanswered_stops(PIPELINE_SEND, PIPELINE_SLOW) =>
+    a_workflow_step_call_unanswered_stops_files,
+    a_workflow_step_call_unanswered_stops_postgres
+);
 
-#[test]
-fn a_workflow_step_call_unanswered_stops_postgres() {
-    let Some(url) = pg_url() else { return };
-    a_workflow_call_unanswered_stops(Some(&url), PIPELINE_SEND, PIPELINE_SLOW);
-}
-
-#[test]
-fn a_component_call_unanswered_stops_files() {
-    a_workflow_call_unanswered_stops(None, WASM_SEND, WASM_SLOW);
-}
-
-#[test]
-fn a_component_call_unanswered_stops_postgres() {
-    let Some(url) = pg_url() else { return };
-    a_workflow_call_unanswered_stops(Some(&url), WASM_SEND, WASM_SLOW);
-}
+on_both_stores!(
+    a_workflow_call_unanswered_stops(WASM_SEND, WASM_SLOW) =>
+    a_component_call_unanswered_stops_files,
+    a_component_call_unanswered_stops_postgres
+);
 
 /// The gateway moved between the dead resume and the next: the call the
 /// step asks now (to the new endpoint) is not the call the dead resume
@@ -439,16 +408,11 @@ fn a_workflow_call_that_differs_stops(store: Option<&str>) {
     assert!(moved.requests().is_empty(), "{:?}", moved.requests());
 }
 
-#[test]
-fn a_workflow_call_that_differs_stops_files() {
-    a_workflow_call_that_differs_stops(None);
-}
-
-#[test]
-fn a_workflow_call_that_differs_stops_postgres() {
-    let Some(url) = pg_url() else { return };
-    a_workflow_call_that_differs_stops(Some(&url));
-}
+on_both_stores!(
+    a_workflow_call_that_differs_stops() =>
+    a_workflow_call_that_differs_stops_files,
+    a_workflow_call_that_differs_stops_postgres
+);
 
 /// Pause `then` after an input gate (`ask`), returning the token and the
 /// run. An input gate has no approval id: the run is found by a word of
@@ -538,16 +502,11 @@ fn an_input_gate_s_call_is_replayed_for_the_same_answer(store: Option<&str>) {
     assert_replayed(&env, &run);
 }
 
-#[test]
-fn an_input_gate_s_call_is_replayed_for_the_same_answer_files() {
-    an_input_gate_s_call_is_replayed_for_the_same_answer(None);
-}
-
-#[test]
-fn an_input_gate_s_call_is_replayed_for_the_same_answer_postgres() {
-    let Some(url) = pg_url() else { return };
-    an_input_gate_s_call_is_replayed_for_the_same_answer(Some(&url));
-}
+on_both_stores!(
+    an_input_gate_s_call_is_replayed_for_the_same_answer() =>
+    an_input_gate_s_call_is_replayed_for_the_same_answer_files,
+    an_input_gate_s_call_is_replayed_for_the_same_answer_postgres
+);
 
 /// A resume of an input gate killed while its second call was in flight:
 /// the next resume sends nothing and stops for a human, naming the gate as
@@ -573,13 +532,8 @@ fn an_input_gate_s_unanswered_call_stops(store: Option<&str>) {
     assert_eq!(gw.requests().len(), 2, "a call was sent again");
 }
 
-#[test]
-fn an_input_gate_s_unanswered_call_stops_files() {
-    an_input_gate_s_unanswered_call_stops(None);
-}
-
-#[test]
-fn an_input_gate_s_unanswered_call_stops_postgres() {
-    let Some(url) = pg_url() else { return };
-    an_input_gate_s_unanswered_call_stops(Some(&url));
-}
+on_both_stores!(
+    an_input_gate_s_unanswered_call_stops() =>
+    an_input_gate_s_unanswered_call_stops_files,
+    an_input_gate_s_unanswered_call_stops_postgres
+);

@@ -4,7 +4,7 @@
 //! tests/pg.sh start)`; those tests fail under `CI=true` without it and skip
 //! loudly elsewhere). The race runs against both stores.
 
-use crate::common::{finish, read, token_of, Env};
+use crate::common::{finish, on_both_stores, read, token_of, Env};
 use crate::own_pg::pg_url;
 use crate::psql::psql;
 use serde_json::json;
@@ -56,16 +56,11 @@ pub fn race_resumers(store: Option<&str>, n: usize) {
     );
 }
 
-#[test]
-fn fifty_concurrent_resumers_one_winner_files() {
-    race_resumers(None, 50);
-}
-
-#[test]
-fn fifty_concurrent_resumers_one_winner_postgres() {
-    let Some(url) = pg_url() else { return };
-    race_resumers(Some(&url), 50);
-}
+on_both_stores!(
+    race_resumers(50) =>
+    fifty_concurrent_resumers_one_winner_files,
+    fifty_concurrent_resumers_one_winner_postgres
+);
 
 #[test]
 fn paused_in_one_process_resumed_in_another_with_its_own_state_dir() {
@@ -361,16 +356,11 @@ fn a_killed_pure_resume_runs_again(store: Option<&str>) {
     assert!(left.is_empty(), "{left:?}");
 }
 
-#[test]
-fn a_killed_pure_resume_runs_again_files() {
-    a_killed_pure_resume_runs_again(None);
-}
-
-#[test]
-fn a_killed_pure_resume_runs_again_postgres() {
-    let Some(url) = pg_url() else { return };
-    a_killed_pure_resume_runs_again(Some(&url));
-}
+on_both_stores!(
+    a_killed_pure_resume_runs_again() =>
+    a_killed_pure_resume_runs_again_files,
+    a_killed_pure_resume_runs_again_postgres
+);
 
 /// Whether the one paused workflow state of `env` says its run may run again.
 fn paused_rerun_safe(env: &Env, workflow: &str) -> bool {
