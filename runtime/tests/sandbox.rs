@@ -20,24 +20,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{cache, example_dir, repo, swap_setup, test_guest_dir, wasm};
+use common::{args, cache, example_dir, limits, repo, swap_setup, test_guest_dir, wasm};
 
 fn load(dir: &Path, file: &str) -> Option<Arc<LoadedComponent>> {
     let path = wasm(dir, file)?;
     Some(load_file(&path, &cache()).expect("guest loads"))
-}
-
-fn limits() -> EffectiveLimits {
-    EffectiveLimits {
-        fuel: sandbox::DEFAULT_FUEL,
-        memory_bytes: sandbox::DEFAULT_MEMORY_BYTES,
-        timeout: Some(Duration::from_secs(20)),
-        output_bytes: sandbox::DEFAULT_OUTPUT_BYTES,
-    }
-}
-
-fn args(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
 }
 
 /// The host still runs a normal step after whatever happened before.

@@ -5,33 +5,19 @@
 //! Build the guests first: `tests/build-guests.sh`. A missing `.wasm` skips
 //! loudly (and fails under CI / tests/run.sh).
 
-use lobster::sandbox::{self, load_file, EffectiveLimits, LoadedComponent, SandboxError, StepEnv};
+use lobster::sandbox::{self, load_file, LoadedComponent, SandboxError, StepEnv};
 use lobster::state::StateStore;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 mod common;
-use common::guest;
+use common::{args, guest, limits};
 
 use common::cache;
 
 fn load(file: &str) -> Option<Arc<LoadedComponent>> {
     Some(load_file(&guest(file)?, &cache()).expect("guest loads"))
-}
-
-fn limits() -> EffectiveLimits {
-    EffectiveLimits {
-        fuel: sandbox::DEFAULT_FUEL,
-        memory_bytes: sandbox::DEFAULT_MEMORY_BYTES,
-        timeout: Some(Duration::from_secs(30)),
-        output_bytes: sandbox::DEFAULT_OUTPUT_BYTES,
-    }
-}
-
-fn args(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
 }
 
 fn with_state(store: &StateStore, scope: &str) -> StepEnv {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{cache, guest};
+use common::{args, cache, guest, limits};
 
 /// The component, loaded by an engine that uses the pool (as serve's).
 fn load(file: &str) -> Option<Arc<LoadedComponent>> {
@@ -32,19 +32,6 @@ fn load(file: &str) -> Option<Arc<LoadedComponent>> {
         "these tests need the pooling allocator (LOBSTER_WASM_ALLOCATOR unset, no ulimit -v)"
     );
     Some(load_file(&path, &cache()).expect("guest loads"))
-}
-
-fn limits() -> EffectiveLimits {
-    EffectiveLimits {
-        fuel: sandbox::DEFAULT_FUEL,
-        memory_bytes: sandbox::DEFAULT_MEMORY_BYTES,
-        timeout: Some(Duration::from_secs(30)),
-        output_bytes: sandbox::DEFAULT_OUTPUT_BYTES,
-    }
-}
-
-fn args(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
 }
 
 /// Warm the pool's slots with ordinary steps, then check one still runs.

@@ -1,9 +1,11 @@
-//! What the sandbox test binaries share: where the guests are, and the
-//! component cache. Each binary uses part of it, hence the `allow`.
+//! What the sandbox test binaries share: where the guests are, the
+//! component cache, the default limits. Each binary uses part of it,
+//! hence the `allow`.
 #![allow(dead_code)]
 
-use lobster::sandbox::ArtifactCache;
+use lobster::sandbox::{self, ArtifactCache, EffectiveLimits};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The repository's root.
 pub fn repo() -> PathBuf {
@@ -23,6 +25,21 @@ pub fn example_dir() -> PathBuf {
 /// The compiled-component cache the tests share.
 pub fn cache() -> ArtifactCache {
     ArtifactCache::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("lobster-wasm-cache"))
+}
+
+/// The default limits, with a deadline long enough for a loaded machine.
+pub fn limits() -> EffectiveLimits {
+    EffectiveLimits {
+        fuel: sandbox::DEFAULT_FUEL,
+        memory_bytes: sandbox::DEFAULT_MEMORY_BYTES,
+        timeout: Some(Duration::from_secs(30)),
+        output_bytes: sandbox::DEFAULT_OUTPUT_BYTES,
+    }
+}
+
+/// A step's arguments.
+pub fn args(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
 }
 
 /// The guest `file` in `dir`, or `None` after a loud skip message. Under CI
