@@ -13,6 +13,7 @@
 use super::context::context_builder;
 use super::gate::Taken;
 use super::journal;
+use super::options::{LimitArgs, StepOptions};
 use super::request::{ResumeCall, RunRequest};
 use super::target::{self, Resolved};
 use super::{Reply, Settings};
@@ -121,6 +122,32 @@ pub enum Work {
     Resume(ResumeRequest),
 }
 
+/// The context of a run or resume under `settings`: the request's limits
+/// under the settings' policy, store, endpoint sources and root.
+fn context_of(
+    settings: &Settings,
+    mode: Mode,
+    limits: &LimitArgs,
+    cwd: Option<&str>,
+    steps: Option<&StepOptions>,
+    cancel: &Cancel,
+) -> Result<Context> {
+    let mut limits = limits.clone();
+    limits.policy = settings.policy.clone();
+    Ok(context_builder(
+        mode,
+        &limits,
+        cwd,
+        steps,
+        settings.store(),
+        settings.fixed_policy.as_ref(),
+        settings.sources(),
+        settings.root.as_ref(),
+    )?
+    .cancel(cancel.clone())
+    .build())
+}
+
 /// Build the context of `request` (its limits, policy, directory, grants
 /// and steps; its journal as the settings plan it) and resolve its target.
 /// Blocking (the store is asked); every refusal of the request comes from
@@ -142,20 +169,14 @@ fn prepare_as(
         Request::Run(run) => {
             let args_json = run.args_text()?;
             target::check_request(settings, run)?;
-            let mut limits = run.limits.clone();
-            limits.policy = settings.policy.clone();
-            let ctx = context_builder(
+            let ctx = context_of(
+                settings,
                 run.mode,
-                &limits,
+                &run.limits,
                 run.cwd.as_deref(),
                 Some(&settings.steps),
-                settings.store(),
-                settings.fixed_policy.as_ref(),
-                settings.sources(),
-                settings.root.as_ref(),
-            )?
-            .cancel(cancel.clone())
-            .build();
+                cancel,
+            )?;
             let work = match target::resolve(settings, run, &ctx.cwd)? {
                 Resolved::Pipeline(text) => Work::Pipeline(text),
                 Resolved::Workflow(path) => Work::Workflow { path, args_json },
@@ -168,20 +189,14 @@ fn prepare_as(
             }
         }
         Request::Resume(call) => {
-            let mut limits = call.limits.clone();
-            limits.policy = settings.policy.clone();
-            let ctx = context_builder(
+            let ctx = context_of(
+                settings,
                 Mode::Tool,
-                &limits,
+                &call.limits,
                 call.cwd.as_deref(),
                 None,
-                settings.store(),
-                settings.fixed_policy.as_ref(),
-                settings.sources(),
-                settings.root.as_ref(),
-            )?
-            .cancel(cancel.clone())
-            .build();
+                cancel,
+            )?;
             // Every door decides a gate through the one function: taken by
             // the door with its approver rule, else here with the operator's.
             let gate = match gate {
