@@ -639,6 +639,55 @@ fn compiled_artefacts_are_cached_and_corrupt_entries_recompiled() {
     assert_eq!(outcome(&cache), CacheOutcome::Hit);
 }
 
+/// Loads of one component at the same time share one compile: a fresh
+/// `lobster serve` given 32 first runs at once compiled each of its
+/// components 32 times over, and every first run waited for all of them.
+#[test]
+fn concurrent_loads_of_one_component_compile_it_once() {
+    let Some(path) = wasm(&test_guest_dir(), "noop.wasm") else {
+        return;
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let digest = sandbox::digest_of(&bytes);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::in_state_dir(tmp.path());
+    let engine = sandbox::engine().unwrap();
+    let n = 8;
+    let start = std::sync::Barrier::new(n);
+    let outcomes: Vec<CacheOutcome> = std::thread::scope(|s| {
+        let loads: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    let (component, outcome) = cache.load(engine, &bytes, &digest, &path).unwrap();
+                    // Every load gets the compiled component itself.
+                    assert!(component
+                        .component_type()
+                        .exports(engine.engine())
+                        .any(|(name, _)| name == "describe"));
+                    outcome
+                })
+            })
+            .collect();
+        loads.into_iter().map(|l| l.join().unwrap()).collect()
+    });
+    let compiled = outcomes
+        .iter()
+        .filter(|o| **o == CacheOutcome::Compiled)
+        .count();
+    assert_eq!(compiled, 1, "{outcomes:?}");
+    // The others waited for that compile, or came after it was stored.
+    assert!(
+        outcomes.iter().all(|o| matches!(
+            o,
+            CacheOutcome::Compiled | CacheOutcome::Joined | CacheOutcome::Hit
+        )),
+        "{outcomes:?}"
+    );
+    let (_, later) = cache.load(engine, &bytes, &digest, &path).unwrap();
+    assert_eq!(later, CacheOutcome::Hit);
+}
+
 #[test]
 fn plain_wasi_commands_are_steps_too() {
     let Some(c) = load(&test_guest_dir(), "cmd-echo.wasm") else {

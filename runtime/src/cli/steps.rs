@@ -101,6 +101,9 @@ fn precompile(extra: &[PathBuf]) -> Result<(String, bool)> {
                     let how = match c.cache_outcome() {
                         CacheOutcome::Hit => "already cached".to_string(),
                         CacheOutcome::Compiled => "compiled".to_string(),
+                        CacheOutcome::Joined => {
+                            "compiled (shared with a load at the same time)".to_string()
+                        }
                         CacheOutcome::Recompiled(why) => format!("recompiled ({why})"),
                     };
                     out.push_str(&format!(

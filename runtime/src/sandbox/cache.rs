@@ -14,6 +14,7 @@
 
 use super::engine::SandboxEngine;
 use super::error::SandboxError;
+use super::flight::{self, Failure, Landed, Role};
 use crate::state::{sweep_orphans, write_atomic, ORPHAN_AGE};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -51,6 +52,9 @@ pub enum CacheOutcome {
     Compiled,
     /// An entry existed but was rejected (the reason) and was recompiled.
     Recompiled(String),
+    /// Compiled once for several loads at the same time: this one waited
+    /// for another's compile (see [`super::flight`]).
+    Joined,
 }
 
 /// Where compiled artefacts live; `None` compiles every time.
@@ -114,6 +118,11 @@ impl ArtifactCache {
     }
 
     /// The compiled component for `bytes` (whose blake3 is `digest`).
+    ///
+    /// One load per digest and cache directory at a time: a caller that
+    /// asks while another's load of the same component is under way waits
+    /// for that one ([`super::flight`]) and gets [`CacheOutcome::Joined`]
+    /// when it compiled.
     pub fn load(
         &self,
         engine: &'static SandboxEngine,
@@ -127,60 +136,73 @@ impl ArtifactCache {
                 detail: why,
             });
         }
-        let Some((art, meta)) = self.entry_paths(engine, digest) else {
-            let owned = bytes.to_vec();
-            let src = source.to_path_buf();
-            let compiled =
-                super::compile::bounded(source, bytes.len(), compile_limit()?, move || {
-                    let compiled = engine
-                        .engine()
-                        .precompile_component(&owned)
-                        .map_err(|e| bad(&src, e))?;
-                    Ok((compiled, false))
-                })?;
-            // SAFETY: `compiled` was produced by this engine a moment ago.
-            let c = unsafe { Component::deserialize(engine.engine(), &compiled) }
-                .map_err(|e| bad(source, e))?;
-            return Ok((c, CacheOutcome::Compiled));
-        };
-        let outcome = match read_valid(engine, digest, &art, &meta) {
-            Ok(c) => {
-                // Mark the entry used (see `prune`); failing that is harmless.
-                let _ = std::fs::File::options()
-                    .write(true)
-                    .open(&art)
-                    .and_then(|f| f.set_modified(SystemTime::now()));
-                return Ok((c, CacheOutcome::Hit));
+        let limit = compile_limit()?;
+        let lead = match flight::lead_or_follow(self.dir(), digest) {
+            Role::Follow(flight) => {
+                let landed = super::compile::wait(&flight, source, bytes.len(), limit)?;
+                let outcome = match landed.outcome {
+                    CacheOutcome::Hit => CacheOutcome::Hit,
+                    _ => CacheOutcome::Joined,
+                };
+                return Ok((landed.component, outcome));
             }
-            Err(Reject::Missing) => CacheOutcome::Compiled,
-            Err(Reject::Invalid(why)) => CacheOutcome::Recompiled(why),
+            Role::Lead(lead) => lead,
         };
+        let entry = self.entry_paths(engine, digest);
+        let outcome = match &entry {
+            None => CacheOutcome::Compiled,
+            Some((art, meta)) => match read_valid(engine, digest, art, meta) {
+                Ok(c) => {
+                    // Mark the entry used (see `prune`); failing that is harmless.
+                    let _ = std::fs::File::options()
+                        .write(true)
+                        .open(art)
+                        .and_then(|f| f.set_modified(SystemTime::now()));
+                    lead.land(Ok(Landed {
+                        component: c.clone(),
+                        outcome: CacheOutcome::Hit,
+                        stored: true,
+                    }));
+                    return Ok((c, CacheOutcome::Hit));
+                }
+                Err(Reject::Missing) => CacheOutcome::Compiled,
+                Err(Reject::Invalid(why)) => CacheOutcome::Recompiled(why),
+            },
+        };
+        let flight = lead.flight();
         let owned = bytes.to_vec();
-        let (src, dig, max_bytes) = (source.to_path_buf(), digest.to_string(), self.max_bytes);
-        let compiled = super::compile::bounded(source, bytes.len(), compile_limit()?, move || {
+        let (dig, max_bytes) = (digest.to_string(), self.max_bytes);
+        super::compile::spawn(move || {
             let compiled = engine
                 .engine()
                 .precompile_component(&owned)
-                .map_err(|e| bad(&src, e))?;
-            // A cache we cannot write is not fatal: the step still runs.
-            let stored = store(engine, &dig, &compiled, &art, &meta, max_bytes).is_ok();
-            Ok((compiled, stored))
+                .map_err(|e| Failure::Bad(bad_detail(e)));
+            let landed = compiled.and_then(|compiled| {
+                // A cache we cannot write is not fatal: the step still runs.
+                let stored = entry.as_ref().is_some_and(|(art, meta)| {
+                    store(engine, &dig, &compiled, art, meta, max_bytes).is_ok()
+                });
+                // SAFETY: `compiled` was produced by this engine a moment ago.
+                let component = unsafe { Component::deserialize(engine.engine(), &compiled) }
+                    .map_err(|e| Failure::Bad(bad_detail(e)))?;
+                Ok(Landed {
+                    component,
+                    outcome,
+                    stored,
+                })
+            });
+            lead.land(landed);
         })?;
-        // SAFETY: `compiled` was produced by this engine a moment ago.
-        let c = unsafe { Component::deserialize(engine.engine(), &compiled) }
-            .map_err(|e| bad(source, e))?;
-        Ok((c, outcome))
+        let landed = super::compile::wait(&flight, source, bytes.len(), limit)?;
+        Ok((landed.component, landed.outcome))
     }
 }
 
-fn bad(source: &Path, e: wasmtime::Error) -> SandboxError {
-    SandboxError::BadComponent {
-        path: source.to_path_buf(),
-        detail: format!(
-            "not a valid WebAssembly component: {}",
-            one_line(&format!("{e:#}"))
-        ),
-    }
+fn bad_detail(e: wasmtime::Error) -> String {
+    format!(
+        "not a valid WebAssembly component: {}",
+        one_line(&format!("{e:#}"))
+    )
 }
 
 /// What is wrong with `bytes` before any parsing: not WebAssembly at all, or

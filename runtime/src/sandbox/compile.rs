@@ -3,18 +3,20 @@
 //!
 //! A Python step is ~18 MB and Cranelift compiles it for ~16 s here (once:
 //! the artefact is cached). That is not the step's work, so every run
-//! deadline is paused while a compile runs
-//! ([`crate::kernel::pause_deadlines`]) and the compile is bounded by
+//! deadline is paused while a run waits for a compile
+//! ([`crate::kernel::pause_deadlines`]) and the wait is bounded by
 //! [`compile_limit`] instead. The compile runs on its own thread, which
 //! stores the artefact in the cache as soon as it is done, before anyone
 //! is told, so a finished compile is never thrown away, even when the
-//! waiting run gave up. [`wait_idle`] lets the CLI give a nearly finished
+//! waiting run gave up. Runs that need the same component at the same
+//! time wait for one compile ([`super::flight`]). [`wait_idle`] lets the CLI give a nearly finished
 //! compile a moment before the process exits.
 //!
 //! Nothing here prints: the CLI installs an observer ([`set_observer`])
 //! that hears about compiles slower than its threshold.
 
 use super::error::SandboxError;
+use super::flight::{Flight, Landed};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -132,30 +134,38 @@ pub fn wait_idle(grace: Duration) -> bool {
     *n == 0
 }
 
-/// Run `work` (compile and store) on its own thread with the run deadlines
-/// paused, waiting at most `limit`. `work` returns the artefact and whether
-/// it was stored. Past the limit the run gets [`SandboxError::CompileTimeout`]
-/// while the thread carries on and still stores its result.
-pub fn bounded<F>(
-    source: &Path,
-    bytes: usize,
-    limit: Duration,
-    work: F,
-) -> Result<Vec<u8>, SandboxError>
+/// Run `work` (compile, store, deserialise, land the flight) on its own
+/// thread, counted by [`wait_idle`]. The thread carries on when its waiters
+/// give up, so a finished compile is stored and handed to whoever still
+/// waits ([`super::flight`]). When no thread can be started, `work` is
+/// dropped unrun (its lead lands a failure) and the error is returned.
+pub(crate) fn spawn<F>(work: F) -> Result<(), SandboxError>
 where
-    F: FnOnce() -> Result<(Vec<u8>, bool), SandboxError> + Send + 'static,
+    F: FnOnce() + Send + 'static,
 {
-    let _pause = crate::kernel::pause_deadlines();
-    let started = Instant::now();
-    let (tx, rx) = std::sync::mpsc::channel();
     let guard = InFlight::start();
     std::thread::Builder::new()
         .name("lobster-compile".into())
         .spawn(move || {
             let _guard = guard;
-            let _ = tx.send(work());
+            work();
         })
-        .map_err(|e| SandboxError::Engine(format!("cannot start a compile thread: {e}")))?;
+        .map(drop)
+        .map_err(|e| SandboxError::Engine(format!("cannot start a compile thread: {e}")))
+}
+
+/// Wait for `flight` (the load of the component in `source`, `bytes` long)
+/// with the run deadlines paused, at most `limit`; past the limit the run
+/// gets [`SandboxError::CompileTimeout`] while the load carries on.
+/// Observers hear about waits longer than their threshold.
+pub(crate) fn wait(
+    flight: &Flight,
+    source: &Path,
+    bytes: usize,
+    limit: Duration,
+) -> Result<Landed, SandboxError> {
+    let _pause = crate::kernel::pause_deadlines();
+    let started = Instant::now();
     let mut slow = false;
     let result = loop {
         let waited = started.elapsed();
@@ -163,37 +173,29 @@ where
         let until_notice = notice.map(|t| t.saturating_sub(waited));
         let until_limit = limit.saturating_sub(waited);
         let wait = until_notice.map_or(until_limit, |n| n.min(until_limit));
-        match rx.recv_timeout(wait) {
-            Ok(r) => break r,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if started.elapsed() >= limit {
-                    return Err(SandboxError::CompileTimeout {
-                        path: source.to_path_buf(),
-                        limit_ms: limit.as_millis() as u64,
-                    });
-                }
-                if notice.is_some() {
-                    slow = true;
-                    notify(&CompileEvent::Slow {
-                        source: source.to_path_buf(),
-                        bytes,
-                    });
-                }
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(SandboxError::Engine(format!(
-                    "compiling {} stopped without a result",
-                    source.display()
-                )))
-            }
+        if let Some(r) = flight.wait_timeout(wait) {
+            break r;
+        }
+        if started.elapsed() >= limit {
+            return Err(SandboxError::CompileTimeout {
+                path: source.to_path_buf(),
+                limit_ms: limit.as_millis() as u64,
+            });
+        }
+        if notice.is_some() {
+            slow = true;
+            notify(&CompileEvent::Slow {
+                source: source.to_path_buf(),
+                bytes,
+            });
         }
     };
     if slow {
         notify(&CompileEvent::Done {
             source: source.to_path_buf(),
             elapsed: started.elapsed(),
-            cached: result.as_ref().is_ok_and(|(_, stored)| *stored),
+            cached: result.as_ref().is_ok_and(|l| l.stored),
         });
     }
-    result.map(|(artefact, _)| artefact)
+    result.map_err(|f| f.into_error(source))
 }

@@ -7,7 +7,8 @@
 //!   ticker.
 //! - [`cache`]: compiled artefacts under `<state dir>/cache/wasm/`, keyed by
 //!   blake3 + engine fingerprint, validated before `deserialize`.
-//! - [`compile`]: compiling off the run's clock, bounded, observable.
+//! - [`compile`]: compiling off the run's clock, bounded, observable;
+//!   `flight`: one compile per component for runs that need it at once.
 //! - [`component`]: a loaded component (digest, kind, `InstancePre`,
 //!   `describe` answer); `lobster:step` worlds and plain `wasi:cli/command`s.
 //! - [`limits`], [`grants`], [`config`]: fuel, deadline, memory and output
@@ -46,6 +47,7 @@ pub mod engine;
 pub mod env;
 pub mod error;
 pub mod file_memo;
+mod flight;
 mod host;
 pub mod inspect;
 pub mod limits;
