@@ -191,25 +191,40 @@ impl<'a> Obj<'a> {
             .all(|w| utf16_cmp(&w[0].0, &w[1].0) == std::cmp::Ordering::Less);
         if !in_order {
             // RFC 8785 §3.2.3 (a later duplicate key wins, as in a map).
-            let body = self.out[self.start..].to_string();
-            let base = self.start;
+            // Every event is out of order (its `kind` tag comes first): its
+            // entries are copied aside once, into a buffer this thread
+            // keeps, and back in order.
             self.entries
-                .sort_by(|a, b| utf16_cmp(&a.0, &b.0).then(a.1.cmp(&b.1)));
-            let mut kept: Vec<&(std::borrow::Cow<'static, str>, usize, usize)> =
-                Vec::with_capacity(self.entries.len());
-            for e in &self.entries {
-                match kept.last_mut() {
-                    Some(last) if last.0 == e.0 => *last = e,
-                    _ => kept.push(e),
+                .sort_unstable_by(|a, b| utf16_cmp(&a.0, &b.0).then(a.1.cmp(&b.1)));
+            let mut reorder = |body: &mut String| {
+                body.clear();
+                body.push_str(&self.out[self.start..]);
+                let base = self.start;
+                self.out.truncate(base);
+                let mut first = true;
+                for (i, (key, from, to)) in self.entries.iter().enumerate() {
+                    if self.entries.get(i + 1).is_some_and(|next| next.0 == *key) {
+                        continue;
+                    }
+                    if !first {
+                        self.out.push(',');
+                    }
+                    first = false;
+                    self.out.push_str(&body[from - base..to - base]);
                 }
+            };
+            thread_local! {
+                static BODY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
             }
-            self.out.truncate(self.start);
-            for (i, (_, from, to)) in kept.into_iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
+            BODY.with(|b| match b.try_borrow_mut() {
+                Ok(mut body) => {
+                    reorder(&mut body);
+                    if body.capacity() > 64 << 10 {
+                        *body = String::new();
+                    }
                 }
-                self.out.push_str(&body[from - base..to - base]);
-            }
+                Err(_) => reorder(&mut String::new()),
+            });
         }
         self.out.push('}');
         if self.close_variant {
@@ -629,35 +644,10 @@ impl serde::ser::SerializeStructVariant for Obj<'_> {
     }
 }
 
+/// A JSON string literal with the minimal escapes (RFC 8785 §3.2.2.2, the
+/// same as `JSON.stringify`'s).
 fn write_string(out: &mut String, s: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let esc: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\x08' => Some("\\b"),
-            b'\x0c' => Some("\\f"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0..=0x1f => None,
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        match esc {
-            Some(e) => out.push_str(e),
-            None => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(HEX[(b >> 4) as usize] as char);
-                out.push(HEX[(b & 15) as usize] as char);
-            }
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
+    crate::value::write_json_string(out, s);
 }
 
 #[cfg(test)]

@@ -218,3 +218,40 @@ fn integers_from_values_print_in_decimal() {
         assert_eq!(to_canonical_of(&n).unwrap(), text, "{n}");
     }
 }
+
+/// An object's entries written out of order are put in order in place,
+/// a later duplicate key winning (RFC 8785 §3.2.3), nested objects each in
+/// their own order, whatever the keys' lengths and escapes: the same text
+/// as the tree's sorted writer.
+#[test]
+fn entries_out_of_order_are_reordered_in_place_and_a_later_duplicate_wins() {
+    struct Dup;
+    impl serde::Serialize for Dup {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut m = s.serialize_map(None)?;
+            m.serialize_entry("b", &1)?;
+            m.serialize_entry("a\"\n", &serde_json::json!({"z": [1], "y": "é"}))?;
+            m.serialize_entry("b", &2)?;
+            m.serialize_entry("", &"first")?;
+            m.serialize_entry("a\"\n", &3)?;
+            m.end()
+        }
+    }
+    assert_eq!(
+        to_canonical_of(&Dup).unwrap(),
+        r#"{"":"first","a\"\n":3,"b":2}"#
+    );
+    let big: Value = serde_json::from_str(&format!(
+        r#"{{"z":"{}","\u20ac":{{"y":[{{"b":1,"a":2}}],"x":"\u0001"}},"a":[{}],"m":1.5e300}}"#,
+        "q\\\"".repeat(30_000),
+        (0..2000)
+            .map(|i| format!(r#"{{"k{i}":{i},"j":"\u00e9"}}"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    ))
+    .unwrap();
+    for _ in 0..2 {
+        assert_eq!(to_canonical_of(&big).unwrap(), to_canonical(&big));
+    }
+}

@@ -389,8 +389,13 @@ pub fn digest(bytes: &[u8]) -> String {
 /// blake3 hex of `items`' JSON text as one array (`JSON.stringify` of it),
 /// in one pass: the text is written into a buffer this thread reuses and
 /// hashed as it fills (no copy of the items, no text of them kept).
+///
+/// A run's items often pass unchanged from one step to the next (a step's
+/// output is the next one's input, the last one's is the run's): the last
+/// text digested on this thread is kept with its digest, and the same text
+/// again is not hashed again (compared whole; up to [`DIGEST_CHUNK`] bytes).
 pub fn items_digest(items: &[Value]) -> String {
-    digest_written(|text, h| {
+    digest_written(true, |text, h| {
         text.push('[');
         for (i, item) in items.iter().enumerate() {
             if i > 0 {
@@ -409,35 +414,59 @@ pub fn items_digest(items: &[Value]) -> String {
 /// blake3 hex of `value`'s JSON text (`JSON.stringify` of it), as
 /// [`items_digest`] writes it.
 pub fn value_digest(value: &Value) -> String {
-    digest_written(|text, _| crate::value::write_js_json(text, value, None))
+    digest_written(false, |text, _| {
+        crate::value::write_js_json(text, value, None)
+    })
 }
 
 /// Text past this is hashed and the buffer reused.
 const DIGEST_CHUNK: usize = 64 << 10;
 
+/// A thread's digest buffers: the one written into, and the last text
+/// digested (when it was kept) with its digest.
+#[derive(Default)]
+struct Scratch {
+    text: String,
+    last: String,
+    last_digest: String,
+}
+
 /// blake3 hex of what `write` writes (into a buffer this thread reuses,
-/// handing full chunks to the hasher itself).
-fn digest_written(write: impl FnOnce(&mut String, &mut blake3::Hasher)) -> String {
+/// handing full chunks to the hasher itself). With `keep`, a text written
+/// whole (no chunk handed over) that is the last one kept is not hashed
+/// again, and one that is not becomes the last one kept.
+fn digest_written(keep: bool, write: impl FnOnce(&mut String, &mut blake3::Hasher)) -> String {
     thread_local! {
-        static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
     }
     let mut h = blake3::Hasher::new();
-    let run = |text: &mut String| {
-        text.clear();
-        write(text, &mut h);
-        h.update(text.as_bytes());
-        // A large text's buffer is not kept for the thread's lifetime.
-        if text.capacity() > 4 * DIGEST_CHUNK {
-            *text = String::new();
-        } else {
-            text.clear();
+    let run = |s: &mut Scratch| {
+        s.text.clear();
+        write(&mut s.text, &mut h);
+        let whole = h.count() == 0;
+        if keep && whole && !s.last_digest.is_empty() && s.text == s.last {
+            return s.last_digest.clone();
         }
+        h.update(s.text.as_bytes());
+        let digest = h.finalize().to_hex().to_string();
+        if keep && whole && s.text.len() <= DIGEST_CHUNK {
+            std::mem::swap(&mut s.text, &mut s.last);
+            s.last_digest.clone_from(&digest);
+            if s.last.capacity() > 2 * DIGEST_CHUNK {
+                s.last.shrink_to_fit();
+            }
+        }
+        // A large text's buffer is not kept for the thread's lifetime.
+        if s.text.capacity() > 4 * DIGEST_CHUNK {
+            s.text = String::new();
+        }
+        s.text.clear();
+        digest
     };
     SCRATCH.with(|s| match s.try_borrow_mut() {
-        Ok(mut text) => run(&mut text),
-        Err(_) => run(&mut String::new()),
-    });
-    h.finalize().to_hex().to_string()
+        Ok(mut s) => run(&mut s),
+        Err(_) => run(&mut Scratch::default()),
+    })
 }
 
 /// `text` cut to at most `cap` bytes on a char boundary, and whether it was cut.
@@ -529,6 +558,42 @@ mod tests {
             crate::value::to_js_json(&serde_json::json!({"b": 1, "10": 2, "a": 3}))
                 .starts_with("{\"10\":2,\"b\":1")
         );
+    }
+
+    /// The last text digested is kept on the thread and not hashed again:
+    /// the same items again (one step's output, the next one's input) get
+    /// the digest of their text, and so does anything else digested in
+    /// between or after — items equal as values but printed otherwise (key
+    /// order), a value's digest, text past the kept size, a fresh thread.
+    #[test]
+    fn a_repeated_items_text_has_the_digest_of_its_text() {
+        let old_way = |items: &[Value]| {
+            digest(crate::value::to_js_json(&Value::Array(items.to_vec())).as_bytes())
+        };
+        let a: Vec<Value> = vec![
+            serde_json::json!({"x": "é\n\"", "y": [1, 2.5, null], "10": {"b": true, "a": 1e21}}),
+        ];
+        let b: Vec<Value> = vec![serde_json::from_str(
+            r#"{"y":[1,2.5,null],"x":"é\n\"","10":{"a":1e21,"b":true}}"#,
+        )
+        .unwrap()];
+        assert_eq!(a, b, "equal as values");
+        assert_ne!(old_way(&a), old_way(&b), "printed otherwise");
+        let large: Vec<Value> = (0..5000)
+            .map(|i| serde_json::json!({"n": i, "s": "😀".repeat(5)}))
+            .collect();
+        let sequence: Vec<&[Value]> = vec![&a, &a, &b, &a, &[], &[], &large, &large, &a, &b, &b];
+        for (i, items) in sequence.iter().enumerate() {
+            assert_eq!(items_digest(items), old_way(items), "call {i}");
+            if i == 3 {
+                assert_eq!(value_digest(&Value::Array(b.clone())), old_way(&b));
+            }
+        }
+        let on_another_thread = std::thread::spawn({
+            let a = a.clone();
+            move || items_digest(&a)
+        });
+        assert_eq!(on_another_thread.join().unwrap(), old_way(&a));
     }
 
     #[test]

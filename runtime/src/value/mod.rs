@@ -13,6 +13,7 @@ pub mod raw;
 pub use coerce::{js_less_than, js_loose_eq, js_to_number, js_to_string, string_to_number};
 pub use lazy::{Field, FieldPath, Lazy, RawItem};
 pub use path::get_path;
+pub(crate) use print::write_json_string;
 pub use print::{items_to_js_json, to_js_json, to_js_json_pretty, write_js_json};
 
 /// One item flowing through a pipeline.

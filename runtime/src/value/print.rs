@@ -164,29 +164,86 @@ pub(crate) fn format_f64(f: f64) -> String {
 }
 
 fn write_string(out: &mut String, s: &str) {
+    write_json_string(out, s);
+}
+
+/// Append `s` as a JSON string literal with `JSON.stringify`'s escapes
+/// (the same as RFC 8785's): `"`, `\\`, `\b \f \n \r \t`, other control
+/// characters as `\u00xx`; everything else as it is. Shared by this printer
+/// and the journal's canonical form.
+///
+/// Eight bytes are checked at a time (the digests and item texts of every
+/// journaled run go through here, and most of their strings need no
+/// escape); a word with a byte to escape is written byte by byte.
+pub(crate) fn write_json_string(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
     out.push('"');
     let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x08 => Some("\\b"),
-            0x0c => Some("\\f"),
-            0..=0x1f => None,
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        match escape {
-            Some(e) => out.push_str(e),
-            None => out.push_str(&format!("\\u{:04x}", b)),
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            if !needs_escape(u64::from_le_bytes(w)) {
+                i += 8;
+                continue;
+            }
         }
-        start = i + 1;
+        for _ in 0..8 {
+            let Some(&b) = bytes.get(i) else { break };
+            if let Some(escape) = escape_of(b) {
+                // An escaped byte is ASCII: `start` and `i` are char boundaries.
+                out.push_str(&s[start..i]);
+                match escape {
+                    Escape::Short(e) => out.push_str(e),
+                    Escape::Unicode => {
+                        const HEX: &[u8; 16] = b"0123456789abcdef";
+                        out.push_str("\\u00");
+                        out.push(HEX[(b >> 4) as usize] as char);
+                        out.push(HEX[(b & 15) as usize] as char);
+                    }
+                }
+                start = i + 1;
+            }
+            i += 1;
+        }
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// How a byte is escaped in a JSON string.
+enum Escape {
+    Short(&'static str),
+    Unicode,
+}
+
+fn escape_of(b: u8) -> Option<Escape> {
+    Some(match b {
+        b'"' => Escape::Short("\\\""),
+        b'\\' => Escape::Short("\\\\"),
+        b'\n' => Escape::Short("\\n"),
+        b'\r' => Escape::Short("\\r"),
+        b'\t' => Escape::Short("\\t"),
+        0x08 => Escape::Short("\\b"),
+        0x0c => Escape::Short("\\f"),
+        0..=0x1f => Escape::Unicode,
+        _ => return None,
+    })
+}
+
+/// Whether any of the eight bytes of `w` may need an escape (a control
+/// character, `"` or `\\`). Never false for a word that has one; it may
+/// be true for one that has none (then the bytes are checked one by one).
+fn needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w;
+    let quote = w ^ (ONES * b'"' as u64);
+    let backslash = w ^ (ONES * b'\\' as u64);
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;
+    (below_space | has_zero(quote) | has_zero(backslash)) & HIGH != 0
 }
 
 #[cfg(test)]
@@ -236,6 +293,92 @@ mod tests {
     fn strings_escape_like_javascript() {
         let v = json!("q\"\\/\u{1}\u{8}é\n");
         assert_eq!(to_js_json(&v), "\"q\\\"\\\\/\\u0001\\bé\\n\"");
+    }
+
+    /// The escaper before it checked eight bytes at a time, byte by byte.
+    fn escaped_one_byte_at_a_time(s: &str) -> String {
+        let mut out = String::from('"');
+        let mut start = 0;
+        for (i, b) in s.bytes().enumerate() {
+            let escape: Option<&str> = match b {
+                b'"' => Some("\\\""),
+                b'\\' => Some("\\\\"),
+                b'\n' => Some("\\n"),
+                b'\r' => Some("\\r"),
+                b'\t' => Some("\\t"),
+                0x08 => Some("\\b"),
+                0x0c => Some("\\f"),
+                0..=0x1f => None,
+                _ => continue,
+            };
+            out.push_str(&s[start..i]);
+            match escape {
+                Some(e) => out.push_str(e),
+                None => out.push_str(&format!("\\u{:04x}", b)),
+            }
+            start = i + 1;
+        }
+        out.push_str(&s[start..]);
+        out.push('"');
+        out
+    }
+
+    /// Every ASCII byte (each control character, `"`, `\\`, DEL) and
+    /// multi-byte characters, at every offset within the eight-byte words
+    /// and across their ends, alone and in runs, short and long: the same
+    /// text as escaping byte by byte, and what serde_json reads back.
+    #[test]
+    fn strings_escape_eight_bytes_at_a_time_as_byte_by_byte() {
+        let mut cases: Vec<String> = vec![String::new(), "a".into(), "\"".repeat(17)];
+        let specials = [
+            "\"", "\\", "\n", "\u{0}", "\u{1f}", "\u{7f}", "é", "€", "😀", "\u{2028}", "/",
+        ];
+        for len in 0..=20 {
+            for at in 0..len {
+                for sp in (0u8..=0x7f)
+                    .map(|b| (b as char).to_string())
+                    .chain(specials.iter().map(|s| s.to_string()))
+                {
+                    let mut s = "x".repeat(at);
+                    s.push_str(&sp);
+                    s.push_str(&"y".repeat(len - at));
+                    cases.push(s);
+                }
+            }
+        }
+        // Long texts: a workflow file, JSON as a string, random bytes.
+        cases.push("name: w\nsteps:\n  - id: \"a\"\t# é€😀\n".repeat(200));
+        cases.push(to_js_json(&json!([{"a": "b\"c", "d": [1, 2.5, "\u{1}"]}])).repeat(50));
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200 {
+            let s: String = (0..(x % 300))
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    match x % 5 {
+                        0 => char::from((x >> 8) as u8 & 0x7f),
+                        1 => char::from_u32(0x80 + (x >> 8) as u32 % 0x700).unwrap_or('?'),
+                        2 => '😀',
+                        _ => char::from(b'a' + (x >> 8) as u8 % 26),
+                    }
+                })
+                .collect();
+            cases.push(s);
+        }
+        for s in &cases {
+            let mut out = String::from("prefix");
+            write_json_string(&mut out, s);
+            assert_eq!(
+                &out["prefix".len()..],
+                escaped_one_byte_at_a_time(s),
+                "{s:?}"
+            );
+            assert_eq!(
+                serde_json::from_str::<String>(&out["prefix".len()..]).unwrap(),
+                *s
+            );
+        }
     }
 
     #[test]
