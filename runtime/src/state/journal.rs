@@ -151,7 +151,7 @@ impl SummaryUpdate {
         self
     }
 
-    fn apply(&self, s: &mut RunSummary) {
+    pub(super) fn apply(&self, s: &mut RunSummary) {
         s.run_id.clone_from(&self.run_id);
         if self.events >= s.events {
             s.events = self.events;
@@ -292,19 +292,29 @@ impl StateStore {
         if let Some(t) = self.pg()? {
             return t.journal_runs(filter);
         }
-        let Some(text) = journal_files::read_index(&self.journal_dir())? else {
-            return Ok(Vec::new());
-        };
-        let mut runs: Vec<RunSummary> = fold_index(&text)
-            .into_values()
-            .map(|(s, _)| s)
-            .filter(|s| !s.started_at.is_empty() && filter.keeps(s))
-            .collect();
-        runs.sort_by(|a, b| (&b.started_at, &b.run_id).cmp(&(&a.started_at, &a.run_id)));
-        if let Some(n) = filter.limit {
-            runs.truncate(n);
-        }
-        Ok(runs)
+        // Only the page is copied: the newest `limit` chosen among
+        // references, then sorted.
+        let runs = journal_files::with_index(&self.journal_dir(), |runs| {
+            let newest_first = |a: &&RunSummary, b: &&RunSummary| {
+                (&b.started_at, &b.run_id).cmp(&(&a.started_at, &a.run_id))
+            };
+            let mut kept: Vec<&RunSummary> = runs
+                .values()
+                .map(|(s, _)| s)
+                .filter(|s| !s.started_at.is_empty() && filter.keeps(s))
+                .collect();
+            if let Some(n) = filter.limit.filter(|&n| n < kept.len()) {
+                if n == 0 {
+                    kept.clear();
+                } else {
+                    kept.select_nth_unstable_by(n - 1, newest_first);
+                    kept.truncate(n);
+                }
+            }
+            kept.sort_by(newest_first);
+            kept.into_iter().cloned().collect::<Vec<RunSummary>>()
+        })?;
+        Ok(runs.unwrap_or_default())
     }
 
     /// One run's summary.
@@ -313,10 +323,13 @@ impl StateStore {
         if let Some(t) = self.pg()? {
             return t.journal_summary(run_id);
         }
-        Ok(self
-            .journal_runs(&RunFilter::default())?
-            .into_iter()
-            .find(|s| s.run_id == run_id))
+        Ok(journal_files::with_index(&self.journal_dir(), |runs| {
+            runs.get(run_id)
+                .map(|(s, _)| s)
+                .filter(|s| !s.started_at.is_empty())
+                .cloned()
+        })?
+        .flatten())
     }
 
     /// Remove the journals of runs that ended before `cutoff` (RFC 3339) and
@@ -328,7 +341,8 @@ impl StateStore {
             return t.journal_prune(cutoff, keep);
         }
         journal_files::compact(&self.journal_dir(), |text| {
-            let mut runs: Vec<(RunSummary, Vec<Extent>)> = fold_index(text).into_values().collect();
+            let mut runs: Vec<(RunSummary, Vec<journal_files::Extent>)> =
+                fold_index(text).into_values().collect();
             // Newest first; lines of runs that never started (a torn start)
             // go last, and are kept as they are.
             runs.sort_by(|(a, _), (b, _)| {
@@ -476,24 +490,11 @@ impl Drop for JournalWriter {
     }
 }
 
-/// Where some of a run's records are in the files store: segment file
-/// name, offset, length.
-type Extent = (String, u64, u64);
-
-/// Each run's summary folded from the index's lines, with the extents of
+/// Each run's summary folded from the index's text, with the extents of
 /// its records in the order written.
-fn fold_index(text: &str) -> std::collections::HashMap<String, (RunSummary, Vec<Extent>)> {
-    let mut by_id: std::collections::HashMap<String, (RunSummary, Vec<Extent>)> =
-        Default::default();
-    // A torn line (a power cut) does not parse and is skipped.
-    for line in text.lines() {
-        let Ok(mut u) = serde_json::from_str::<SummaryUpdate>(line) else {
-            continue;
-        };
-        let (s, extents) = by_id.entry(u.run_id.clone()).or_default();
-        extents.append(&mut u.extents);
-        u.apply(s);
-    }
+fn fold_index(text: &str) -> journal_files::Folded {
+    let mut by_id = journal_files::Folded::new();
+    journal_files::fold_into(&mut by_id, text.as_bytes());
     by_id
 }
 

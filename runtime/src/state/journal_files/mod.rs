@@ -35,20 +35,23 @@
 //! the runs' buffers it takes records from), `group_commit` (a writer
 //! thread: grouping, one write per window, the barriers' fsync),
 //! `segments` (the segment
-//! files' names and reads), `read` (a run's journal by its extents),
+//! files' names and reads), `index` (the index folded in memory, read
+//! on from where it was last read), `read` (a run's journal by its extents),
 //! `legacy` (the per-run files from before segments) and `compact` (the
 //! prune). The on-disk format and the locking rule above are theirs to
 //! share; the lock and the helpers every room uses are here.
 
 mod compact;
 mod group_commit;
+mod index;
 mod legacy;
 mod read;
 mod segments;
 mod writers;
 
 pub(super) use compact::compact;
-pub(super) use read::{read_index, read_run};
+pub(super) use index::{fold_into, with_index, Extent, Folded};
+pub(super) use read::read_run;
 pub(super) use writers::{append, Pending};
 pub use writers::{flush_all, flush_dir};
 

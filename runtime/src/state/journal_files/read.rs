@@ -1,26 +1,16 @@
-//! Reading the journal back: the index's text, and a run's records by the
-//! extents the index names (whole lines of that run only, so a torn or
-//! foreign line in a segment is never part of a run's journal).
+//! Reading the journal back: a run's records by the extents the index
+//! names (whole lines of that run only, so a torn or foreign line in a
+//! segment is never part of a run's journal), the extents taken from the
+//! index folded in memory (`index`).
 
+use super::index::with_index;
+use super::legacy;
 use super::segments::{read_at_most, segment_name_ok};
-use super::writers::flush_dir;
-use super::{io_error, legacy};
 use crate::error::Result;
-use crate::state::journal::{check_run_id, SummaryUpdate};
+use crate::state::journal::check_run_id;
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::Path;
-
-/// The index's text (everything this process sent is written first).
-pub(in crate::state) fn read_index(dir: &Path) -> Result<Option<String>> {
-    flush_dir(dir);
-    let path = dir.join("index.log");
-    match fs::read(&path) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_error("cannot read the run index", &path, e)),
-    }
-}
 
 /// Run `run`'s journal: its file from before segments, then its extents in
 /// the order written, whole lines of `run` only; `None` when it has none.
@@ -32,38 +22,30 @@ pub(in crate::state) fn read_run(dir: &Path, run: &str) -> Result<Option<String>
         text = t;
         found = true;
     }
-    let Some(index) = read_index(dir)? else {
-        return Ok(found.then_some(text));
-    };
-    let prefix = format!("{{\"run_id\":\"{run}\"");
+    let extents = with_index(dir, |runs| {
+        runs.get(run).map(|(_, e)| e.clone()).unwrap_or_default()
+    })?
+    .unwrap_or_default();
     let own = format!("{{\"run\":\"{run}\",");
     let mut open: HashMap<String, Option<File>> = HashMap::new();
-    for line in index.lines().filter(|l| l.starts_with(&prefix)) {
-        let Ok(u) = serde_json::from_str::<SummaryUpdate>(line) else {
-            continue;
-        };
-        if u.run_id != run {
+    for (seg, off, len) in extents {
+        found = true;
+        if !segment_name_ok(&seg) {
             continue;
         }
-        for (seg, off, len) in u.extents {
-            found = true;
-            if !segment_name_ok(&seg) {
-                continue;
-            }
-            let f = open
-                .entry(seg.clone())
-                .or_insert_with(|| File::open(dir.join(&seg)).ok());
-            let Some(f) = f else { continue };
-            let mut bytes = vec![0u8; len as usize];
-            let n = read_at_most(f, &mut bytes, off);
-            bytes.truncate(n);
-            let chunk = String::from_utf8_lossy(&bytes);
-            // Whole lines of this run only (a power cut may have left less
-            // than the index says).
-            for l in chunk.split_inclusive('\n') {
-                if l.ends_with('\n') && l.starts_with(&own) {
-                    text.push_str(l);
-                }
+        let f = open
+            .entry(seg.clone())
+            .or_insert_with(|| File::open(dir.join(&seg)).ok());
+        let Some(f) = f else { continue };
+        let mut bytes = vec![0u8; len as usize];
+        let n = read_at_most(f, &mut bytes, off);
+        bytes.truncate(n);
+        let chunk = String::from_utf8_lossy(&bytes);
+        // Whole lines of this run only (a power cut may have left less
+        // than the index says).
+        for l in chunk.split_inclusive('\n') {
+            if l.ends_with('\n') && l.starts_with(&own) {
+                text.push_str(l);
             }
         }
     }
