@@ -182,32 +182,40 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        if let Some(word) = bytes.get(i..i + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            if !needs_escape(u64::from_le_bytes(w)) {
-                i += 8;
-                continue;
-            }
-        }
-        for _ in 0..8 {
-            let Some(&b) = bytes.get(i) else { break };
-            if let Some(escape) = escape_of(b) {
-                // An escaped byte is ASCII: `start` and `i` are char boundaries.
-                out.push_str(&s[start..i]);
-                match escape {
-                    Escape::Short(e) => out.push_str(e),
-                    Escape::Unicode => {
-                        const HEX: &[u8; 16] = b"0123456789abcdef";
-                        out.push_str("\\u00");
-                        out.push(HEX[(b >> 4) as usize] as char);
-                        out.push(HEX[(b & 15) as usize] as char);
+        // The next byte to escape: found from the word's lowest flagged
+        // byte (always a true one), or byte by byte in the last word.
+        let at = match bytes.get(i..i + 8) {
+            Some(word) => {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(word);
+                match escape_mask(u64::from_le_bytes(w)) {
+                    0 => {
+                        i += 8;
+                        continue;
                     }
+                    mask => i + (mask.trailing_zeros() / 8) as usize,
                 }
-                start = i + 1;
             }
-            i += 1;
+            None => match bytes[i..].iter().position(|&b| escape_of(b).is_some()) {
+                Some(j) => i + j,
+                None => break,
+            },
+        };
+        let b = bytes[at];
+        // An escaped byte is ASCII: `start` and `at` are char boundaries.
+        out.push_str(&s[start..at]);
+        match escape_of(b) {
+            Some(Escape::Short(e)) => out.push_str(e),
+            Some(Escape::Unicode) => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[(b >> 4) as usize] as char);
+                out.push(HEX[(b & 15) as usize] as char);
+            }
+            None => {}
         }
+        start = at + 1;
+        i = at + 1;
     }
     out.push_str(&s[start..]);
     out.push('"');
@@ -233,17 +241,18 @@ fn escape_of(b: u8) -> Option<Escape> {
     })
 }
 
-/// Whether any of the eight bytes of `w` may need an escape (a control
-/// character, `"` or `\\`). Never false for a word that has one; it may
-/// be true for one that has none (then the bytes are checked one by one).
-fn needs_escape(w: u64) -> bool {
+/// The high bit of each byte of `w` (little-endian) that may need an
+/// escape (a control character, `"` or `\\`); 0 when none does. The
+/// lowest bit set is always a byte that does (a false one can only follow
+/// a true one, through a borrow).
+fn escape_mask(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let below_space = w.wrapping_sub(ONES * 0x20) & !w;
     let quote = w ^ (ONES * b'"' as u64);
     let backslash = w ^ (ONES * b'\\' as u64);
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;
-    (below_space | has_zero(quote) | has_zero(backslash)) & HIGH != 0
+    (below_space | has_zero(quote) | has_zero(backslash)) & HIGH
 }
 
 #[cfg(test)]
