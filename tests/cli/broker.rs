@@ -50,10 +50,12 @@ impl Stub {
         }
     }
 
-    /// Every request received so far.
+    /// Every request received so far (whole lines only: a line the stub
+    /// is still writing is counted on the next look).
     pub fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        text[..whole]
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()

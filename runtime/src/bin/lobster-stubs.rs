@@ -270,8 +270,12 @@ impl Server {
                 .clone()
                 .unwrap_or_else(|| Value::String(String::from_utf8_lossy(&req.body).into()));
             let line = json!({"path": req.path, "auth": req.auth, "body": body});
+            // One write per line: `writeln!` of a JSON value writes it in
+            // pieces, and a test reading the log while a request is being
+            // logged saw half a line.
+            let line = format!("{line}\n");
             let mut f = log.lock().unwrap();
-            writeln!(f, "{line}")?;
+            f.write_all(line.as_bytes())?;
             f.flush()?;
         }
         if let Some(secret) = &self.secret {
