@@ -28,16 +28,12 @@ for s in inbox_categorize email_triage; do
     [[ -f $steps_out/$s.wasm ]] ||
         { echo "serve_first.sh: no $steps_out/$s.wasm (run serve.sh or tests/build-guests.sh)" >&2; exit 1; }
 done
-# The workflow is serve.sh's case (b), taken from it so the two stay one.
-workflow=$(sed -n "/^cat >\"\$work\/workflows\/bench5.lobster\" <<'YAML'$/,/^YAML$/p" "$script_dir/serve.sh" | sed '1d;$d')
-[[ -n $workflow ]] || { echo "serve_first.sh: cannot read the workflow from serve.sh" >&2; exit 1; }
-
 work=$(mktemp -d "${TMPDIR:-/tmp}/lobster-serve-first.XXXXXX")
 pid=''
 trap '[[ -n $pid ]] && kill "$pid" 2>/dev/null; [[ -n ${FIRST_KEEP:-} ]] || rm -rf -- "$work"' EXIT
-mkdir -p "$work/workflows" "$work/steps"
-cp -- "$steps_out/inbox_categorize.wasm" "$steps_out/email_triage.wasm" "$work/steps/"
-printf '%s\n' "$workflow" >"$work/workflows/bench5.lobster"
+# shellcheck source=runtime/benches/bench5.sh
+. "$script_dir/bench5.sh"
+bench5_setup "$work" "$steps_out"
 export LOBSTER_BENCH_TOKEN
 LOBSTER_BENCH_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 unset LOBSTER_WASM_CACHE_DIR
@@ -47,20 +43,6 @@ one_server() { # bin_dir label
     local bin=$1 label=$2 state=$work/state url i cpu warm
     rm -rf -- "$state" "$work/out"
     mkdir -p "$state" "$work/out"
-    cat >"$work/serve.toml" <<TOML
-listen = "127.0.0.1:0"
-state = "$state"
-request_timeout_ms = 60000
-
-[[tenant]]
-name = "bench"
-token_env = "LOBSTER_BENCH_TOKEN"
-workflows = ["workflows/"]
-steps = ["steps/"]
-max_concurrent_runs = 256
-requests_per_minute = 1000000000
-self_approve = true
-TOML
     (cd "$work" && exec "$bin/lobster" serve --config "$work/serve.toml" >"$work/serve.out" 2>"$work/serve.err") &
     pid=$!
     for _ in $(seq 600); do
