@@ -599,15 +599,42 @@ fn resolution_by_file_name_and_described_name_with_digests() {
     assert_eq!(err.to_string(), "Unknown command: nothing.here");
 }
 
+/// noop's file, bytes and digest, and an empty artefact cache in a fresh
+/// state directory: the set-up of the artefact cache's tests.
+struct FreshCache {
+    path: std::path::PathBuf,
+    bytes: Vec<u8>,
+    digest: String,
+    cache: ArtifactCache,
+    state: tempfile::TempDir,
+}
+
+/// [`FreshCache`], or `None` when the guests are not built (see `wasm`).
+fn fresh_cache() -> Option<FreshCache> {
+    let path = wasm(&test_guest_dir(), "noop.wasm")?;
+    let bytes = std::fs::read(&path).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    Some(FreshCache {
+        digest: sandbox::digest_of(&bytes),
+        cache: ArtifactCache::in_state_dir(state.path()),
+        path,
+        bytes,
+        state,
+    })
+}
+
 #[test]
 fn compiled_artefacts_are_cached_and_corrupt_entries_recompiled() {
-    let Some(path) = wasm(&test_guest_dir(), "noop.wasm") else {
+    let Some(FreshCache {
+        path,
+        bytes,
+        digest,
+        cache,
+        state: tmp,
+    }) = fresh_cache()
+    else {
         return;
     };
-    let bytes = std::fs::read(&path).unwrap();
-    let digest = sandbox::digest_of(&bytes);
-    let tmp = tempfile::tempdir().unwrap();
-    let cache = ArtifactCache::in_state_dir(tmp.path());
     let engine = sandbox::engine().unwrap();
     let outcome = |c: &ArtifactCache| c.load(engine, &bytes, &digest, &path).unwrap().1;
     assert_eq!(outcome(&cache), CacheOutcome::Compiled);
@@ -644,13 +671,16 @@ fn compiled_artefacts_are_cached_and_corrupt_entries_recompiled() {
 /// components 32 times over, and every first run waited for all of them.
 #[test]
 fn concurrent_loads_of_one_component_compile_it_once() {
-    let Some(path) = wasm(&test_guest_dir(), "noop.wasm") else {
+    let Some(FreshCache {
+        path,
+        bytes,
+        digest,
+        cache,
+        state: _state,
+    }) = fresh_cache()
+    else {
         return;
     };
-    let bytes = std::fs::read(&path).unwrap();
-    let digest = sandbox::digest_of(&bytes);
-    let tmp = tempfile::tempdir().unwrap();
-    let cache = ArtifactCache::in_state_dir(tmp.path());
     let engine = sandbox::engine().unwrap();
     let n = 8;
     let start = std::sync::Barrier::new(n);
