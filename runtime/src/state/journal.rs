@@ -521,6 +521,18 @@ mod tests {
         v
     }
 
+    /// The `seq` of each line of a run's journal `text`, each line checked
+    /// to be `run`'s.
+    fn seqs_of(text: &str, run: &str) -> Vec<u64> {
+        text.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert_eq!(v["run"], run, "{l}");
+                v["seq"].as_u64().unwrap()
+            })
+            .collect()
+    }
+
     #[test]
     fn runs_share_segments_and_each_reads_back_its_own_records_in_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -534,15 +546,7 @@ mod tests {
         let ta = store.journal_text("ra").unwrap().unwrap();
         let tb = store.journal_text("rb").unwrap().unwrap();
         for (t, run) in [(&ta, "ra"), (&tb, "rb")] {
-            let seqs: Vec<u64> = t
-                .lines()
-                .map(|l| {
-                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                    assert_eq!(v["run"], run);
-                    v["seq"].as_u64().unwrap()
-                })
-                .collect();
-            assert_eq!(seqs, [0, 1, 2]);
+            assert_eq!(seqs_of(t, run), [0, 1, 2]);
         }
         assert_eq!(segs(dir.path()), ["seg-00000001.log"]);
         assert!(store.journal_text("rc").unwrap().is_none());
@@ -583,15 +587,7 @@ mod tests {
         w.append(rec(2), None, false).unwrap();
         drop(w);
         let text = store.journal_text("rw").unwrap().unwrap();
-        let seqs: Vec<u64> = text
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
-                    .as_u64()
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(seqs, [0, 1, 2]);
+        assert_eq!(seqs_of(&text, "rw"), [0, 1, 2]);
     }
 
     #[test]
