@@ -202,20 +202,24 @@ pub(crate) fn write_json_string(out: &mut String, s: &str) {
             },
         };
         let b = bytes[at];
+        i = at + 1;
+        // (A byte that needs no escape is never found first; were it, it
+        // would stay in the text, not be dropped.)
+        let Some(escape) = escape_of(b) else {
+            continue;
+        };
         // An escaped byte is ASCII: `start` and `at` are char boundaries.
         out.push_str(&s[start..at]);
-        match escape_of(b) {
-            Some(Escape::Short(e)) => out.push_str(e),
-            Some(Escape::Unicode) => {
+        match escape {
+            Escape::Short(e) => out.push_str(e),
+            Escape::Unicode => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.push_str("\\u00");
                 out.push(HEX[(b >> 4) as usize] as char);
                 out.push(HEX[(b & 15) as usize] as char);
             }
-            None => {}
         }
         start = at + 1;
-        i = at + 1;
     }
     out.push_str(&s[start..]);
     out.push('"');
