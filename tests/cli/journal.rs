@@ -224,6 +224,19 @@ fn a_call_and_a_workflow_record_their_door_steps_and_request() {
         .expect("the shell step's event");
     assert_eq!(host["event"]["exit_code"], 0);
     assert_eq!(host["event"]["output"], "hello journal\n");
+    // Digest rule 2: recorded in the start; a workflow step's output digest
+    // is of its stdout text as the run had it (not of its result printed).
+    assert_eq!(start["event"]["digests"], 2, "{text}");
+    let count: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["event"]["step_kind"] == "pipeline" && r["event"]["id"] == "count")
+        .expect("the pipeline step's event");
+    assert_eq!(
+        count["event"]["output_digest"],
+        blake3::hash(b"[1,2]").to_hex().as_str(),
+        "{text}"
+    );
     // Env names, never values.
     assert!(
         !text.contains(env.state.path().to_str().unwrap()),

@@ -197,6 +197,8 @@ fn a_pipeline_replays_identical_from_the_store_and_from_an_export() {
         "{r:?}"
     );
     let export = env.run(&["runs", "export", &id]);
+    // A run journaled now follows digest rule 2, and its replay did too.
+    assert!(export.stdout.contains(r#""digests":2"#), "{export:?}");
     let file = env.work_path("run.jsonl");
     std::fs::write(&file, &export.stdout).unwrap();
     let (v, code) = replay_json(&env, &[file.to_str().unwrap(), "--steps", &steps]);

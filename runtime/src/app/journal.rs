@@ -50,6 +50,8 @@ pub fn begin(
         components,
         env_names: ctx.env.keys().cloned().collect(),
         cwd: ctx.authority().shown(&ctx.cwd),
+        // The journal fills in its run's rule.
+        digests: Default::default(),
     };
     let mut started = started;
     if let Some(file) = &started.request.file {

@@ -311,3 +311,92 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::DigestRule;
+
+    /// A run journaled under digest rule 1 (as lobster wrote journals
+    /// before rule 2: no `digests` in its start, each WebAssembly step's
+    /// items and each workflow step's whole result printed) replays
+    /// identical, its replay following rule 1; the same journal read as
+    /// rule 2 would not be, so the rule followed is the recorded one.
+    #[test]
+    fn a_rule_1_journal_replays_identical_under_its_own_rule() {
+        let Some(guest) = crate::sandbox::test_guest("cmd-echo.wasm") else {
+            return;
+        };
+        let steps = guest.parent().unwrap().to_string_lossy().into_owned();
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let wf = cwd.join("wf.lobster");
+        std::fs::write(
+            &wf,
+            "steps:\n  - id: echo\n    pipeline: cmd-echo --tag=1\n    stdin: [{\"b\": 1, \"a\": \"x\"}, 2]\n  - id: items\n    pipeline: pick item\n    stdin: $echo.json\n",
+        )
+        .unwrap();
+        let store = StateStore::new(tmp.path().join("state"));
+        let base = context_builder(
+            Mode::Tool,
+            &LimitArgs::default(),
+            None,
+            None,
+            store.clone(),
+            None,
+            Sources::Process,
+            None,
+        )
+        .unwrap()
+        .build();
+        let mut ctx = crate::executor::resumed_context(
+            &base,
+            Some(&cwd.to_string_lossy()),
+            &Grants::default(),
+            std::slice::from_ref(&steps),
+        );
+        ctx.journal = Journal::planned_with_rule("cli", DigestRule::V1);
+        let id = ctx.journal.run_id().unwrap().to_string();
+        let done = Prepared::with_context(
+            ctx,
+            Work::Workflow {
+                path: wf,
+                args_json: None,
+            },
+        )
+        .run()
+        .unwrap();
+        assert_eq!(done.envelope.status.as_str(), "ok");
+        let text = store.journal_text(&id).unwrap().unwrap();
+        assert!(!text.contains("digests"), "{text}");
+        let recorded = Recorded::from_text(&text, Some(&id)).unwrap();
+        assert_eq!(recorded.started.digests, DigestRule::V1);
+        let kinds: Vec<&str> = recorded
+            .steps
+            .iter()
+            .map(|s| s.step_kind.as_str())
+            .collect();
+        assert_eq!(kinds, ["wasm", "pipeline", "builtin", "pipeline"], "{text}");
+
+        let opts = ReplayOptions {
+            steps: vec![steps.clone()],
+            cwd: Some(cwd.clone()),
+            ..ReplayOptions::default()
+        };
+        let report = replay(recorded, &opts).unwrap();
+        assert_eq!(report.divergence, None, "{:?}", report.error);
+        assert_eq!(report.error, None);
+
+        let mut as_v2 = Recorded::from_text(&text, Some(&id)).unwrap();
+        as_v2.started.digests = DigestRule::V2;
+        // (The input text is the same under both rules here; the guest's
+        // output ends in a newline that printing its items drops.)
+        let d = replay(as_v2, &opts).unwrap().divergence.unwrap();
+        assert_eq!(
+            (d.step.as_str(), d.field.as_str()),
+            ("cmd-echo", "output"),
+            "{d}"
+        );
+    }
+}

@@ -140,6 +140,7 @@ fn the_text_written_from_a_value_is_the_text_of_its_json_tree() {
             }],
             env_names: vec!["PATH".into()],
             cwd: ".".into(),
+            digests: DigestRule::V2,
         })),
         Event::RunResumed(RunResumed::default()),
         Event::Step(Step {

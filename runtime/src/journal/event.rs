@@ -221,6 +221,70 @@ pub struct RunStarted {
     /// The run's working directory.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cwd: String,
+    /// The rule its steps' digests follow (`digests: 2`; absent: rule 1,
+    /// the journals written before there was a choice, which stay as they
+    /// were).
+    #[serde(default, skip_serializing_if = "DigestRule::is_v1")]
+    pub digests: DigestRule,
+}
+
+/// What a run's step digests are taken over. Recorded in `run_started`
+/// (rule 1 by its absence), carried by a paused run's resume state
+/// ([`crate::journal::Head`]) so a resumed run keeps its rule, and followed
+/// by `lobster replay` so the replay's digests compare with the run's.
+///
+/// - **1**: a WebAssembly step's input and output are the items as one JSON
+///   array printed as `JSON.stringify` prints it ([`items_digest`]); a
+///   workflow step's output is its whole result `{id, stdout, json}`
+///   printed so ([`value_digest`]).
+/// - **2**: the bytes the run already has, printed for nothing else: a
+///   WebAssembly step's input is the exact text handed to the guest (the
+///   `run` argument, or a command's stdin) and its output the exact text
+///   the guest returned, before it is parsed; a workflow step's output is
+///   its `stdout` text ([`step_output_digest`]).
+///
+/// Either way the run's output (`run_ended`) is [`items_digest`] of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub enum DigestRule {
+    /// Rule 1 (recorded by leaving `digests` out).
+    #[default]
+    V1,
+    /// Rule 2, what new runs follow.
+    V2,
+}
+
+impl DigestRule {
+    /// The rule a new run follows.
+    pub const CURRENT: DigestRule = DigestRule::V2;
+
+    /// Whether this is rule 1 (then it is not written).
+    pub fn is_v1(&self) -> bool {
+        *self == DigestRule::V1
+    }
+}
+
+impl From<DigestRule> for u8 {
+    fn from(r: DigestRule) -> u8 {
+        match r {
+            DigestRule::V1 => 1,
+            DigestRule::V2 => 2,
+        }
+    }
+}
+
+impl TryFrom<u8> for DigestRule {
+    type Error = String;
+
+    fn try_from(n: u8) -> Result<DigestRule, String> {
+        match n {
+            1 => Ok(DigestRule::V1),
+            2 => Ok(DigestRule::V2),
+            n => Err(format!(
+                "digest rule {n} is not one this lobster knows (1 or 2): a newer lobster wrote this journal"
+            )),
+        }
+    }
 }
 
 /// [`Event::RunResumed`].
@@ -383,7 +447,23 @@ fn is_false(b: &bool) -> bool {
 
 /// blake3 hex of `bytes`.
 pub fn digest(bytes: &[u8]) -> String {
+    #[cfg(test)]
+    HASHED.with(|n| n.set(n.get() + 1));
     blake3::hash(bytes).to_hex().to_string()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Digests taken on this thread (tests: a run without a journal takes
+    /// none).
+    static HASHED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many digests this thread has taken ([`digest`], [`items_digest`],
+/// [`value_digest`]).
+#[cfg(test)]
+pub(crate) fn digests_taken() -> u64 {
+    HASHED.with(|n| n.get())
 }
 
 /// blake3 hex of `items`' JSON text as one array (`JSON.stringify` of it),
@@ -419,6 +499,29 @@ pub fn value_digest(value: &Value) -> String {
     })
 }
 
+/// The output digest of a workflow step's result under `rule`: rule 2
+/// takes blake3 of its `stdout` text, as it is (a result without one, of
+/// its JSON text); rule 1 of its whole JSON text ([`DigestRule`]).
+pub fn step_output_digest(rule: DigestRule, result: &Value) -> String {
+    match (rule, result.get("stdout")) {
+        (DigestRule::V2, Some(Value::String(stdout))) => digest(stdout.as_bytes()),
+        _ => value_digest(result),
+    }
+}
+
+/// The input and output digests of one WebAssembly step under rule 2,
+/// taken by the sandbox over the exact text it hands the guest and the
+/// exact text the guest hands back ([`DigestRule`]). Asked for only when
+/// the run's journal is on: a run without one hashes nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GuestDigests {
+    /// blake3 hex of the input text handed to the guest.
+    pub input: Option<String>,
+    /// blake3 hex of the text the guest returned (when it ran to the end
+    /// and its text was its items).
+    pub output: Option<String>,
+}
+
 /// Text past this is hashed and the buffer reused.
 const DIGEST_CHUNK: usize = 64 << 10;
 
@@ -439,6 +542,8 @@ fn digest_written(keep: bool, write: impl FnOnce(&mut String, &mut blake3::Hashe
     thread_local! {
         static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
     }
+    #[cfg(test)]
+    HASHED.with(|n| n.set(n.get() + 1));
     let mut h = blake3::Hasher::new();
     let run = |s: &mut Scratch| {
         s.text.clear();
@@ -594,6 +699,60 @@ mod tests {
             move || items_digest(&a)
         });
         assert_eq!(on_another_thread.join().unwrap(), old_way(&a));
+    }
+
+    /// Rule 1 is recorded by its absence, so a rule-1 `run_started` is
+    /// byte for byte what it was before there were rules; rule 2 is
+    /// `"digests":2`; a rule this lobster does not know is refused by name.
+    #[test]
+    fn the_digest_rule_is_written_only_when_it_is_not_rule_1() {
+        let v1 = RunStarted::default();
+        let text =
+            crate::journal::canon::to_canonical_of(&Event::RunStarted(Box::new(v1))).unwrap();
+        assert!(!text.contains("digests"), "{text}");
+        let back: Event = serde_json::from_str(&text).unwrap();
+        let Event::RunStarted(back) = back else {
+            panic!("{text}")
+        };
+        assert_eq!(back.digests, DigestRule::V1);
+        let v2 = RunStarted {
+            digests: DigestRule::V2,
+            ..RunStarted::default()
+        };
+        let text =
+            crate::journal::canon::to_canonical_of(&Event::RunStarted(Box::new(v2))).unwrap();
+        assert!(text.contains(r#""digests":2"#), "{text}");
+        let back: Event = serde_json::from_str(&text).unwrap();
+        let Event::RunStarted(back) = back else {
+            panic!("{text}")
+        };
+        assert_eq!(back.digests, DigestRule::V2);
+        let newer = text.replace(r#""digests":2"#, r#""digests":3"#);
+        let e = serde_json::from_str::<Event>(&newer).unwrap_err();
+        assert!(e.to_string().contains("digest rule 3"), "{e}");
+
+        // A resume state's head written before rules: rule 1.
+        let head: crate::journal::Head =
+            serde_json::from_str(r#"{"run":"r","events":3,"hash":"h"}"#).unwrap();
+        assert_eq!(head.digests, DigestRule::V1);
+        assert_eq!(
+            serde_json::to_string(&head).unwrap(),
+            r#"{"run":"r","events":3,"hash":"h"}"#
+        );
+    }
+
+    /// A workflow step's output digest: rule 2 of its `stdout` text as it
+    /// is, rule 1 of the whole result printed; a result without a stdout
+    /// (text) is printed under both.
+    #[test]
+    fn a_workflow_steps_output_digest_follows_the_rule() {
+        let r = serde_json::json!({"id": "s", "stdout": "[1, 2]\n", "json": [1, 2]});
+        assert_eq!(step_output_digest(DigestRule::V2, &r), digest(b"[1, 2]\n"));
+        assert_eq!(step_output_digest(DigestRule::V1, &r), value_digest(&r));
+        let bare = serde_json::json!({"id": "s", "skipped": true});
+        for rule in [DigestRule::V1, DigestRule::V2] {
+            assert_eq!(step_output_digest(rule, &bare), value_digest(&bare));
+        }
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub struct Head {
     pub events: u64,
     /// The last record's hash.
     pub hash: String,
+    /// The digest rule the run started with, which its resumed legs keep
+    /// (absent in resume states written before rule 2: rule 1).
+    #[serde(default, skip_serializing_if = "DigestRule::is_v1")]
+    pub digests: DigestRule,
 }
 
 /// A run's journal (cheap to clone; all clones append to one chain).
@@ -60,6 +64,8 @@ struct Shared {
     door: String,
     run_id: String,
     live: OnceLock<Inner>,
+    /// The digest rule a run begun from this plan follows.
+    rule: DigestRule,
     /// The run this one replays (`lobster replay`): its recorded host
     /// outputs and brokered answers stand in for the real ones.
     replay: Option<Arc<replay::Recorded>>,
@@ -80,6 +86,8 @@ struct Inner {
     run_canonical: String,
     cap: u64,
     began: Instant,
+    /// The digest rule of the run's steps.
+    rule: DigestRule,
     chain: Mutex<Chain>,
 }
 
@@ -121,6 +129,20 @@ impl Journal {
             door: door.to_string(),
             run_id: run_id.unwrap_or_else(new_run_id),
             live: OnceLock::new(),
+            rule: DigestRule::CURRENT,
+            replay: None,
+        })))
+    }
+
+    /// [`Journal::planned`] under digest rule `rule` instead of the current
+    /// one (tests: a run as an older lobster journaled it).
+    #[cfg(test)]
+    pub(crate) fn planned_with_rule(door: &str, rule: DigestRule) -> Journal {
+        Journal(Some(Arc::new(Shared {
+            door: door.to_string(),
+            run_id: new_run_id(),
+            live: OnceLock::new(),
+            rule,
             replay: None,
         })))
     }
@@ -135,6 +157,7 @@ impl Journal {
             door: "replay".to_string(),
             run_id: new_run_id(),
             live: OnceLock::new(),
+            rule: recorded.started.digests,
             replay: Some(recorded),
         })))
     }
@@ -149,8 +172,11 @@ impl Journal {
         self.0.as_ref().map_or("", |s| s.door.as_str())
     }
 
-    /// Begin the planned journal in `store` with `started` (its run id and
-    /// door are filled in). A journal already begun is left as it is.
+    /// Begin the planned journal in `store` with `started` (its run id, door
+    /// and digest rule are filled in: a new run's is
+    /// [`DigestRule::CURRENT`], a replay's the rule of the run it replays,
+    /// so that their digests compare).
+    /// A journal already begun is left as it is.
     pub fn begin(&self, store: &StateStore, mut started: RunStarted) -> Result<()> {
         let Some(shared) = &self.0 else {
             return Ok(());
@@ -160,6 +186,7 @@ impl Journal {
         }
         started.run_id.clone_from(&shared.run_id);
         started.door.clone_from(&shared.door);
+        started.digests = shared.rule;
         let inner = start_inner(store, started, DEFAULT_CAP)?;
         let _ = shared.live.set(inner);
         Ok(())
@@ -199,6 +226,7 @@ impl Journal {
             door: started.door.clone(),
             run_id: started.run_id.clone(),
             live: OnceLock::new(),
+            rule: started.digests,
             replay: None,
         };
         let _ = shared.live.set(start_inner(store, started, cap)?);
@@ -211,6 +239,7 @@ impl Journal {
             door: resumed.door.clone(),
             run_id: head.run.clone(),
             live: OnceLock::new(),
+            rule: head.digests,
             replay: None,
         };
         let _ = shared.live.set(resume_inner(store, head, resumed)?);
@@ -224,6 +253,12 @@ impl Journal {
     /// Whether anything is recorded.
     pub fn is_on(&self) -> bool {
         self.live().is_some()
+    }
+
+    /// The rule the run's step digests follow (`None` when nothing is
+    /// recorded: then no digest is taken).
+    pub fn digest_rule(&self) -> Option<DigestRule> {
+        self.live().map(|i| i.rule)
     }
 
     /// The run's id (`None` when off).
@@ -248,6 +283,7 @@ impl Journal {
             run: inner.run_id.clone(),
             events: c.events,
             hash: c.head.clone(),
+            digests: inner.rule,
         })
     }
 
@@ -371,13 +407,21 @@ fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
 #[cfg(test)]
 mod tests;
 
-fn new_inner(writer: JournalWriter, cap: u64, events: u64, head: String, bytes: u64) -> Inner {
+fn new_inner(
+    writer: JournalWriter,
+    cap: u64,
+    rule: DigestRule,
+    events: u64,
+    head: String,
+    bytes: u64,
+) -> Inner {
     let run_id = writer.run_id().to_string();
     Inner {
         run_canonical: canon::to_canonical_of(&run_id).unwrap_or_default(),
         run_id,
         cap,
         began: Instant::now(),
+        rule,
         chain: Mutex::new(Chain {
             writer,
             events,
@@ -390,7 +434,8 @@ fn new_inner(writer: JournalWriter, cap: u64, events: u64, head: String, bytes: 
 
 fn start_inner(store: &StateStore, started: RunStarted, cap: u64) -> Result<Inner> {
     let writer = store.journal_writer(&started.run_id)?;
-    let inner = new_inner(writer, cap, 0, chain::GENESIS.to_string(), 0);
+    let genesis = chain::GENESIS.to_string();
+    let inner = new_inner(writer, cap, started.digests, 0, genesis, 0);
     append_to(&inner, Event::RunStarted(Box::new(started)))?;
     Ok(inner)
 }
@@ -413,7 +458,7 @@ fn resume_inner(store: &StateStore, head: &Head, resumed: RunResumed) -> Result<
         }
         None => (head.events, head.hash.clone(), 0),
     };
-    let inner = new_inner(writer, DEFAULT_CAP, events, hash, bytes);
+    let inner = new_inner(writer, DEFAULT_CAP, head.digests, events, hash, bytes);
     append_to(&inner, Event::RunResumed(resumed))?;
     Ok(inner)
 }

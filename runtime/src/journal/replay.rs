@@ -53,6 +53,17 @@ pub fn events_of(text: &str) -> Vec<Event> {
         .collect()
 }
 
+/// Why the journal `text`'s `run_started` event does not read as one, if
+/// it has one that does not.
+fn unreadable_start(text: &str) -> Option<String> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|rec| rec.get("event").cloned())
+        .find(|e| e.get("kind").and_then(Value::as_str) == Some("run_started"))
+        .and_then(|e| serde_json::from_value::<Event>(e).err())
+        .map(|e| e.to_string())
+}
+
 impl Recorded {
     /// Read the journal `text` (stored, or exported with a checkpoint) of
     /// run `expect_run` (any run when `None`). Refused: a journal whose
@@ -94,8 +105,13 @@ impl Recorded {
                 _ => {}
             }
         }
-        let started = started
-            .ok_or_else(|| NotReplayable(format!("run {run_id} has no run_started event")))?;
+        let started = started.ok_or_else(|| {
+            NotReplayable(match unreadable_start(text) {
+                // A newer digest rule, say: its digests cannot be taken here.
+                Some(e) => format!("run {run_id}'s run_started event cannot be read: {e}"),
+                None => format!("run {run_id} has no run_started event"),
+            })
+        })?;
         let ended = match ended {
             Some(e) if !e.status.starts_with("needs_") => e,
             Some(e) => {

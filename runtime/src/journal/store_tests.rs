@@ -141,6 +141,7 @@ fn a_resumed_run_continues_its_chain(kind: Kind) {
         run: id.clone(),
         events: v.events - 1,
         hash: v.hash_at(v.events - 2).unwrap(),
+        digests: DigestRule::default(),
     };
     let planned = Journal::planned("serve", None);
     planned

@@ -33,6 +33,7 @@ fn started(run: &str) -> RunStarted {
         }],
         env_names: vec!["PATH".into()],
         cwd: "/tmp".into(),
+        digests: DigestRule::V2,
     }
 }
 
@@ -316,4 +317,54 @@ fn verifying_ten_thousand_events_is_quick_enough_to_measure() {
     let text = store.journal_text("run-e").unwrap().unwrap();
     let v = verify_text(&text, None);
     assert_eq!((v.events, v.problem), (10_000, None));
+}
+
+/// A run keeps the digest rule it started with: the head its pause hands
+/// the resume state carries it, and the resumed leg follows it; a head
+/// written before there were rules resumes under rule 1. A journal planned
+/// now follows the current rule.
+#[test]
+fn a_resumed_run_keeps_the_digest_rule_it_started_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateStore::new(dir.path());
+    for rule in [DigestRule::V1, DigestRule::V2] {
+        let run = new_run_id();
+        let mut s = started(&run);
+        s.digests = rule;
+        let j = Journal::start(&store, s).unwrap();
+        assert_eq!(j.digest_rule(), Some(rule));
+        j.end("needs_approval", None).unwrap();
+        let head = j.head().unwrap();
+        assert_eq!(head.digests, rule);
+        // Through the resume state's JSON and back.
+        let head: Head = serde_json::from_str(&serde_json::to_string(&head).unwrap()).unwrap();
+        drop(j);
+        let j = Journal::resume(&store, &head, RunResumed::default()).unwrap();
+        assert_eq!(j.digest_rule(), Some(rule));
+        assert_eq!(j.head().unwrap().digests, rule);
+        let planned = Journal::planned("cli", None);
+        planned
+            .continue_at(&store, &j.head().unwrap(), RunResumed::default())
+            .unwrap();
+        assert_eq!(planned.digest_rule(), Some(rule));
+    }
+    let run = new_run_id();
+    let j = Journal::start(&store, started(&run)).unwrap();
+    j.end("needs_approval", None).unwrap();
+    let h = j.head().unwrap();
+    let old: Head =
+        serde_json::from_value(json!({"run": h.run, "events": h.events, "hash": h.hash})).unwrap();
+    let j = Journal::resume(&store, &old, RunResumed::default()).unwrap();
+    assert_eq!(j.digest_rule(), Some(DigestRule::V1));
+
+    let planned = Journal::planned("cli", None);
+    assert_eq!(planned.digest_rule(), None, "not begun: nothing recorded");
+    planned.begin(&store, RunStarted::default()).unwrap();
+    assert_eq!(planned.digest_rule(), Some(DigestRule::CURRENT));
+    let text = store
+        .journal_text(planned.run_id().unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(text.contains(r#""digests":2"#), "{text}");
+    assert_eq!(Journal::off().digest_rule(), None);
 }

@@ -3,19 +3,22 @@
 //! stdout; a non-zero exit status is a failure.
 
 use super::classify::classify;
-use super::component_step::{forward_stderr, parse_items};
+use super::component_step::{forward_stderr, input_text, output_items};
 use super::engine::SandboxEngine;
 use super::env::StepEnv;
 use super::error::SandboxError;
 use super::host::HostState;
 use super::store::new_store;
+use crate::journal::GuestDigests;
 use crate::kernel::EffectiveLimits;
 use crate::value::Item;
 use std::sync::atomic::Ordering;
 use wasmtime_wasi::p2::bindings::sync::CommandPre;
 use wasmtime_wasi::I32Exit;
 
-/// Instantiate and call `wasi:cli/run.run`.
+/// Instantiate and call `wasi:cli/run.run` (with `digests`: hash the stdin
+/// handed over and the stdout handed back, see [`GuestDigests`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     engine: &SandboxEngine,
     pre: &CommandPre<HostState>,
@@ -24,8 +27,9 @@ pub(crate) fn run(
     input: &[Item],
     env: &StepEnv,
     limits: &EffectiveLimits,
+    mut digests: Option<&mut GuestDigests>,
 ) -> Result<Vec<Item>, SandboxError> {
-    let stdin = serde_json::to_vec(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
+    let stdin = input_text(input, digests.as_deref_mut())?.into_bytes();
     let mut argv = Vec::with_capacity(args.len() + 1);
     argv.push(name.to_string());
     argv.extend(args.iter().cloned());
@@ -58,5 +62,5 @@ pub(crate) fn run(
         step: name.to_string(),
         detail: "stdout is not UTF-8".into(),
     })?;
-    parse_items(name, &text)
+    output_items(name, &text, digests)
 }

@@ -11,6 +11,7 @@ use super::engine::{engine, SandboxEngine};
 use super::env::StepEnv;
 use super::error::SandboxError;
 use super::host::HostState;
+use crate::journal::GuestDigests;
 use crate::kernel::EffectiveLimits;
 use crate::value::Item;
 use std::collections::HashMap;
@@ -283,14 +284,34 @@ impl LoadedComponent {
         env: &StepEnv,
         limits: &EffectiveLimits,
     ) -> Result<Vec<Item>, SandboxError> {
+        self.run_digested(name, args, input, env, limits, None)
+    }
+
+    /// [`LoadedComponent::run`], and with `digests` (a run whose journal is
+    /// on) the blake3 of the exact text handed to the guest and of the
+    /// exact text it handed back (the journal's digest rule 2). Without
+    /// `digests` nothing is hashed.
+    pub fn run_digested(
+        &self,
+        name: &str,
+        args: &[String],
+        input: &[Item],
+        env: &StepEnv,
+        limits: &EffectiveLimits,
+        digests: Option<&mut GuestDigests>,
+    ) -> Result<Vec<Item>, SandboxError> {
         let engine = engine()?;
         let _tick = engine.ticking();
         match &self.pre {
-            Pre::Step(pre) => component_step::run(engine, pre, name, args, input, env, limits),
-            Pre::Step02(pre) => {
-                component_step::run_v02(engine, pre, name, args, input, env, limits)
+            Pre::Step(pre) => {
+                component_step::run(engine, pre, name, args, input, env, limits, digests)
             }
-            Pre::Command(pre) => command_step::run(engine, pre, name, args, input, env, limits),
+            Pre::Step02(pre) => {
+                component_step::run_v02(engine, pre, name, args, input, env, limits, digests)
+            }
+            Pre::Command(pre) => {
+                command_step::run(engine, pre, name, args, input, env, limits, digests)
+            }
         }
     }
 }

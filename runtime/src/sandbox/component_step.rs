@@ -10,6 +10,7 @@ use super::env::StepEnv;
 use super::error::SandboxError;
 use super::host::HostState;
 use super::store::{new_store, StepStore};
+use crate::journal::GuestDigests;
 use crate::kernel::EffectiveLimits;
 use crate::value::Item;
 use std::sync::atomic::Ordering;
@@ -59,7 +60,9 @@ fn fail(e: wasmtime::Error, step: &str, s: &StepStore, limits: &EffectiveLimits)
     )
 }
 
-/// Instantiate and call `run`.
+/// Instantiate and call `run` (with `digests`: hash the input text handed
+/// over and the text handed back, see [`GuestDigests`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     engine: &SandboxEngine,
     pre: &StepPre<HostState>,
@@ -68,19 +71,33 @@ pub(crate) fn run(
     input: &[Item],
     env: &StepEnv,
     limits: &EffectiveLimits,
+    mut digests: Option<&mut GuestDigests>,
 ) -> Result<Vec<Item>, SandboxError> {
-    let input_json =
-        serde_json::to_string(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
+    let input_json = input_text(input, digests.as_deref_mut())?;
     let argv = [name.to_string()];
     let _activity = super::activity::enter(name, super::activity::Phase::Run);
     let mut s = new_store(engine, name, limits, env, &argv, Vec::new())?;
     let result = pre
         .instantiate(&mut s.store)
         .and_then(|step| step.call_run(&mut s.store, args, &input_json));
-    finish(name, result, s, env, limits)
+    finish(name, result, s, env, limits, digests)
+}
+
+/// The input items as the JSON text a guest is handed; with `digests`,
+/// its blake3 is taken too.
+pub(crate) fn input_text(
+    input: &[Item],
+    digests: Option<&mut GuestDigests>,
+) -> Result<String, SandboxError> {
+    let text = serde_json::to_string(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
+    if let Some(d) = digests {
+        d.input = Some(crate::journal::digest(text.as_bytes()));
+    }
+    Ok(text)
 }
 
 /// Instantiate a `lobster:step@0.2.0` component and call `run`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_v02(
     engine: &SandboxEngine,
     pre: &super::bindings::v02::StepPre<HostState>,
@@ -89,10 +106,10 @@ pub(crate) fn run_v02(
     input: &[Item],
     env: &StepEnv,
     limits: &EffectiveLimits,
+    mut digests: Option<&mut GuestDigests>,
 ) -> Result<Vec<Item>, SandboxError> {
     use super::bindings::v02::lobster::step::types::StepError as E02;
-    let input_json =
-        serde_json::to_string(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
+    let input_json = input_text(input, digests.as_deref_mut())?;
     let argv = [name.to_string()];
     let mut s = new_store(engine, name, limits, env, &argv, Vec::new())?;
     let result = pre
@@ -104,7 +121,7 @@ pub(crate) fn run_v02(
                 E02::Failed(m) => StepError::Failed(m),
             })
         });
-    finish(name, result, s, env, limits)
+    finish(name, result, s, env, limits, digests)
 }
 
 /// Map `run`'s outcome to items or the precise error, forwarding what the
@@ -115,6 +132,7 @@ fn finish(
     s: StepStore,
     env: &StepEnv,
     limits: &EffectiveLimits,
+    digests: Option<&mut GuestDigests>,
 ) -> Result<Vec<Item>, SandboxError> {
     let outcome = match result {
         Err(e) => Err(fail(e, name, &s, limits)),
@@ -144,7 +162,21 @@ fn finish(
             limit: limits.output_bytes,
         });
     }
-    parse_items(name, &text)
+    output_items(name, &text, digests)
+}
+
+/// The items of the text a guest returned ([`parse_items`]); with
+/// `digests`, the text's blake3 is taken too, once it is known to be items.
+pub(crate) fn output_items(
+    name: &str,
+    text: &str,
+    digests: Option<&mut GuestDigests>,
+) -> Result<Vec<Item>, SandboxError> {
+    let items = parse_items(name, text)?;
+    if let Some(d) = digests {
+        d.output = Some(crate::journal::digest(text.as_bytes()));
+    }
+    Ok(items)
 }
 
 /// Guest stderr, line by line, to the run's log sink (as `info`).

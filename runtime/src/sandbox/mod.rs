@@ -80,3 +80,27 @@ pub use host::{MAX_STATE_KEY_BYTES, MAX_STATE_VALUE_BYTES, MAX_STATE_WRITE_BYTES
 pub use report::breach_kind;
 pub use resolve::{resolver_of, Pinned, StepPath, StepResolver, Trust};
 pub use wasm_step::WasmStep;
+
+/// A guest `tests/build-guests.sh` builds (`tests/guests`), or `None` after
+/// a loud skip message; a failure instead when guests are required (CI,
+/// `tests/run.sh`): a skipped test proves nothing.
+#[cfg(test)]
+pub(crate) fn test_guest(file: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/guests/target/wasm32-wasip2/release")
+        .join(file);
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var_os("CI").is_some() || std::env::var_os("LOBSTER_REQUIRE_GUESTS").is_some() {
+        panic!(
+            "{} is missing; tests/build-guests.sh must run first",
+            path.display()
+        );
+    }
+    eprintln!(
+        "\n!!!!!!!!!! SKIPPED: {} is missing; run tests/build-guests.sh first !!!!!!!!!!\n",
+        path.display()
+    );
+    None
+}

@@ -6,15 +6,16 @@ use super::error::SandboxError;
 pub use crate::kernel::{StepObserver, StepReport};
 use std::sync::atomic::{AtomicU64, Ordering};
 /// The journal's `step` event of a finished WebAssembly step: the report,
-/// the component's digest, and the digests of its input and output items
-/// (their JSON text).
+/// the component's digest, and its input and output digests (under the
+/// run's digest rule, see [`crate::journal::DigestRule`]; the output's only
+/// when it succeeded, `ok`).
 pub fn journal_event(
     report: &StepReport<'_>,
     component: &str,
-    input: &[crate::value::Item],
-    output: Option<&[crate::value::Item]>,
+    input_digest: Option<String>,
+    output_digest: Option<String>,
+    ok: bool,
 ) -> crate::journal::Event {
-    let items_digest = crate::journal::items_digest;
     crate::journal::Event::Step(crate::journal::Step {
         id: report.step.to_string(),
         step_kind: "wasm".into(),
@@ -23,12 +24,23 @@ pub fn journal_event(
         fuel: report.fuel_used,
         wall_ms: report.elapsed.as_millis() as u64,
         limit: report.breach.map(str::to_string),
-        input_digest: Some(items_digest(input)),
-        output_digest: output.map(items_digest),
+        input_digest,
+        output_digest: output_digest.filter(|_| ok),
+        ok,
         replayable: true,
-        ok: output.is_some(),
         ..crate::journal::Step::default()
     })
+}
+
+/// A WebAssembly step's input and output digests under digest rule 1: of
+/// its input items and (when it succeeded) its output items, each printed
+/// as one JSON array.
+pub fn items_digests(
+    input: &[crate::value::Item],
+    output: Option<&[crate::value::Item]>,
+) -> (Option<String>, Option<String>) {
+    let items_digest = crate::journal::items_digest;
+    (Some(items_digest(input)), output.map(items_digest))
 }
 
 /// The limit `e` reports hitting, named as in [`StepReport::breach`].

@@ -263,7 +263,14 @@ impl Command for WasmStep {
         let limits = ctx.limits.steps.effective(&ctx.limits);
         let argv = Self::argv(args);
         let started = std::time::Instant::now();
-        let result = self.component.run(self.name, &argv, &items, &env, &limits);
+        // Under digest rule 2 the sandbox hashes the texts it hands over
+        // and gets back; with the journal off nothing is hashed.
+        let rule = ctx.journal.digest_rule();
+        let mut digests = crate::journal::GuestDigests::default();
+        let wanted = (rule == Some(crate::journal::DigestRule::V2)).then_some(&mut digests);
+        let result = self
+            .component
+            .run_digested(self.name, &argv, &items, &env, &limits, wanted);
         let report = super::report::StepReport {
             step: self.name,
             elapsed: started.elapsed(),
@@ -273,12 +280,18 @@ impl Command for WasmStep {
         if let Some(observe) = &ctx.sandbox.observer {
             observe.observe(&report);
         }
-        if ctx.journal.is_on() {
+        if let Some(rule) = rule {
+            let output = result.as_ref().ok().map(Vec::as_slice);
+            let (input_digest, output_digest) = match rule {
+                crate::journal::DigestRule::V1 => super::report::items_digests(&items, output),
+                crate::journal::DigestRule::V2 => (digests.input, digests.output),
+            };
             let _ = ctx.journal.append(super::report::journal_event(
                 &report,
                 self.component.digest(),
-                &items,
-                result.as_ref().ok().map(Vec::as_slice),
+                input_digest,
+                output_digest,
+                output.is_some(),
             ));
         }
         match result {
@@ -312,6 +325,125 @@ impl std::fmt::Debug for WasmStep {
 mod tests {
     use super::*;
     use crate::dsl::parse;
+    use crate::journal::{self, DigestRule, Event, Journal, RunStarted};
+    use crate::kernel::Mode;
+    use crate::value::Item;
+    use serde_json::json;
+
+    /// One run of `step` on `input` in `ctx`: its output items and how many
+    /// digests it took on this thread.
+    fn run_once(step: &WasmStep, args: &Args, input: &[Item], ctx: &Context) -> (Vec<Item>, u64) {
+        let before = journal::digests_taken();
+        let out = match step.run(args, stream_of(input.to_vec()), ctx).unwrap() {
+            Output::Items(s) => collect(s).unwrap(),
+            _ => panic!("items expected"),
+        };
+        (out, journal::digests_taken() - before)
+    }
+
+    /// The `step` event `ctx`'s journal recorded (the run ended and its
+    /// journal read back from the store).
+    fn recorded_step(store: &crate::state::StateStore, ctx: &Context) -> journal::Step {
+        let id = ctx.journal.run_id().unwrap().to_string();
+        ctx.journal.end("ok", None).unwrap();
+        let text = store.journal_text(&id).unwrap().unwrap();
+        journal::replay::events_of(&text)
+            .into_iter()
+            .find_map(|e| match e {
+                Event::Step(s) => Some(s),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no step event in {text}"))
+    }
+
+    /// Rule 2: a WebAssembly step's digests are of the text the guest was
+    /// handed and the text it handed back, byte for byte — cmd-echo writes
+    /// its JSON with a newline after it and its keys as serde orders them,
+    /// which printing its items again would not reproduce. Rule 1 prints
+    /// the items. Without a journal, the step takes no digest at all.
+    #[test]
+    fn a_wasm_steps_digests_follow_the_runs_rule_and_are_not_taken_without_a_journal() {
+        let Some(path) = crate::sandbox::test_guest("cmd-echo.wasm") else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = crate::sandbox::ArtifactCache::new(tmp.path().join("cache"));
+        let component = crate::sandbox::load_file(&path, &cache).unwrap();
+        let step = WasmStep::intern("cmd-echo", path.clone(), component);
+        let store = crate::state::StateStore::new(tmp.path().join("state"));
+        let mut ctx = crate::commands::test_context(Mode::Tool, store.clone());
+        let input = vec![json!({"b": 1, "a": "é\n", "10": [1.5]}), json!("x")];
+        let args = Args::default();
+
+        let (out, taken) = run_once(step, &args, &input, &ctx);
+        assert_eq!(taken, 0, "digests taken with the journal off");
+        let expected_out: Vec<Item> = input
+            .iter()
+            .map(|i| json!({"item": i, "argv": ["cmd-echo"]}))
+            .collect();
+        assert_eq!(out, expected_out);
+
+        let handed = serde_json::to_string(&input).unwrap();
+        let returned = format!("{}\n", serde_json::to_string(&expected_out).unwrap());
+        for rule in [DigestRule::V2, DigestRule::V1] {
+            let started = RunStarted {
+                run_id: journal::new_run_id(),
+                digests: rule,
+                ..RunStarted::default()
+            };
+            ctx.journal = Journal::start(&store, started).unwrap();
+            let (again, taken) = run_once(step, &args, &input, &ctx);
+            assert_eq!(again, out);
+            assert_eq!(taken, 2, "{rule:?}: one digest each for input and output");
+            let s = recorded_step(&store, &ctx);
+            assert!(s.ok, "{s:?}");
+            let (input_digest, output_digest) = match rule {
+                DigestRule::V2 => (
+                    journal::digest(handed.as_bytes()),
+                    journal::digest(returned.as_bytes()),
+                ),
+                DigestRule::V1 => (journal::items_digest(&input), journal::items_digest(&out)),
+            };
+            assert_eq!(
+                s.input_digest.as_deref(),
+                Some(input_digest.as_str()),
+                "{rule:?}"
+            );
+            assert_eq!(
+                s.output_digest.as_deref(),
+                Some(output_digest.as_str()),
+                "{rule:?}"
+            );
+        }
+        // The two rules differ on these bytes (else the test shows nothing).
+        assert_ne!(
+            journal::digest(returned.as_bytes()),
+            journal::items_digest(&out)
+        );
+        assert_ne!(
+            journal::digest(handed.as_bytes()),
+            journal::items_digest(&input)
+        );
+
+        // A failed step under rule 2: its input digest, no output digest.
+        ctx.journal = Journal::start(
+            &store,
+            RunStarted {
+                run_id: journal::new_run_id(),
+                digests: DigestRule::V2,
+                ..RunStarted::default()
+            },
+        )
+        .unwrap();
+        let fail = Args {
+            positional: vec!["fail".into()],
+            ..Args::default()
+        };
+        assert!(step.run(&fail, stream_of(input.clone()), &ctx).is_err());
+        let s = recorded_step(&store, &ctx);
+        assert!(!s.ok && s.output_digest.is_none(), "{s:?}");
+        assert_eq!(s.input_digest, Some(journal::digest(handed.as_bytes())));
+    }
 
     #[test]
     fn argv_round_trips_through_greedy_parsing() {

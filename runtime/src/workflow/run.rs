@@ -114,10 +114,16 @@ impl<'a> Runner<'a> {
     /// their own, with exit code and output; WebAssembly stages inside a
     /// pipeline step record theirs too).
     fn record_step(&self, step: &Step, began: std::time::Instant, outcome: &Result<Item>) {
-        if !self.ctx.journal.is_on() || matches!(step.action, Action::Shell(_) | Action::None) {
+        let Some(rule) = self.ctx.journal.digest_rule() else {
+            return;
+        };
+        if matches!(step.action, Action::Shell(_) | Action::None) {
             return;
         }
-        let output_digest = outcome.as_ref().ok().map(crate::journal::value_digest);
+        let output_digest = outcome
+            .as_ref()
+            .ok()
+            .map(|r| crate::journal::step_output_digest(rule, r));
         let name = match &step.action {
             Action::Wasm { uses, .. } => uses.clone(),
             Action::Workflow { path, .. } => path.clone(),
