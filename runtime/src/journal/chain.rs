@@ -29,16 +29,50 @@ pub fn record_hash_quoted(
     seq: u64,
     event_canonical: &str,
 ) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(prev.as_bytes());
-    h.update(b"\n{\"event\":");
-    h.update(event_canonical.as_bytes());
-    h.update(b",\"run\":");
-    h.update(run_canonical.as_bytes());
-    h.update(b",\"seq\":");
-    h.update(seq.to_string().as_bytes());
-    h.update(b"}");
-    h.finalize().to_hex().to_string()
+    with_record_buffer(|buf| {
+        open_record(buf, prev);
+        buf.push_str(event_canonical);
+        close_record(buf, run_canonical, seq).to_hex().to_string()
+    })
+}
+
+/// Start the hashed bytes of a record after `prev` in `buf` (cleared
+/// first): the record's event text is to be appended next, then
+/// [`close_record`] called.
+pub fn open_record(buf: &mut String, prev: &str) {
+    buf.clear();
+    buf.push_str(prev);
+    buf.push_str("\n{\"event\":");
+}
+
+/// Finish the record [`open_record`] began in `buf` (its event text
+/// written) as the record `seq` of the run whose id's canonical JSON is
+/// `run_canonical`, and hash it: one pass over contiguous bytes.
+pub fn close_record(buf: &mut String, run_canonical: &str, seq: u64) -> blake3::Hash {
+    buf.push_str(",\"run\":");
+    buf.push_str(run_canonical);
+    buf.push_str(",\"seq\":");
+    buf.push_str(itoa::Buffer::new().format(seq));
+    buf.push('}');
+    blake3::hash(buf.as_bytes())
+}
+
+/// Run `f` with a buffer this thread keeps for records' hashed bytes (a
+/// fresh one if it is in use; one past 64 KiB is not kept).
+pub fn with_record_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
+    thread_local! {
+        static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => {
+            let r = f(&mut buf);
+            if buf.capacity() > 64 << 10 {
+                *buf = String::new();
+            }
+            r
+        }
+        Err(_) => f(&mut String::new()),
+    })
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 
 pub mod canon;
 pub mod chain;
+pub mod encode;
 pub mod event;
 pub mod replay;
 pub mod verify;
@@ -316,51 +317,82 @@ fn append_to(inner: &Inner, event: Event) -> Result<()> {
     if c.capped && !is_end {
         return Ok(());
     }
-    let text = canon::to_canonical_of(&event)
-        .map_err(|e| Error::runtime(format!("cannot record a {} event: {e}", event.kind())))?;
-    if !is_end && c.bytes + text.len() as u64 + 200 > inner.cap {
+    let seq = c.events;
+    // The event's canonical text is written straight into the record's
+    // hashed bytes (see `chain`), hashed in one pass, and copied out once.
+    let (text, hash, capped) = chain::with_record_buffer(|buf| {
+        chain::open_record(buf, &c.head);
+        let start = buf.len();
+        encode::write_event(buf, &event);
+        debug_assert_eq!(
+            Some(&buf[start..]),
+            canon::to_canonical_of(&event).ok().as_deref(),
+            "the direct canonical text of a {} event",
+            event.kind()
+        );
+        let capped = !is_end && c.bytes + (buf.len() - start) as u64 + 200 > inner.cap;
+        if capped {
+            buf.truncate(start);
+            encode::write_event(
+                buf,
+                &Event::Capped(Capped {
+                    limit_bytes: inner.cap,
+                }),
+            );
+        }
+        let text = buf[start..].to_string();
+        let hash = chain::close_record(buf, &inner.run_canonical, seq);
+        (text, hash.to_hex().to_string(), capped)
+    });
+    if capped {
         c.capped = true;
-        let marker = Event::Capped(Capped {
-            limit_bytes: inner.cap,
-        });
-        let marker = canon::to_canonical_of(&marker).unwrap_or_default();
-        return write(inner, &mut c, marker, None, false);
+        return write(&mut c, seq, text, hash, None, false);
     }
     let summary = summary_change(&inner.run_id, &event);
     let barrier = matches!(
         event,
         Event::CallIntent(_) | Event::CallAnswer(_) | Event::GateOpened(_) | Event::Decision(_)
     );
-    write(inner, &mut c, text, summary, barrier)
+    write(&mut c, seq, text, hash, summary, barrier)
 }
 
+/// Hand record `seq` (`event` text, its chain `hash`) to the run's writer.
 fn write(
-    inner: &Inner,
     c: &mut Chain,
+    seq: u64,
     event: String,
+    hash: String,
     summary: Option<SummaryUpdate>,
     barrier: bool,
 ) -> Result<()> {
-    let seq = c.events;
-    let hash = chain::record_hash_quoted(&c.head, &inner.run_canonical, seq, &event);
     c.bytes += event.len() as u64 + 200;
-    let record = StoredRecord {
-        seq,
-        prev: std::mem::replace(&mut c.head, hash.clone()),
-        hash: hash.clone(),
-        event,
-    };
     c.events += 1;
     let summary = summary.map(|mut s| {
         s.events = c.events;
-        s.head = hash;
+        s.head.clone_from(&hash);
         s
     });
+    let record = StoredRecord {
+        seq,
+        prev: std::mem::replace(&mut c.head, hash.clone()),
+        hash,
+        event,
+    };
     c.writer.append(record, summary, barrier)
 }
 
 /// How `event` changes its run's summary, if it does.
 fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
+    if !matches!(
+        event,
+        Event::RunStarted(_)
+            | Event::RunResumed(_)
+            | Event::Decision(_)
+            | Event::GateOpened(_)
+            | Event::RunEnded(_)
+    ) {
+        return None;
+    }
     let mut u = SummaryUpdate {
         run_id: run_id.to_string(),
         ..SummaryUpdate::default()

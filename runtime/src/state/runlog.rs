@@ -54,7 +54,16 @@ fn now_secs() -> u64 {
 /// (the rest, 96 bits, random): the log finds a record by when its id was
 /// made.
 pub fn time_prefixed_id() -> String {
-    format!("{:08x}{}", now_secs() as u32, super::random_hex(12))
+    let mut bytes = [0u8; 16];
+    bytes[..4].copy_from_slice(&(now_secs() as u32).to_be_bytes());
+    getrandom::fill(&mut bytes[4..]).expect("the OS random source is available");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = String::with_capacity(32);
+    for b in bytes {
+        id.push(HEX[usize::from(b >> 4)] as char);
+        id.push(HEX[usize::from(b & 15)] as char);
+    }
+    id
 }
 
 /// The time (seconds) an id of [`time_prefixed_id`] was made.
@@ -378,6 +387,25 @@ mod tests {
 
     fn log_in(dir: &Path) -> RunLog {
         RunLog::open(dir, Duration::from_secs(60)).unwrap()
+    }
+
+    /// An id is 32 lowercase hex digits: the second it was made, then 96
+    /// random bits (ids made together differ).
+    #[test]
+    fn an_id_is_its_second_then_random_bits_in_hex() {
+        let before = now_secs() as u32;
+        let (a, b) = (time_prefixed_id(), time_prefixed_id());
+        let after = now_secs() as u32;
+        for id in [&a, &b] {
+            assert_eq!(id.len(), 32, "{id}");
+            assert!(
+                id.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+                "{id}"
+            );
+            let made = id_secs(id).unwrap() as u32;
+            assert!(before <= made && made <= after, "{id}");
+        }
+        assert_ne!(a[8..], b[8..]);
     }
 
     #[test]
