@@ -62,5 +62,5 @@ pub(crate) fn run(
         step: name.to_string(),
         detail: "stdout is not UTF-8".into(),
     })?;
-    output_items(name, &text, digests)
+    output_items(name, text, digests)
 }

@@ -426,6 +426,7 @@ mod tests {
         );
 
         // A failed step under rule 2: its input digest, no output digest.
+        // (Its input is not the text cmd-echo returned last: hashed.)
         ctx.journal = Journal::start(
             &store,
             RunStarted {
@@ -461,5 +462,45 @@ mod tests {
             })
             .collect();
         assert_eq!(crate::dsl::parse_args(&tokens), p.stages[0].args);
+    }
+
+    /// Rule 2 on a chain of steps: the text a step is handed is often the
+    /// text the step before returned (noop returns its items as serde
+    /// prints them, which is how the host hands them on), and that text's
+    /// digest is not taken again; any other text is hashed.
+    #[test]
+    fn a_text_returned_then_handed_on_is_hashed_once() {
+        let Some(path) = crate::sandbox::test_guest("noop.wasm") else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = crate::sandbox::ArtifactCache::new(tmp.path().join("cache"));
+        let component = crate::sandbox::load_file(&path, &cache).unwrap();
+        let step = WasmStep::intern("noop", path.clone(), component);
+        let store = crate::state::StateStore::new(tmp.path().join("state"));
+        let mut ctx = crate::commands::test_context(Mode::Tool, store.clone());
+        let args = Args::default();
+        let a = vec![json!({"b": 1, "10": "é\"", "a": [1.5, null]}), json!(2)];
+        let b = vec![json!({"other": true})];
+        let text = |items: &[Item]| serde_json::to_string(items).unwrap();
+        // (input, digests expected: a text returned just before is not hashed)
+        for (input, taken) in [(&a, 2), (&a, 1), (&b, 2), (&a, 2), (&a, 1)] {
+            ctx.journal = Journal::start(
+                &store,
+                RunStarted {
+                    run_id: journal::new_run_id(),
+                    digests: DigestRule::V2,
+                    ..RunStarted::default()
+                },
+            )
+            .unwrap();
+            let (out, n) = run_once(step, &args, input, &ctx);
+            assert_eq!(&out, input);
+            assert_eq!(n, taken, "{input:?}");
+            let s = recorded_step(&store, &ctx);
+            let want = journal::digest(text(input).as_bytes());
+            assert_eq!(s.input_digest.as_deref(), Some(want.as_str()));
+            assert_eq!(s.output_digest.as_deref(), Some(want.as_str()));
+        }
     }
 }
