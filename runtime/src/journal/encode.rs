@@ -192,11 +192,65 @@ fn request_record(out: &mut String, r: &RequestRecord) {
     o.str("digest", digest);
     o.opt_str("file", file);
     o.str("kind", kind);
-    o.str("text", text);
+    request_text(o.key("text"), digest, text);
     if *truncated {
         o.bool("truncated", true);
     }
     o.end();
+}
+
+/// Request texts shorter than this are escaped as they come.
+const TEXT_MEMO_MIN: usize = 512;
+/// Request texts longer than this are not kept.
+const TEXT_MEMO_MAX: usize = 64 << 10;
+/// How many request texts are kept with their escaped form.
+const TEXT_MEMO_KEPT: usize = 8;
+
+/// The request texts kept ([`request_text`]), oldest first.
+static TEXT_MEMO: std::sync::Mutex<Vec<Escaped>> = std::sync::Mutex::new(Vec::new());
+
+/// A request text recorded before, with its JSON string literal.
+struct Escaped {
+    digest: String,
+    text: String,
+    literal: std::sync::Arc<str>,
+}
+
+/// Append the JSON string literal of a request's `text` (whose full text
+/// has blake3 hex `digest`). A server runs the same few workflow files
+/// over and over: the last [`TEXT_MEMO_KEPT`] texts of
+/// [`TEXT_MEMO_MIN`]..=[`TEXT_MEMO_MAX`] bytes are kept with their
+/// escaped form, found by the digest and taken only when the text is the
+/// same text (compared whole: the digest is the caller's word, and a
+/// file's next version is another text).
+fn request_text(out: &mut String, digest: &str, text: &str) {
+    use std::sync::Arc;
+    if !(TEXT_MEMO_MIN..=TEXT_MEMO_MAX).contains(&text.len()) {
+        string(out, text);
+        return;
+    }
+    let found = TEXT_MEMO.lock().ok().and_then(|memo| {
+        memo.iter()
+            .find(|e| e.digest == digest && e.text == text)
+            .map(|e| Arc::clone(&e.literal))
+    });
+    if let Some(literal) = found {
+        out.push_str(&literal);
+        return;
+    }
+    let start = out.len();
+    string(out, text);
+    let literal: Arc<str> = Arc::from(&out[start..]);
+    if let Ok(mut memo) = TEXT_MEMO.lock() {
+        if memo.len() >= TEXT_MEMO_KEPT {
+            memo.remove(0);
+        }
+        memo.push(Escaped {
+            digest: digest.to_string(),
+            text: text.to_string(),
+            literal,
+        });
+    }
 }
 
 fn grants_record(out: &mut String, g: &GrantsRecord) {

@@ -271,3 +271,57 @@ fn an_earlier_builds_journal_is_written_and_hashed_byte_for_byte() {
     assert_eq!(v.events, 6);
     assert!(v.problem.is_none(), "{:?}", v.problem);
 }
+
+/// A workflow's text is escaped once and its literal reused while the
+/// same text comes again; another text (another file, the same file
+/// changed, or a caller's digest that does not match) gets its own, and
+/// what is kept stays bounded.
+#[test]
+fn a_request_texts_literal_is_reused_only_for_the_same_text() {
+    let record = |file: &str, text: &str, digest: String| {
+        Event::RunStarted(Box::new(RunStarted {
+            request: RequestRecord {
+                kind: "workflow".into(),
+                file: Some(file.into()),
+                text: text.into(),
+                digest,
+                ..RequestRecord::default()
+            },
+            ..RunStarted::default()
+        }))
+    };
+    let text_of = |n: usize| {
+        format!(
+            "name: memo{n}\nsteps:\n{}",
+            "  - id: \"s\"\n    run: echo \\\"é\u{1}\"\n".repeat(20 + n)
+        )
+    };
+    let first = text_of(0);
+    assert!(first.len() >= TEXT_MEMO_MIN);
+    for round in 0..3 {
+        // The same text again, then the same path with a changed text.
+        for n in [0, 0, 1, 0] {
+            let text = text_of(n);
+            let e = record("w.lobster", &text, digest(text.as_bytes()));
+            assert_eq!(direct(&e), general(&e), "round {round}, text {n}");
+        }
+        // A digest that is not the text's: the text recorded is the text.
+        let e = record("w.lobster", &text_of(2), digest(first.as_bytes()));
+        assert_eq!(direct(&e), general(&e), "round {round}, another text");
+        let e = record("w.lobster", &first, digest(first.as_bytes()));
+        assert_eq!(direct(&e), general(&e), "round {round}, the first again");
+    }
+    // More texts than are kept: each is still its own, and the memo holds
+    // no more than its bound (nor texts past the size kept).
+    for n in 0..3 * TEXT_MEMO_KEPT {
+        let text = text_of(n);
+        let e = record("other.lobster", &text, digest(text.as_bytes()));
+        assert_eq!(direct(&e), general(&e), "text {n}");
+    }
+    let big = "x\"".repeat(TEXT_MEMO_MAX);
+    let e = record("big.lobster", &big, digest(big.as_bytes()));
+    assert_eq!(direct(&e), general(&e));
+    let memo = TEXT_MEMO.lock().unwrap();
+    assert!(memo.len() <= TEXT_MEMO_KEPT);
+    assert!(memo.iter().all(|m| m.text.len() <= TEXT_MEMO_MAX));
+}
