@@ -49,7 +49,7 @@ pub fn begin(
         grants: grants_record(ctx),
         components,
         env_names: ctx.env.keys().cloned().collect(),
-        cwd: ctx.authority().shown(&ctx.cwd),
+        cwd: shown_cwd(ctx),
         // The journal fills in its run's rule.
         digests: Default::default(),
     };
@@ -62,6 +62,19 @@ pub fn begin(
     ctx.journal
         .begin(&ctx.state, started)
         .map_err(|e| Error::runtime(format!("cannot start the run's journal: {e}")))
+}
+
+/// The run's working directory as its journal names it
+/// ([`crate::policy::Authority::shown`]): a tenant's run in its own root
+/// (every serve run without a `cwd:`) is `.`, said without walking the
+/// path's components against each root.
+fn shown_cwd(ctx: &Context) -> String {
+    let authority = ctx.authority();
+    if authority.confinement().tenant && ctx.cwd.as_os_str() == authority.workdir().as_os_str() {
+        debug_assert_eq!(authority.shown(&ctx.cwd), ".");
+        return ".".into();
+    }
+    authority.shown(&ctx.cwd)
 }
 
 /// The request record of a pipeline run.

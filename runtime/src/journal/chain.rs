@@ -32,7 +32,10 @@ pub fn record_hash_quoted(
     with_record_buffer(|buf| {
         open_record(buf, prev);
         buf.push_str(event_canonical);
-        close_record(buf, run_canonical, seq).to_hex().to_string()
+        close_record(buf, run_canonical, seq)
+            .to_hex()
+            .as_str()
+            .to_owned()
     })
 }
 

@@ -342,7 +342,7 @@ fn append_to(inner: &Inner, event: Event) -> Result<()> {
         }
         let text = buf[start..].to_string();
         let hash = chain::close_record(buf, &inner.run_canonical, seq);
-        (text, hash.to_hex().to_string(), capped)
+        (text, hash.to_hex().as_str().to_owned(), capped)
     });
     if capped {
         c.capped = true;
