@@ -69,6 +69,18 @@ pub(super) fn push_line(out: &mut Vec<u8>, run_json: &str, r: &StoredRecord) {
     }
 }
 
+/// The length of [`push_line`]'s line of `r` (the writer sizes its
+/// buffer with it).
+pub(super) fn line_len(run_json: &str, r: &StoredRecord) -> usize {
+    let fixed = "{\"run\":,\"seq\":,\"prev\":\"\",\"hash\":\"\",\"event\":}".len();
+    fixed
+        + run_json.len()
+        + itoa::Buffer::new().format(r.seq).len()
+        + r.prev.len()
+        + r.hash.len()
+        + r.event.len()
+}
+
 /// What a run's summary says (one per run, for `lobster runs list`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -770,7 +782,8 @@ mod tests {
         }
     }
 
-    /// The line's `seq` in plain decimal, at both ends of its range.
+    /// The line's `seq` in plain decimal, at both ends of its range, and
+    /// its length as the writer computes it.
     #[test]
     fn a_record_line_writes_its_seq_in_decimal() {
         for (seq, text) in [(0, "0"), (10, "10"), (u64::MAX, "18446744073709551615")] {
@@ -780,10 +793,13 @@ mod tests {
                 hash: "h".into(),
                 event: "{}".into(),
             };
+            let line = format_line("r", &r);
             assert_eq!(
-                format_line("r", &r),
+                line,
                 format!(r#"{{"run":"r","seq":{text},"prev":"p","hash":"h","event":{{}}}}"#)
             );
+            // The length the writer sizes its buffer with.
+            assert_eq!(line_len("\"r\"", &r), line.len());
         }
     }
 }

@@ -4,6 +4,7 @@
 //! naming its extent, all under the index's lock. A barrier writes at once
 //! and fsyncs both files (runs reaching barriers together share the fsync).
 
+use super::index::push_index_line;
 use super::segments::{ends_with_newline, open_segment, segment_name, segments};
 use super::writers::{writers, Failing, Msg, Pending};
 use super::{flock, make_dir, Locked, SEGMENT_BYTES, WINDOW};
@@ -38,7 +39,6 @@ pub(super) struct Writer {
     runs: Vec<Arc<Pending>>,
     groups: Vec<Group>,
     by_run: HashMap<String, usize>,
-    bytes: usize,
     /// When the current window began (`None`: no run is listed).
     window: Option<Instant>,
     /// A buffer filled up: write at once.
@@ -73,7 +73,6 @@ impl Writer {
             runs: Vec::new(),
             groups: Vec::new(),
             by_run: HashMap::new(),
-            bytes: 0,
             window: None,
             due: false,
             syncs: Vec::new(),
@@ -177,7 +176,6 @@ impl Writer {
     /// from the list the buffers whose run ended or whose journal is gone.
     fn collect(&mut self) {
         let (groups, by_run) = (&mut self.groups, &mut self.by_run);
-        let mut bytes = 0;
         self.runs.retain(|p| {
             let mut h = p.lock();
             if !h.records.is_empty() {
@@ -205,7 +203,7 @@ impl Writer {
                         None => s,
                     });
                 }
-                bytes += std::mem::take(&mut h.bytes);
+                h.bytes = 0;
             }
             // (The writer's own reference is the last once the run's
             // journal is dropped.)
@@ -215,7 +213,6 @@ impl Writer {
             }
             keep
         });
-        self.bytes += bytes;
     }
 
     /// Write everything pending (synced if a barrier asked), then answer.
@@ -239,7 +236,6 @@ impl Writer {
         }
         self.groups.clear();
         self.by_run.clear();
-        self.bytes = 0;
         self.due = false;
         self.window = (!self.runs.is_empty()).then(Instant::now);
         for tx in self.syncs.drain(..) {
@@ -332,17 +328,29 @@ impl Writer {
             .metadata()
             .map_err(|e| format!("cannot read segment {name}: {e}"))?
             .len();
-        let mut buf = Vec::with_capacity(self.bytes + 64);
+        // The exact size: a buffer that grew in the loop was copied (for
+        // serve, a copy of the window's whole buffer at every write).
+        let mut size = 1;
+        let mut quoted = Vec::with_capacity(self.groups.len());
+        for g in &self.groups {
+            let run_json = serde_json::to_string(&g.run).unwrap_or_default();
+            size += g
+                .records
+                .iter()
+                .map(|r| crate::state::journal::line_len(&run_json, r) + 1)
+                .sum::<usize>();
+            quoted.push(run_json);
+        }
+        let mut buf = Vec::with_capacity(size);
         // A torn last line (a power cut) ends here, outside every extent.
         if base > 0 && !ends_with_newline(seg, base) {
             buf.push(b'\n');
         }
-        let mut lines = Vec::with_capacity(self.groups.len() * 300);
-        for g in &mut self.groups {
+        let mut lines = String::with_capacity(self.groups.len() * 400);
+        for (g, run_json) in self.groups.iter_mut().zip(&quoted) {
             let start = base + buf.len() as u64;
-            let run_json = serde_json::to_string(&g.run).unwrap_or_default();
             for r in &g.records {
-                crate::state::journal::push_line(&mut buf, &run_json, r);
+                crate::state::journal::push_line(&mut buf, run_json, r);
                 buf.push(b'\n');
             }
             let last = g.records.last().expect("a group has records");
@@ -351,12 +359,8 @@ impl Writer {
             s.events = last.seq + 1;
             s.head.clone_from(&last.hash);
             s.extents = vec![(name.clone(), start, base + buf.len() as u64 - start)];
-            lines.extend_from_slice(
-                serde_json::to_string(&s)
-                    .map_err(|e| format!("cannot record a run's summary: {e}"))?
-                    .as_bytes(),
-            );
-            lines.push(b'\n');
+            push_index_line(&mut lines, &s);
+            lines.push('\n');
         }
         let seg_path = self.dir.join(name);
         let mut seg = seg;
@@ -374,9 +378,9 @@ impl Writer {
         let mut f = &index.0;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len > 0 && !ends_with_newline(f, len) {
-            lines.insert(0, b'\n');
+            lines.insert(0, '\n');
         }
-        f.write_all(&lines)
+        f.write_all(lines.as_bytes())
             .map_err(|e| format!("cannot append to the run index {}: {e}", path.display()))?;
         if sync {
             f.sync_data()

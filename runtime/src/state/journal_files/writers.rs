@@ -139,10 +139,12 @@ fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mut all = writers().lock().unwrap_or_else(|p| p.into_inner());
     let mut msg = msg;
-    if starts {
-        match all.get(dir) {
-            None => probe(dir)?,
-            Some(h) => {
+    let wakes = !matches!(&msg, Msg::List(_));
+    // One look-up of `dir` when its writer runs (hashing a path walks its
+    // components: three look-ups were ~4,000 instructions per run).
+    for _ in 0..3 {
+        if let Some(h) = all.get(dir) {
+            if starts {
                 let mut failed = h.failed.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(why) = failed.as_ref() {
                     // The store may be back: look again before refusing.
@@ -150,45 +152,42 @@ fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
                     *failed = None;
                 }
             }
-        }
-    }
-    for _ in 0..2 {
-        if !all.contains_key(dir) {
-            let (tx, rx) = mpsc::channel();
-            let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let failed = Failing::default();
-            let writer = Writer::new(dir.to_path_buf(), id, failed.clone());
-            let thread = std::thread::Builder::new()
-                .name("lobster-journal".into())
-                .spawn(move || writer.run(rx))
-                .map_err(|e| Error::runtime(format!("cannot start the journal's writer: {e}")))?
-                .thread()
-                .clone();
-            all.insert(
-                dir.to_path_buf(),
-                Handle {
-                    tx,
-                    thread,
-                    id,
-                    failed,
-                },
-            );
-        }
-        let wakes = !matches!(&msg, Msg::List(_));
-        let h = &all[dir];
-        match h.tx.send(msg) {
-            Ok(()) => {
-                if wakes {
-                    h.thread.unpark();
+            match h.tx.send(msg) {
+                Ok(()) => {
+                    if wakes {
+                        h.thread.unpark();
+                    }
+                    return Ok(());
                 }
-                return Ok(());
+                // The writer died (it never does but by a panic): start
+                // another.
+                Err(mpsc::SendError(m)) => msg = m,
             }
-            // The writer died (it never does but by a panic): start another.
-            Err(mpsc::SendError(m)) => {
-                all.remove(dir);
-                msg = m;
-            }
+            all.remove(dir);
+            continue;
         }
+        if starts {
+            probe(dir)?;
+        }
+        let (tx, rx) = mpsc::channel();
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let failed = Failing::default();
+        let writer = Writer::new(dir.to_path_buf(), id, failed.clone());
+        let thread = std::thread::Builder::new()
+            .name("lobster-journal".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| Error::runtime(format!("cannot start the journal's writer: {e}")))?
+            .thread()
+            .clone();
+        all.insert(
+            dir.to_path_buf(),
+            Handle {
+                tx,
+                thread,
+                id,
+                failed,
+            },
+        );
     }
     Err(Error::runtime(format!(
         "the journal's writer for {} keeps stopping",
