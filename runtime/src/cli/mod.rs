@@ -48,6 +48,11 @@ use topics::print_help;
 
 /// Run the CLI with `args` (without the program name); returns the exit code.
 pub fn main(args: Vec<String>) -> i32 {
+    // The journal's writer starts its thread from the process's timer once
+    // a window has passed (a short process writes its journal at its end).
+    crate::state::journal::set_scheduler(|due, f| {
+        crate::kernel::timer::at(due, f);
+    });
     let code = dispatch(args);
     // Journal records still queued for the files store's writers.
     crate::state::journal::flush_all();

@@ -419,6 +419,14 @@ pub fn flush_all() {
     journal_files::flush_all();
 }
 
+/// Let the files store's writers start their threads only once a window
+/// has passed, through `schedule` (the process's timer; set at its start):
+/// a process that ends sooner writes its journal at its end, with no
+/// thread of its own for it.
+pub fn set_scheduler(schedule: journal_files::Scheduler) {
+    journal_files::set_scheduler(schedule);
+}
+
 impl JournalWriter {
     /// The run this writer appends to.
     pub fn run_id(&self) -> &str {

@@ -146,6 +146,15 @@ impl Writer {
         }
     }
 
+    /// Take what `rx` holds and write everything out now, on the caller's
+    /// thread (a writer whose thread is not started: see `writers`).
+    pub(super) fn write_now(&mut self, rx: &Receiver<Msg>) {
+        while let Ok(msg) = rx.try_recv() {
+            self.take(msg);
+        }
+        self.write_out();
+    }
+
     /// A barrier, a flush or a full buffer waits.
     fn urgent(&self) -> bool {
         !self.syncs.is_empty() || !self.flushes.is_empty() || self.due

@@ -16,7 +16,10 @@
 //! at once with everything pending and both files are fsynced before its
 //! run goes on: runs reaching barriers together share the fsync. Other
 //! records are not synced: a SIGKILL loses what was still buffered (at
-//! most the last [`WINDOW`]), a power cut the unsynced tail.
+//! most the last [`WINDOW`]), a power cut the unsynced tail. A writer's
+//! thread starts only once its first window passed (or at a barrier or a
+//! full buffer): a process that ends sooner writes at its end, on its own
+//! thread (see `writers`).
 //!
 //! On disk, in `<dir>/journal/`: `seg-<seq, 8 digits>.log` (records, one
 //! line each, as exported), `index.log` (one JSON line per extent write:
@@ -53,7 +56,7 @@ pub(super) use compact::compact;
 pub(super) use index::{fold_into, with_index, Extent, Folded};
 pub(super) use read::read_run;
 pub(super) use writers::{append, Pending};
-pub use writers::{flush_all, flush_dir};
+pub use writers::{flush_all, flush_dir, set_scheduler, Scheduler};
 
 use crate::error::{Error, Result};
 use std::fs::{self, File};
