@@ -354,3 +354,24 @@ fn a_tampered_journal_an_unknown_id_and_a_file_that_is_not_a_journal_are_refused
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stderr.contains("has not finished"), "{r:?}");
 }
+
+/// A journal lobster wrote before digest rules (the d05ed57 release, rule
+/// 1: no `digests` in its start, each workflow step's output digest taken
+/// over its whole result printed) still verifies, and replays identical:
+/// the replay follows the rule the run recorded, not today's.
+#[test]
+fn a_journal_written_before_digest_rules_verifies_and_replays_identical() {
+    let env = Env::new();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/journal-rule1.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("digests"), "a rule 1 journal");
+    let file = file.to_str().unwrap();
+    let v = env.run(&["verify", file]);
+    assert_eq!(v.code, 0, "{v:?}");
+    // Its workflow file is gone: the recorded text runs, in a directory here.
+    let here = env.work_path("here");
+    std::fs::create_dir_all(&here).unwrap();
+    let (v, code) = replay_json(&env, &[file, "--cwd", here.to_str().unwrap()]);
+    assert_eq!((v["result"].as_str(), code), (Some("identical"), 0), "{v}");
+    assert_eq!(v["steps"], 5, "{v}");
+}
