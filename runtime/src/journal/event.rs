@@ -500,11 +500,25 @@ pub fn value_digest(value: &Value) -> String {
 }
 
 /// The output digest of a workflow step's result under `rule`: rule 2
-/// takes blake3 of its `stdout` text, as it is (a result without one, of
-/// its JSON text); rule 1 of its whole JSON text ([`DigestRule`]).
+/// takes blake3 of its `stdout` text, as it is, when that text is the JSON
+/// of its output; rule 1, and rule 2 for any other result, of its whole
+/// JSON text ([`DigestRule`]).
+///
+/// A step whose output is strings prints them joined by newlines, so its
+/// `stdout` does not tell `["a\nb"]` from `["a", "b"]`: such a result
+/// (`json` a string, or an array of strings only) is digested whole, like
+/// a result without a `stdout`. Strings print cheaply, so the cost stays
+/// small. (A human-mode step whose renderer is followed by stages that
+/// make items is identified by its rendered text; its items are covered by
+/// the next stage's input digest and the run's output digest.)
 pub fn step_output_digest(rule: DigestRule, result: &Value) -> String {
+    let strings = match result.get("json") {
+        Some(Value::String(_)) => true,
+        Some(Value::Array(items)) => items.iter().all(Value::is_string),
+        _ => false,
+    };
     match (rule, result.get("stdout")) {
-        (DigestRule::V2, Some(Value::String(stdout))) => digest(stdout.as_bytes()),
+        (DigestRule::V2, Some(Value::String(stdout))) if !strings => digest(stdout.as_bytes()),
         _ => value_digest(result),
     }
 }

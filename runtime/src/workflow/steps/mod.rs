@@ -59,4 +59,41 @@ mod tests {
             std::path::PathBuf::from("/w/sub/b.lobster")
         );
     }
+
+    /// Strings are printed joined by newlines, so one string with a newline
+    /// and two strings share a `stdout`: rule 2 digests such results whole,
+    /// and the two get different digests (as pipeline steps make them).
+    #[test]
+    fn a_workflow_steps_string_outputs_with_one_stdout_get_different_digests() {
+        use super::pipeline::result;
+        use crate::journal::{digest, step_output_digest, value_digest, DigestRule};
+        let one = result("s", vec![serde_json::json!("a\nb")], None);
+        let two = result(
+            "s",
+            vec![serde_json::json!("a"), serde_json::json!("b")],
+            None,
+        );
+        assert_eq!(one["stdout"], two["stdout"], "the case this guards");
+        let (d1, d2) = (
+            step_output_digest(DigestRule::V2, &one),
+            step_output_digest(DigestRule::V2, &two),
+        );
+        assert_ne!(d1, d2);
+        assert_eq!(d1, value_digest(&one));
+        let none = result("s", vec![], None);
+        assert_eq!(
+            step_output_digest(DigestRule::V2, &none),
+            value_digest(&none)
+        );
+        let mixed = result(
+            "s",
+            vec![serde_json::json!("a"), serde_json::json!(1)],
+            None,
+        );
+        let text = mixed["stdout"].as_str().unwrap().to_string();
+        assert_eq!(
+            step_output_digest(DigestRule::V2, &mixed),
+            digest(text.as_bytes())
+        );
+    }
 }
