@@ -518,7 +518,9 @@ pub fn step_output_digest(rule: DigestRule, result: &Value) -> String {
         _ => false,
     };
     match (rule, result.get("stdout")) {
-        (DigestRule::V2, Some(Value::String(stdout))) if !strings => digest(stdout.as_bytes()),
+        (DigestRule::V2, Some(Value::String(stdout))) if !strings => {
+            super::kept::digest(stdout.as_bytes())
+        }
         _ => value_digest(result),
     }
 }
@@ -565,6 +567,11 @@ fn digest_written(keep: bool, write: impl FnOnce(&mut String, &mut blake3::Hashe
         let whole = h.count() == 0;
         if keep && whole && !s.last_digest.is_empty() && s.text == s.last {
             return s.last_digest.clone();
+        }
+        if keep && whole {
+            if let Some(d) = super::kept::recall(s.text.as_bytes()) {
+                return d;
+            }
         }
         h.update(s.text.as_bytes());
         let digest = h.finalize().to_hex().to_string();

@@ -91,31 +91,9 @@ pub(crate) fn input_text(
 ) -> Result<String, SandboxError> {
     let text = serde_json::to_string(input).map_err(|e| SandboxError::Engine(e.to_string()))?;
     if let Some(d) = digests {
-        let kept = LAST_OUTPUT.with(|last| {
-            let last = last.try_borrow().ok()?;
-            (last.text == text).then(|| last.digest.clone()).flatten()
-        });
-        d.input = Some(kept.unwrap_or_else(|| crate::journal::digest(text.as_bytes())));
+        d.input = Some(crate::journal::kept::digest(text.as_bytes()));
     }
     Ok(text)
-}
-
-/// The last output text a guest returned on this thread whose digest was
-/// taken, with its digest. A step's items are often the next step's input
-/// unchanged (a workflow's `stdin: $prev.json`), and the text they are
-/// handed over as is then the text the step before returned, byte for
-/// byte: compared whole, it is not hashed again.
-#[derive(Default)]
-struct LastOutput {
-    text: String,
-    digest: Option<String>,
-}
-
-/// Output texts longer than this are not kept on the thread.
-const LAST_OUTPUT_KEPT: usize = 64 << 10;
-
-thread_local! {
-    static LAST_OUTPUT: std::cell::RefCell<LastOutput> = std::cell::RefCell::default();
 }
 
 /// Instantiate a `lobster:step@0.2.0` component and call `run`.
@@ -189,7 +167,7 @@ fn finish(
 
 /// The items of the text a guest returned ([`parse_items`]); with
 /// `digests`, the text's blake3 is taken too, once it is known to be items
-/// (and the text kept on the thread with it, see [`LastOutput`]).
+/// (and the text kept on the thread with it, see [`crate::journal::kept`]).
 pub(crate) fn output_items(
     name: &str,
     text: String,
@@ -197,19 +175,9 @@ pub(crate) fn output_items(
 ) -> Result<Vec<Item>, SandboxError> {
     let items = parse_items(name, &text)?;
     if let Some(d) = digests {
-        let digest = crate::journal::digest(text.as_bytes());
+        let digest = crate::journal::kept::digest(text.as_bytes());
         d.output = Some(digest.clone());
-        LAST_OUTPUT.with(|last| {
-            if let Ok(mut last) = last.try_borrow_mut() {
-                *last = match text.len() <= LAST_OUTPUT_KEPT {
-                    true => LastOutput {
-                        text,
-                        digest: Some(digest),
-                    },
-                    false => LastOutput::default(),
-                };
-            }
-        });
+        crate::journal::kept::keep(text, &digest);
     }
     Ok(items)
 }

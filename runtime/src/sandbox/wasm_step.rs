@@ -467,7 +467,8 @@ mod tests {
     /// Rule 2 on a chain of steps: the text a step is handed is often the
     /// text the step before returned (noop returns its items as serde
     /// prints them, which is how the host hands them on), and that text's
-    /// digest is not taken again; any other text is hashed.
+    /// digest is not taken again — nor, when noop hands it back unchanged,
+    /// for its output; any other text is hashed.
     #[test]
     fn a_text_returned_then_handed_on_is_hashed_once() {
         let Some(path) = crate::sandbox::test_guest("noop.wasm") else {
@@ -484,7 +485,7 @@ mod tests {
         let b = vec![json!({"other": true})];
         let text = |items: &[Item]| serde_json::to_string(items).unwrap();
         // (input, digests expected: a text returned just before is not hashed)
-        for (input, taken) in [(&a, 2), (&a, 1), (&b, 2), (&a, 2), (&a, 1)] {
+        for (input, taken) in [(&a, 2), (&a, 0), (&b, 2), (&a, 2), (&a, 0)] {
             ctx.journal = Journal::start(
                 &store,
                 RunStarted {
