@@ -6,7 +6,7 @@
 
 use super::index::push_index_line;
 use super::segments::{ends_with_newline, open_segment, segment_name, segments};
-use super::writers::{writers, Failing, Msg, Pending};
+use super::writers::{key, writers, Failing, Msg, Pending};
 use super::{flock, make_dir, Locked, SEGMENT_BYTES, WINDOW};
 use crate::state::journal::{StoredRecord, SummaryUpdate};
 use crate::state::sync_dir;
@@ -129,8 +129,8 @@ impl Writer {
                             self.take(msg);
                         }
                         Err(_) => {
-                            if all.get(&self.dir).is_some_and(|h| h.id == self.id) {
-                                all.remove(&self.dir);
+                            if all.get(key(&self.dir)).is_some_and(|h| h.id == self.id) {
+                                all.remove(key(&self.dir));
                             }
                             drop(rx);
                             return;
@@ -342,7 +342,8 @@ impl Writer {
         let mut size = 1;
         let mut quoted = Vec::with_capacity(self.groups.len());
         for g in &self.groups {
-            let run_json = serde_json::to_string(&g.run).unwrap_or_default();
+            let mut run_json = String::with_capacity(g.run.len() + 2);
+            crate::value::write_json_string(&mut run_json, &g.run);
             size += g
                 .records
                 .iter()
