@@ -28,7 +28,7 @@ pub mod verify;
 pub use event::*;
 
 use crate::error::{Error, Result};
-use crate::state::journal::{JournalWriter, StoredRecord, SummaryUpdate};
+use crate::state::journal::{JournalWriter, Record, SummaryUpdate};
 use crate::state::StateStore;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -320,8 +320,10 @@ fn append_to(inner: &Inner, event: Event) -> Result<()> {
     }
     let seq = c.events;
     // The event's canonical text is written straight into the record's
-    // hashed bytes (see `chain`), hashed in one pass, and copied out once.
-    let (text, hash, capped) = chain::with_record_buffer(|buf| {
+    // hashed bytes (see `chain`), hashed in one pass, and handed to the
+    // writer from there with the hash's hex on the stack (the files store
+    // copies it once, into the run's buffer: no String per record).
+    chain::with_record_buffer(|buf| {
         chain::open_record(buf, &c.head);
         let start = buf.len();
         encode::write_event(buf, &event);
@@ -341,49 +343,61 @@ fn append_to(inner: &Inner, event: Event) -> Result<()> {
                 }),
             );
         }
-        let text = buf[start..].to_string();
-        let hash = chain::close_record(buf, &inner.run_canonical, seq);
-        (text, hash.to_hex().as_str().to_owned(), capped)
-    });
-    if capped {
-        c.capped = true;
-        return write(&mut c, seq, text, hash, None, false);
-    }
-    let summary = summary_change(&inner.run_id, &event);
-    let barrier = matches!(
-        event,
-        Event::CallIntent(_) | Event::CallAnswer(_) | Event::GateOpened(_) | Event::Decision(_)
-    );
-    write(&mut c, seq, text, hash, summary, barrier)
+        let end = buf.len();
+        let hash = chain::close_record(buf, &inner.run_canonical, seq).to_hex();
+        let (summary, barrier) = if capped {
+            c.capped = true;
+            (None, false)
+        } else {
+            let barrier = matches!(
+                event,
+                Event::CallIntent(_)
+                    | Event::CallAnswer(_)
+                    | Event::GateOpened(_)
+                    | Event::Decision(_)
+            );
+            (summary_change(&event), barrier)
+        };
+        write(
+            &mut c,
+            seq,
+            &buf[start..end],
+            hash.as_str(),
+            summary,
+            barrier,
+        )
+    })
 }
 
-/// Hand record `seq` (`event` text, its chain `hash`) to the run's writer.
+/// Hand record `seq` (`event` text, its chain `hash`) to the run's writer
+/// and make `hash` the chain's head.
 fn write(
     c: &mut Chain,
     seq: u64,
-    event: String,
-    hash: String,
+    event: &str,
+    hash: &str,
     summary: Option<SummaryUpdate>,
     barrier: bool,
 ) -> Result<()> {
     c.bytes += event.len() as u64 + 200;
     c.events += 1;
-    let summary = summary.map(|mut s| {
-        s.events = c.events;
-        s.head.clone_from(&hash);
-        s
-    });
-    let record = StoredRecord {
+    let Chain { writer, head, .. } = c;
+    let record = Record {
         seq,
-        prev: std::mem::replace(&mut c.head, hash.clone()),
+        prev: head,
         hash,
         event,
     };
-    c.writer.append(record, summary, barrier)
+    let written = writer.append(record, summary, barrier);
+    // (In place: the head keeps its buffer.)
+    head.clear();
+    head.push_str(hash);
+    written
 }
 
-/// How `event` changes its run's summary, if it does.
-fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
+/// How `event` changes its run's summary, if it does (its run, record
+/// count and head are the writer's to fill in).
+fn summary_change(event: &Event) -> Option<SummaryUpdate> {
     if !matches!(
         event,
         Event::RunStarted(_)
@@ -394,10 +408,7 @@ fn summary_change(run_id: &str, event: &Event) -> Option<SummaryUpdate> {
     ) {
         return None;
     }
-    let mut u = SummaryUpdate {
-        run_id: run_id.to_string(),
-        ..SummaryUpdate::default()
-    };
+    let mut u = SummaryUpdate::default();
     match event {
         Event::RunStarted(s) => {
             let name = s.request.file.clone().unwrap_or_else(|| {

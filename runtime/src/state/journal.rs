@@ -37,48 +37,78 @@ pub struct StoredRecord {
     pub event: String,
 }
 
+/// One journal record as a run appends it, borrowed from the run's
+/// journal (its chain's head, the hash just computed, the event's text
+/// in the record buffer): the files store writes its line straight into
+/// the run's buffer, so an append makes no `String` of its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Record<'a> {
+    /// Position in the run's chain, from 0.
+    pub seq: u64,
+    /// Hash of the record before (hex).
+    pub prev: &'a str,
+    /// This record's hash (hex).
+    pub hash: &'a str,
+    /// The event's canonical JSON.
+    pub event: &'a str,
+}
+
+impl StoredRecord {
+    /// This record, borrowed.
+    pub fn as_record(&self) -> Record<'_> {
+        Record {
+            seq: self.seq,
+            prev: &self.prev,
+            hash: &self.hash,
+            event: &self.event,
+        }
+    }
+}
+
+impl Record<'_> {
+    /// This record, owned.
+    pub fn to_stored(&self) -> StoredRecord {
+        StoredRecord {
+            seq: self.seq,
+            prev: self.prev.to_string(),
+            hash: self.hash.to_string(),
+            event: self.event.to_string(),
+        }
+    }
+}
+
 /// The line a record is stored and exported as (no newline).
 pub fn format_line(run: &str, r: &StoredRecord) -> String {
     let mut line = Vec::with_capacity(r.event.len() + run.len() + 180);
     push_line(
         &mut line,
         &serde_json::to_string(run).unwrap_or_default(),
-        r,
+        r.as_record(),
     );
     String::from_utf8(line).unwrap_or_default()
 }
 
 /// Append [`format_line`]'s line of `r` to `out`, the run given as its
-/// JSON string `run_json` (the writer quotes a run once for its records).
-pub(super) fn push_line(out: &mut Vec<u8>, run_json: &str, r: &StoredRecord) {
+/// JSON string `run_json` (a run's buffer quotes its run once).
+pub(super) fn push_line(out: &mut Vec<u8>, run_json: &str, r: Record<'_>) {
     let mut seq = itoa::Buffer::new();
-    for part in [
+    let parts = [
         "{\"run\":",
         run_json,
         ",\"seq\":",
         seq.format(r.seq),
         ",\"prev\":\"",
-        &r.prev,
+        r.prev,
         "\",\"hash\":\"",
-        &r.hash,
+        r.hash,
         "\",\"event\":",
-        &r.event,
+        r.event,
         "}",
-    ] {
+    ];
+    out.reserve(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
         out.extend_from_slice(part.as_bytes());
     }
-}
-
-/// The length of [`push_line`]'s line of `r` (the writer sizes its
-/// buffer with it).
-pub(super) fn line_len(run_json: &str, r: &StoredRecord) -> usize {
-    let fixed = "{\"run\":,\"seq\":,\"prev\":\"\",\"hash\":\"\",\"event\":}".len();
-    fixed
-        + run_json.len()
-        + itoa::Buffer::new().format(r.seq).len()
-        + r.prev.len()
-        + r.hash.len()
-        + r.event.len()
 }
 
 /// What a run's summary says (one per run, for `lobster runs list`).
@@ -436,9 +466,12 @@ impl JournalWriter {
     /// Append `record`; with `summary`, the run's summary changes with it;
     /// with `barrier`, everything appended so far is durable when this
     /// returns.
+    ///
+    /// The summary's run, record count and head are the writer's to fill
+    /// in (from `record`): the caller leaves them empty.
     pub fn append(
         &mut self,
-        record: StoredRecord,
+        record: Record<'_>,
         summary: Option<SummaryUpdate>,
         barrier: bool,
     ) -> Result<()> {
@@ -452,7 +485,13 @@ impl JournalWriter {
                 summary: held,
                 since,
             } => {
-                pending.push(record);
+                pending.push(record.to_stored());
+                let summary = summary.map(|mut s| {
+                    s.run_id.clone_from(&self.run_id);
+                    s.events = record.seq + 1;
+                    s.head = record.hash.to_string();
+                    s
+                });
                 let ends = summary.as_ref().is_some_and(|s| s.ended_at.is_some());
                 if let Some(s) = summary {
                     *held = Some(match held.take() {
@@ -560,8 +599,8 @@ mod tests {
         let mut a = store.journal_writer("ra").unwrap();
         let mut b = store.journal_writer("rb").unwrap();
         for i in 0..3 {
-            a.append(rec(i), None, false).unwrap();
-            b.append(rec(i), None, i == 1).unwrap();
+            a.append(rec(i).as_record(), None, false).unwrap();
+            b.append(rec(i).as_record(), None, i == 1).unwrap();
         }
         let ta = store.journal_text("ra").unwrap().unwrap();
         let tb = store.journal_text("rb").unwrap().unwrap();
@@ -587,8 +626,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::new(dir.path());
         let mut w = store.journal_writer("rw").unwrap();
-        w.append(rec(0), None, false).unwrap();
-        w.append(rec(1), None, false).unwrap();
+        w.append(rec(0).as_record(), None, false).unwrap();
+        w.append(rec(1).as_record(), None, false).unwrap();
         // Neither a barrier nor a read (which flushes): the writer takes
         // the run's buffer at the end of its window on its own.
         let seg = dir.path().join("journal/seg-00000001.log");
@@ -604,7 +643,7 @@ mod tests {
         }
         assert_eq!(lines(), 2);
         // The run goes on: its next records follow in order.
-        w.append(rec(2), None, false).unwrap();
+        w.append(rec(2).as_record(), None, false).unwrap();
         drop(w);
         let text = store.journal_text("rw").unwrap().unwrap();
         assert_eq!(seqs_of(&text, "rw"), [0, 1, 2]);
@@ -615,13 +654,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::new(dir.path());
         let mut w = store.journal_writer("r1").unwrap();
-        w.append(rec(0), None, false).unwrap();
-        w.append(rec(1), None, true).unwrap();
+        w.append(rec(0).as_record(), None, false).unwrap();
+        w.append(rec(1).as_record(), None, true).unwrap();
         // A power cut left half a line of another run at the end.
         let seg = dir.path().join("journal/seg-00000001.log");
         let mut f = std::fs::OpenOptions::new().append(true).open(&seg).unwrap();
         std::io::Write::write_all(&mut f, b"{\"run\":\"r1\",\"seq\":2,\"pr").unwrap();
-        w.append(rec(2), None, true).unwrap();
+        w.append(rec(2).as_record(), None, true).unwrap();
         let text = store.journal_text("r1").unwrap().unwrap();
         assert_eq!(text.lines().count(), 3, "{text}");
         assert!(text
@@ -647,12 +686,12 @@ mod tests {
         std::fs::write(dir.path().join("journal"), "not a directory").unwrap();
         let store = StateStore::new(dir.path());
         let mut w = store.journal_writer("r1").unwrap();
-        let e = w.append(rec(0), None, false).unwrap_err();
+        let e = w.append(rec(0).as_record(), None, false).unwrap_err();
         assert!(e.to_string().contains("journal"), "{e}");
         // Once the store is writable again, runs start.
         std::fs::remove_file(dir.path().join("journal")).unwrap();
-        w.append(rec(0), None, false).unwrap();
-        w.append(rec(1), None, true).unwrap();
+        w.append(rec(0).as_record(), None, false).unwrap();
+        w.append(rec(1).as_record(), None, true).unwrap();
         assert_eq!(
             store.journal_text("r1").unwrap().unwrap().lines().count(),
             2
@@ -671,7 +710,7 @@ mod tests {
         };
         let mut old = store.journal_writer("old").unwrap();
         old.append(
-            rec(0),
+            rec(0).as_record(),
             Some(summary("old", "ok", "2020-01-01T00:00:00Z")),
             true,
         )
@@ -679,7 +718,7 @@ mod tests {
         let mut paused = store.journal_writer("paused").unwrap();
         paused
             .append(
-                rec(0),
+                rec(0).as_record(),
                 Some(summary("paused", "needs_approval", "2020-01-01T00:00:01Z")),
                 true,
             )
@@ -695,7 +734,7 @@ mod tests {
         // Once no kept run uses it, it goes; the writer starts a new one.
         paused
             .append(
-                rec(1),
+                rec(1).as_record(),
                 Some(SummaryUpdate {
                     run_id: "paused".into(),
                     status: Some("ok".into()),
@@ -710,7 +749,7 @@ mod tests {
         );
         assert!(segs(dir.path()).is_empty());
         let mut next = store.journal_writer("next").unwrap();
-        next.append(rec(0), None, true).unwrap();
+        next.append(rec(0).as_record(), None, true).unwrap();
         assert_eq!(segs(dir.path()), ["seg-00000001.log"]);
         assert_eq!(
             store.journal_text("next").unwrap().unwrap().lines().count(),
@@ -741,7 +780,7 @@ mod tests {
                 status: Some("running".into()),
                 ..Default::default()
             };
-            w.append(rec(0), Some(start), false).unwrap();
+            w.append(rec(0).as_record(), Some(start), false).unwrap();
             let end = SummaryUpdate {
                 run_id: id.clone(),
                 events: 2,
@@ -750,7 +789,7 @@ mod tests {
                 gate: (*status == "needs_approval").then(|| "abcd1234".into()),
                 ..Default::default()
             };
-            w.append(rec(1), Some(end), false).unwrap();
+            w.append(rec(1).as_record(), Some(end), false).unwrap();
         }
         let all = store.journal_runs(&RunFilter::default()).unwrap();
         let ids: Vec<_> = all.iter().map(|s| s.run_id.as_str()).collect();
@@ -806,8 +845,6 @@ mod tests {
                 line,
                 format!(r#"{{"run":"r","seq":{text},"prev":"p","hash":"h","event":{{}}}}"#)
             );
-            // The length the writer sizes its buffer with.
-            assert_eq!(line_len("\"r\"", &r), line.len());
         }
     }
 }

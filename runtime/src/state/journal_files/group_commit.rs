@@ -8,7 +8,7 @@ use super::index::push_index_line;
 use super::segments::{ends_with_newline, open_segment, segment_name, segments};
 use super::writers::{key, writers, Failing, Msg, Pending};
 use super::{flock, make_dir, Locked, SEGMENT_BYTES, WINDOW};
-use crate::state::journal::{StoredRecord, SummaryUpdate};
+use crate::state::journal::SummaryUpdate;
 use crate::state::sync_dir;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -23,10 +23,13 @@ use std::time::{Duration, Instant};
 /// next record).
 const IDLE: Duration = Duration::from_secs(10);
 
-/// One run's records taken from its buffers, to write.
+/// One run's records taken from its buffers, to write: their lines as
+/// the run wrote them, and its last record's seq and hash.
 struct Group {
-    run: String,
-    records: Vec<StoredRecord>,
+    run: Arc<str>,
+    lines: Vec<u8>,
+    last_seq: u64,
+    last_hash: String,
     summary: Option<SummaryUpdate>,
 }
 
@@ -38,7 +41,7 @@ pub(super) struct Writer {
     /// earlier leg before its later one).
     runs: Vec<Arc<Pending>>,
     groups: Vec<Group>,
-    by_run: HashMap<String, usize>,
+    by_run: HashMap<Arc<str>, usize>,
     /// When the current window began (`None`: no run is listed).
     window: Option<Instant>,
     /// A buffer filled up: write at once.
@@ -187,32 +190,36 @@ impl Writer {
         let (groups, by_run) = (&mut self.groups, &mut self.by_run);
         self.runs.retain(|p| {
             let mut h = p.lock();
-            if !h.records.is_empty() {
-                let i = match by_run.get(&p.run) {
+            if !h.lines.is_empty() {
+                let i = match by_run.get(&*p.run) {
                     Some(&i) => i,
                     None => {
                         groups.push(Group {
-                            run: p.run.clone(),
-                            records: Vec::new(),
+                            run: Arc::clone(&p.run),
+                            lines: Vec::new(),
+                            last_seq: 0,
+                            last_hash: String::new(),
                             summary: None,
                         });
-                        by_run.insert(p.run.clone(), groups.len() - 1);
+                        by_run.insert(Arc::clone(&p.run), groups.len() - 1);
                         groups.len() - 1
                     }
                 };
                 let g = &mut groups[i];
-                if g.records.is_empty() {
-                    g.records = std::mem::take(&mut h.records);
+                if g.lines.is_empty() {
+                    g.lines = std::mem::take(&mut h.lines);
                 } else {
-                    g.records.append(&mut h.records);
+                    g.lines.extend_from_slice(&h.lines);
+                    h.lines.clear();
                 }
+                g.last_seq = h.last_seq;
+                std::mem::swap(&mut g.last_hash, &mut h.last_hash);
                 if let Some(s) = h.summary.take() {
                     g.summary = Some(match g.summary.take() {
                         Some(before) => before.then(s),
                         None => s,
                     });
                 }
-                h.bytes = 0;
             }
             // (The writer's own reference is the last once the run's
             // journal is dropped.)
@@ -337,44 +344,31 @@ impl Writer {
             .metadata()
             .map_err(|e| format!("cannot read segment {name}: {e}"))?
             .len();
-        // The exact size: a buffer that grew in the loop was copied (for
-        // serve, a copy of the window's whole buffer at every write).
-        let mut size = 1;
-        let mut quoted = Vec::with_capacity(self.groups.len());
-        for g in &self.groups {
-            let mut run_json = String::with_capacity(g.run.len() + 2);
-            crate::value::write_json_string(&mut run_json, &g.run);
-            size += g
-                .records
-                .iter()
-                .map(|r| crate::state::journal::line_len(&run_json, r) + 1)
-                .sum::<usize>();
-            quoted.push(run_json);
-        }
-        let mut buf = Vec::with_capacity(size);
+        // The lines are the runs' own buffers, written with one
+        // `writev(2)` (`write_all` below), not copied into one buffer.
+        let mut parts: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(self.groups.len() + 1);
         // A torn last line (a power cut) ends here, outside every extent.
+        let mut at = base;
         if base > 0 && !ends_with_newline(seg, base) {
-            buf.push(b'\n');
+            parts.push(std::io::IoSlice::new(b"\n"));
+            at += 1;
         }
         let mut lines = String::with_capacity(self.groups.len() * 400);
-        for (g, run_json) in self.groups.iter_mut().zip(&quoted) {
-            let start = base + buf.len() as u64;
-            for r in &g.records {
-                crate::state::journal::push_line(&mut buf, run_json, r);
-                buf.push(b'\n');
-            }
-            let last = g.records.last().expect("a group has records");
+        for g in self.groups.iter_mut() {
             let mut s = g.summary.take().unwrap_or_default();
-            s.run_id.clone_from(&g.run);
-            s.events = last.seq + 1;
-            s.head.clone_from(&last.hash);
-            s.extents = vec![(name.clone(), start, base + buf.len() as u64 - start)];
+            s.run_id.clear();
+            s.run_id.push_str(&g.run);
+            s.events = g.last_seq + 1;
+            s.head = std::mem::take(&mut g.last_hash);
+            s.extents = vec![(name.clone(), at, g.lines.len() as u64)];
+            at += g.lines.len() as u64;
             push_index_line(&mut lines, &s);
             lines.push('\n');
         }
+        parts.extend(self.groups.iter().map(|g| std::io::IoSlice::new(&g.lines)));
         let seg_path = self.dir.join(name);
         let mut seg = seg;
-        seg.write_all(&buf).map_err(|e| {
+        write_all_vectored(&mut seg, &mut parts).map_err(|e| {
             format!(
                 "cannot append to journal segment {}: {e}",
                 seg_path.display()
@@ -403,4 +397,21 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// Write all of `parts` to `f` (`Write::write_all_vectored` is not stable):
+/// one `writev(2)` unless the kernel takes less (or there are more parts
+/// than one call takes).
+fn write_all_vectored(f: &mut &File, parts: &mut [std::io::IoSlice<'_>]) -> std::io::Result<()> {
+    let mut parts = parts;
+    std::io::IoSlice::advance_slices(&mut parts, 0);
+    while !parts.is_empty() {
+        match f.write_vectored(parts) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -225,14 +225,14 @@ mod tests {
             status: Some("running".into()),
             ..Default::default()
         };
-        w.append(rec(0), Some(start), false).unwrap();
+        w.append(rec(0).as_record(), Some(start), false).unwrap();
         let end = SummaryUpdate {
             run_id: id.into(),
             status: Some("ok".into()),
             ended_at: Some("2026-12-01T23:59:59.000Z".into()),
             ..Default::default()
         };
-        w.append(rec(1), Some(end), false).unwrap();
+        w.append(rec(1).as_record(), Some(end), false).unwrap();
     }
 
     /// Everything a reader sees of `store`: the list, each run's summary

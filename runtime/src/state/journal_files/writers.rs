@@ -17,7 +17,7 @@
 use super::group_commit::Writer;
 use super::{io_error, make_dir};
 use crate::error::{Error, Result};
-use crate::state::journal::{StoredRecord, SummaryUpdate};
+use crate::state::journal::{push_line, Record, SummaryUpdate};
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -43,22 +43,34 @@ pub(super) enum Msg {
 /// Bytes a run's buffer holds before the writer is asked to write at once.
 pub(super) const PENDING_BYTES: usize = 4 << 20;
 
+/// Bytes a run's buffer is made with (it grows past them).
+const LINES_RESERVED: usize = 8 << 10;
+
 /// One run's records not yet taken by the writer, filled by the run (its
 /// records come in order: the run's journal appends under its chain's
-/// lock), emptied by the writer.
+/// lock), emptied by the writer. The run writes each record's segment
+/// line here itself, from the journal's borrowed pieces: no `String` per
+/// record made on the run's thread and freed on the writer's.
 #[derive(Debug)]
 pub(in crate::state) struct Pending {
-    /// The run.
-    pub(super) run: String,
+    /// The run (shared with the writer's groups of it).
+    pub(super) run: Arc<str>,
+    /// The run as a JSON string (in every line).
+    run_json: String,
     held: Mutex<Held>,
 }
 
 /// What a [`Pending`] holds.
 #[derive(Debug, Default)]
 pub(super) struct Held {
-    pub(super) records: Vec<StoredRecord>,
+    /// The records' lines, as the segment holds them (each ending in a
+    /// newline).
+    pub(super) lines: Vec<u8>,
+    /// The last record's seq and hash (for the index line: the run's
+    /// record count and head).
+    pub(super) last_seq: u64,
+    pub(super) last_hash: String,
     pub(super) summary: Option<SummaryUpdate>,
-    pub(super) bytes: usize,
     /// The writer has this buffer in its list.
     pub(super) listed: bool,
     /// The last record pushed ended the run (the writer drops the buffer
@@ -66,11 +78,35 @@ pub(super) struct Held {
     pub(super) ended: bool,
 }
 
+impl Held {
+    /// Read the last record's seq and hash back from its line (after a
+    /// refused record was taken back).
+    fn restore_last(&mut self) {
+        #[derive(serde::Deserialize)]
+        struct Last {
+            seq: u64,
+            hash: String,
+        }
+        let body = self.lines.strip_suffix(b"\n").unwrap_or(&self.lines);
+        let line = match body.iter().rposition(|&b| b == b'\n') {
+            Some(i) => &body[i + 1..],
+            None => body,
+        };
+        if let Ok(last) = serde_json::from_slice::<Last>(line) {
+            self.last_seq = last.seq;
+            self.last_hash = last.hash;
+        }
+    }
+}
+
 impl Pending {
     /// An empty buffer of run `run`.
     pub(in crate::state) fn new(run: &str) -> Arc<Pending> {
+        let mut run_json = String::with_capacity(run.len() + 2);
+        crate::value::write_json_string(&mut run_json, run);
         Arc::new(Pending {
-            run: run.to_string(),
+            run: Arc::from(run),
+            run_json,
             held: Mutex::default(),
         })
     }
@@ -79,13 +115,21 @@ impl Pending {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Push `record` and its summary change; returns whether the buffer
-    /// must be listed with the writer (it is marked listed) and whether it
-    /// is full.
-    fn push(&self, record: StoredRecord, summary: Option<SummaryUpdate>) -> (bool, bool) {
+    /// Push `record`'s line and its summary change; returns whether the
+    /// buffer must be listed with the writer (it is marked listed), whether
+    /// it is full, and where the line starts (to take it back).
+    fn push(&self, record: Record<'_>, summary: Option<SummaryUpdate>) -> (bool, bool, usize) {
         let mut h = self.lock();
-        h.bytes += record.event.len() + 200;
-        h.records.push(record);
+        let start = h.lines.len();
+        if h.lines.capacity() == 0 {
+            // A run's usual records at once (a start, a few steps, an end).
+            h.lines.reserve(LINES_RESERVED);
+        }
+        push_line(&mut h.lines, &self.run_json, record);
+        h.lines.push(b'\n');
+        h.last_seq = record.seq;
+        h.last_hash.clear();
+        h.last_hash.push_str(record.hash);
         h.ended = false;
         if let Some(s) = summary {
             h.ended = s.ended_at.is_some();
@@ -96,7 +140,7 @@ impl Pending {
         }
         let list = !h.listed;
         h.listed = true;
-        (list, h.bytes >= PENDING_BYTES)
+        (list, h.lines.len() >= PENDING_BYTES, start)
     }
 }
 
@@ -297,22 +341,23 @@ fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
 pub(in crate::state) fn append(
     dir: &Path,
     pending: &Arc<Pending>,
-    record: StoredRecord,
+    record: Record<'_>,
     summary: Option<SummaryUpdate>,
     sync: bool,
 ) -> Result<()> {
     let starts = record.seq == 0;
-    let (list, full) = pending.push(record, summary);
+    let (list, full, start) = pending.push(record, summary);
     if list {
         if let Err(e) = send(dir, Msg::List(pending.clone()), starts) {
             // The record is refused (and with it the run, at its start).
             let mut h = pending.lock();
             h.listed = false;
-            if let Some(r) = h.records.pop() {
-                h.bytes = h.bytes.saturating_sub(r.event.len() + 200);
-            }
-            if h.records.is_empty() {
+            h.lines.truncate(start);
+            if h.lines.is_empty() {
                 h.summary = None;
+            } else {
+                // (Records still held: a writer that ended unlisted it.)
+                h.restore_last();
             }
             return Err(e);
         }
@@ -362,6 +407,7 @@ pub fn flush_all() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::journal::StoredRecord;
     use crate::state::StateStore;
     use std::time::Duration;
 
@@ -428,8 +474,8 @@ mod tests {
         let store = StateStore::new(dir.path());
         let held = hold();
         let mut w = store.journal_writer("rw").unwrap();
-        w.append(rec(0), None, false).unwrap();
-        w.append(rec(1), None, false).unwrap();
+        w.append(rec(0).as_record(), None, false).unwrap();
+        w.append(rec(1).as_record(), None, false).unwrap();
         assert_eq!(state_of(dir.path()), (true, false));
         // A read writes what is pending here, and starts no thread.
         let text = store.journal_text("rw").unwrap().unwrap();
@@ -437,7 +483,7 @@ mod tests {
         assert_eq!(state_of(dir.path()), (true, false));
         // Nobody reads: the window passes, the thread starts and writes.
         drop(held);
-        w.append(rec(2), None, false).unwrap();
+        w.append(rec(2).as_record(), None, false).unwrap();
         let seg = dir.path().join("journal/seg-00000001.log");
         let lines = || {
             std::fs::read_to_string(&seg)
@@ -457,15 +503,15 @@ mod tests {
         let store = StateStore::new(other.path());
         let held = hold();
         let mut w = store.journal_writer("rb").unwrap();
-        w.append(rec(0), None, false).unwrap();
+        w.append(rec(0).as_record(), None, false).unwrap();
         assert_eq!(state_of(other.path()), (true, false));
-        w.append(rec(1), None, true).unwrap();
+        w.append(rec(1).as_record(), None, true).unwrap();
         assert_eq!(state_of(other.path()), (false, true));
         let seg = other.path().join("journal/seg-00000001.log");
         assert_eq!(std::fs::read_to_string(seg).unwrap().lines().count(), 2);
         drop(held);
         // The end of the process: everything written.
-        w.append(rec(2), None, false).unwrap();
+        w.append(rec(2).as_record(), None, false).unwrap();
         flush_all();
         let text = store.journal_text("rb").unwrap().unwrap();
         assert_eq!(text.lines().count(), 3);
