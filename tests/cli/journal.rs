@@ -284,6 +284,65 @@ fn a_run_killed_during_a_step_leaves_a_chain_that_verifies() {
     assert_eq!(kinds(&text), ["run_started", "step"]);
 }
 
+/// Processes running at once append to one journal directory: each takes
+/// the index's lock per write and appends to the segment the index names
+/// (or the newest), so every run's chain verifies whole and `runs list`
+/// lists each once, ended. After a prune removed every segment, the next
+/// process makes one.
+#[test]
+fn processes_appending_at_once_leave_chains_that_verify_and_one_listing() {
+    let env = Env::new();
+    let wf = write(
+        &env,
+        "three.lobster",
+        "steps:\n  - id: a\n    run: echo one\n  - id: b\n    run: sleep 0.3; echo two\n  - id: c\n    run: echo three\n",
+    );
+    let wf = wf.to_str().unwrap();
+    let children: Vec<_> = (0..6)
+        .map(|_| env.spawn(&["run", "--mode", "tool", wf]))
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let listed = runs(&env);
+    assert_eq!(listed.len(), 6, "{listed:?}");
+    let mut ids = std::collections::HashSet::new();
+    for r in &listed {
+        assert_eq!(r["status"], "ok", "{r}");
+        let id = r["runId"].as_str().unwrap().to_string();
+        let text = export(&env, &id);
+        assert_eq!(
+            kinds(&text),
+            ["run_started", "step", "step", "step", "run_ended"],
+            "{text}"
+        );
+        let v = verify(&env, &text);
+        assert_eq!(v.code, 0, "{v:?}");
+        assert!(ids.insert(id));
+    }
+    // Every run pruned: no segment is left (the index names none); the
+    // next process makes one.
+    let r = env.run(&["runs", "prune", "--older-than", "0s"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let journal = env.state.path().join("journal");
+    let segments = || {
+        std::fs::read_dir(&journal)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("seg-"))
+            .count()
+    };
+    assert_eq!(segments(), 0);
+    let after = env.run(&["run", "--mode", "tool", wf]);
+    assert_eq!(after.code, 0, "{after:?}");
+    assert_eq!(segments(), 1);
+    let newest = runs(&env)[0].clone();
+    assert_eq!(newest["status"], "ok", "{newest}");
+    let text = export(&env, newest["runId"].as_str().unwrap());
+    assert_eq!(verify(&env, &text).code, 0);
+}
+
 #[test]
 fn journals_swapped_between_runs_or_edited_in_the_store_do_not_verify() {
     let env = Env::new();

@@ -1,19 +1,22 @@
 //! A writer thread: at the end of each [`WINDOW`] it takes the records
 //! the listed runs' buffers hold, groups them by run, and appends them in
-//! one `write(2)` to the current segment, then one index line per run
+//! one `writev(2)` to the current segment, then one index line per run
 //! naming its extent, all under the index's lock. A barrier writes at once
 //! and fsyncs both files (runs reaching barriers together share the fsync).
 
 use super::index::push_index_line;
-use super::segments::{ends_with_newline, open_segment, segment_name, segments};
+use super::segments::{
+    ends_with_newline, open_segment, read_at_most, segment_name, segment_name_ok, segments,
+};
 use super::writers::{key, writers, Failing, Msg, Pending};
-use super::{flock, make_dir, Locked, SEGMENT_BYTES, WINDOW};
+use super::{flock, open_index, SEGMENT_BYTES, WINDOW};
 use crate::state::journal::SummaryUpdate;
 use crate::state::sync_dir;
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
@@ -68,8 +71,9 @@ impl Drop for Writer {
 
 impl Writer {
     /// A writer of the journal in `dir`, known to the registry as `id`,
-    /// reporting its failures in `failed`.
-    pub(super) fn new(dir: PathBuf, id: u64, failed: Failing) -> Writer {
+    /// reporting its failures in `failed`, appending to `index` (the file
+    /// the run's start opened to check the journal can be written) if given.
+    pub(super) fn new(dir: PathBuf, id: u64, failed: Failing, index: Option<File>) -> Writer {
         Writer {
             dir,
             id,
@@ -80,7 +84,7 @@ impl Writer {
             due: false,
             syncs: Vec::new(),
             flushes: Vec::new(),
-            index: None,
+            index,
             segment: None,
             dir_dirty: true,
             failed,
@@ -263,41 +267,35 @@ impl Writer {
     }
 
     fn write_groups(&mut self, sync: bool) -> std::result::Result<(), String> {
-        make_dir(&self.dir).map_err(|e| e.to_string())?;
-        let index = self.lock_index()?;
-        let result = self.write_locked(&index, sync);
-        drop(index);
+        let (lock, len) = self.lock_index()?;
+        let result = self.write_locked(len, sync);
+        drop(lock);
         result
     }
 
     /// The index file, opened if needed, exclusively locked and checked to
-    /// be the live one (a prune may have replaced it).
-    fn lock_index(&mut self) -> std::result::Result<Locked, String> {
+    /// be the live one (a prune may have replaced it); with its length
+    /// (every writer appends under the lock: it holds until unlocked). The
+    /// lock is taken on the held file itself, not a duplicate of it.
+    fn lock_index(&mut self) -> std::result::Result<(Unlock, u64), String> {
         let path = self.dir.join("index.log");
         for _ in 0..8 {
             if self.index.is_none() {
-                let f = OpenOptions::new()
-                    .read(true)
-                    .append(true)
-                    .create(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .map_err(|e| format!("cannot open the run index {}: {e}", path.display()))?;
-                self.index = Some(f);
+                self.index = Some(open_index(&self.dir).map_err(|e| e.to_string())?);
                 self.dir_dirty = true;
             }
-            let f = self
-                .index
-                .as_ref()
-                .expect("opened")
-                .try_clone()
-                .map_err(|e| format!("cannot open the run index {}: {e}", path.display()))?;
-            flock(&f, libc::LOCK_EX)
+            let f = self.index.as_ref().expect("opened");
+            flock(f, libc::LOCK_EX)
                 .map_err(|e| format!("cannot lock the run index {}: {e}", path.display()))?;
-            let live = fs::metadata(&path).map(|m| m.ino()).ok();
-            if live.is_some() && live == f.metadata().map(|m| m.ino()).ok() {
-                return Ok(Locked(f));
+            let lock = Unlock(f.as_raw_fd());
+            let held = f.metadata().ok();
+            let live = fs::metadata(&path).ok();
+            if let (Some(held), Some(live)) = (held, live) {
+                if held.ino() == live.ino() && held.dev() == live.dev() {
+                    return Ok((lock, held.len()));
+                }
             }
+            drop(lock);
             self.index = None;
         }
         Err(format!(
@@ -306,46 +304,96 @@ impl Writer {
         ))
     }
 
-    /// The segment to append to (under the index lock): the open one while
-    /// it is live and not full, else the newest in the directory if it is
-    /// not full, else a new one.
-    fn segment(&mut self) -> std::result::Result<(), String> {
+    /// The segment to append to (under the index lock) and its length: the
+    /// open one while it is live and not full, else the one the index's
+    /// last line names (`hint`: the segment the last write went to) if it
+    /// is there and not full, else the newest in the directory if it is
+    /// not full, else a new one. A process that appends once opens one
+    /// segment and lists nothing.
+    fn segment(&mut self, hint: Option<&str>) -> std::result::Result<u64, String> {
         if let Some((_, f)) = &self.segment {
             match f.metadata() {
-                Ok(m) if m.nlink() > 0 && m.len() < SEGMENT_BYTES => return Ok(()),
+                Ok(m) if m.nlink() > 0 && m.len() < SEGMENT_BYTES => return Ok(m.len()),
                 _ => self.segment = None,
             }
         }
-        let segs = segments(&self.dir).map_err(|e| e.to_string())?;
-        if let Some((seq, name)) = segs.last() {
-            let path = self.dir.join(name);
-            if fs::metadata(&path).is_ok_and(|m| m.len() < SEGMENT_BYTES) {
-                let f = open_segment(&path, false)?;
-                self.segment = Some((name.clone(), f));
-                self.dir_dirty = true;
-                return Ok(());
+        // Removed by a prune (under this lock, so not meanwhile), full, or
+        // not readable: look in the directory instead.
+        if let Some(name) = hint {
+            if let Ok(f) = open_segment(&self.dir.join(name), false) {
+                if let Ok(m) = f.metadata() {
+                    if m.nlink() > 0 && m.len() < SEGMENT_BYTES {
+                        self.segment = Some((name.to_string(), f));
+                        self.dir_dirty = true;
+                        return Ok(m.len());
+                    }
+                }
             }
-            let name = segment_name(seq + 1);
-            let f = open_segment(&self.dir.join(&name), true)?;
-            self.segment = Some((name, f));
-        } else {
-            let name = segment_name(1);
-            let f = open_segment(&self.dir.join(&name), true)?;
-            self.segment = Some((name, f));
         }
-        self.dir_dirty = true;
-        Ok(())
-    }
-
-    fn write_locked(&mut self, index: &Locked, sync: bool) -> std::result::Result<(), String> {
-        self.segment()?;
-        let (name, seg) = self.segment.as_ref().expect("a segment is open");
-        let base = seg
+        let segs = segments(&self.dir).map_err(|e| e.to_string())?;
+        let name = match segs.last() {
+            Some((seq, name)) => {
+                let f = open_segment(&self.dir.join(name), false)?;
+                let len = f
+                    .metadata()
+                    .map_err(|e| format!("cannot read segment {name}: {e}"))?
+                    .len();
+                if len < SEGMENT_BYTES {
+                    self.segment = Some((name.clone(), f));
+                    self.dir_dirty = true;
+                    return Ok(len);
+                }
+                segment_name(seq + 1)
+            }
+            None => segment_name(1),
+        };
+        let f = open_segment(&self.dir.join(&name), true)?;
+        // (Made meanwhile by a writer that did not lock: its length.)
+        let len = f
             .metadata()
             .map_err(|e| format!("cannot read segment {name}: {e}"))?
             .len();
+        self.segment = Some((name, f));
+        self.dir_dirty = true;
+        Ok(len)
+    }
+
+    /// The last bytes of the index (of length `len`, locked): whether it
+    /// ends a line, and — when no segment is open — the segment its last
+    /// line names.
+    fn index_tail(&self, len: u64) -> (bool, Option<String>) {
+        let Some(f) = self.index.as_ref() else {
+            return (false, None);
+        };
+        if len == 0 {
+            return (true, None);
+        }
+        let mut tail = [0u8; 512];
+        let want = if self.segment.is_some() {
+            1
+        } else {
+            tail.len() as u64
+        };
+        let n = want.min(len) as usize;
+        let got = read_at_most(f, &mut tail[..n], len - n as u64);
+        let tail = &tail[..got];
+        let whole = got == n && tail.last() == Some(&b'\n');
+        let hint = if whole && self.segment.is_none() {
+            last_segment(tail).map(str::to_string)
+        } else {
+            None
+        };
+        (whole, hint)
+    }
+
+    /// Write the groups: `index_len`, the locked index's length.
+    fn write_locked(&mut self, index_len: u64, sync: bool) -> std::result::Result<(), String> {
+        let (index_whole, hint) = self.index_tail(index_len);
+        let base = self.segment(hint.as_deref())?;
+        let (name, seg) = self.segment.as_ref().expect("a segment is open");
         // The lines are the runs' own buffers, written with one
-        // `writev(2)` (`write_all` below), not copied into one buffer.
+        // `writev(2)` (`write_all_vectored` below), not copied into one
+        // buffer.
         let mut parts: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(self.groups.len() + 1);
         // A torn last line (a power cut) ends here, outside every extent.
         let mut at = base;
@@ -379,9 +427,8 @@ impl Writer {
                 .map_err(|e| format!("cannot sync journal segment {}: {e}", seg_path.display()))?;
         }
         let path = self.dir.join("index.log");
-        let mut f = &index.0;
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len > 0 && !ends_with_newline(f, len) {
+        let mut f = self.index.as_ref().expect("locked");
+        if !index_whole {
             lines.insert(0, '\n');
         }
         f.write_all(lines.as_bytes())
@@ -399,6 +446,30 @@ impl Writer {
     }
 }
 
+/// Unlocks the index (by the held file's descriptor, open while this
+/// lives) when dropped.
+struct Unlock(RawFd);
+
+impl Drop for Unlock {
+    fn drop(&mut self) {
+        // SAFETY: flock on a descriptor the writer holds open while this
+        // lives; no memory is passed.
+        unsafe { libc::flock(self.0, libc::LOCK_UN) };
+    }
+}
+
+/// The segment an index line names last (`…,["seg-….log",off,len]]}`
+/// then a newline, as `push_index_line` and serde end a line with
+/// extents); `None` when `tail` ends otherwise.
+fn last_segment(tail: &[u8]) -> Option<&str> {
+    let rest = tail.strip_suffix(b"]]}\n")?;
+    let open = rest.iter().rposition(|&b| b == b'[')?;
+    let quoted = rest[open + 1..].strip_prefix(b"\"")?;
+    let end = quoted.iter().position(|&b| b == b'"')?;
+    let name = std::str::from_utf8(&quoted[..end]).ok()?;
+    segment_name_ok(name).then_some(name)
+}
+
 /// Write all of `parts` to `f` (`Write::write_all_vectored` is not stable):
 /// one `writev(2)` unless the kernel takes less (or there are more parts
 /// than one call takes).
@@ -414,4 +485,167 @@ fn write_all_vectored(f: &mut &File, parts: &mut [std::io::IoSlice<'_>]) -> std:
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::journal::StoredRecord;
+    use crate::state::StateStore;
+
+    fn rec(seq: u64) -> StoredRecord {
+        StoredRecord {
+            seq,
+            prev: format!("{seq:064x}"),
+            hash: format!("{:064x}", seq + 1),
+            event: format!("{{\"kind\":\"step\",\"n\":{seq}}}"),
+        }
+    }
+
+    /// The index line of run `run` with one extent in `seg`.
+    fn line(run: &str, seg: &str) -> String {
+        let mut out = String::new();
+        super::push_index_line(
+            &mut out,
+            &SummaryUpdate {
+                run_id: run.into(),
+                events: 1,
+                head: "h".into(),
+                extents: vec![(seg.into(), 0, 0)],
+                ..Default::default()
+            },
+        );
+        out + "\n"
+    }
+
+    #[test]
+    fn the_last_segment_is_read_from_an_index_lines_end() {
+        let one = line("r", "seg-00000007.log");
+        assert_eq!(last_segment(one.as_bytes()), Some("seg-00000007.log"));
+        // Several extents: the last.
+        let mut many = String::new();
+        push_index_line(
+            &mut many,
+            &SummaryUpdate {
+                run_id: "r".into(),
+                extents: vec![
+                    ("seg-00000002.log".into(), 5, 6),
+                    ("seg-00000003.log".into(), 0, 9),
+                ],
+                ..Default::default()
+            },
+        );
+        many.push('\n');
+        assert_eq!(last_segment(many.as_bytes()), Some("seg-00000003.log"));
+        // What serde writes is read alike.
+        let serde = serde_json::to_string(&SummaryUpdate {
+            run_id: "r".into(),
+            extents: vec![("seg-00000004.log".into(), 1, 2)],
+            ..Default::default()
+        })
+        .unwrap()
+            + "\n";
+        assert_eq!(last_segment(serde.as_bytes()), Some("seg-00000004.log"));
+        // No extents (a tombstone), a torn line, a name that is not a
+        // segment's, a tail cut inside the name: none.
+        for tail in [
+            "{\"run_id\":\"r\",\"events\":1,\"head\":\"h\",\"status\":\"pruned\"}\n",
+            one.trim_end(),
+            "{\"run_id\":\"r\",\"extents\":[[\"../index.log\",0,1]]}\n",
+            "{\"run_id\":\"r\",\"extents\":[[\"seg-1.log/x\",0,1]]}\n",
+            "00000001.log\",0,1]]}\n",
+        ] {
+            assert_eq!(last_segment(tail.as_bytes()), None, "{tail}");
+        }
+    }
+
+    /// A new writer appends to the segment the index's last line names —
+    /// not listing the directory — while it is there and not full; else to
+    /// the newest there if not full, else to a new one. Whichever it takes,
+    /// a torn tail before it stays outside every run, and the run reads
+    /// back whole.
+    #[test]
+    fn a_writer_appends_where_the_index_says_unless_that_segment_is_gone_or_full() {
+        let write_run = |store: &StateStore, run: &str| {
+            let mut w = store.journal_writer(run).unwrap();
+            w.append(rec(0).as_record(), None, false).unwrap();
+            w.append(rec(1).as_record(), None, true).unwrap();
+            super::super::flush_all();
+        };
+        let lines_of = |path: &std::path::Path| {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("\"run\":\"new\""))
+                .count()
+        };
+        // (the index's last line, segments there with their lengths, torn
+        // tail in the named one, where the run's records go)
+        type Case<'a> = (&'a str, &'a [(&'a str, u64)], bool, &'a str);
+        let cases: [Case<'_>; 5] = [
+            // Named, not full, though a newer one is there (after a prune).
+            (
+                "seg-00000001.log",
+                &[("seg-00000001.log", 10), ("seg-00000002.log", 10)],
+                false,
+                "seg-00000001.log",
+            ),
+            // Named, with a torn tail: a new line starts.
+            (
+                "seg-00000001.log",
+                &[("seg-00000001.log", 10)],
+                true,
+                "seg-00000001.log",
+            ),
+            // Named but gone: the newest.
+            (
+                "seg-00000005.log",
+                &[("seg-00000003.log", 10)],
+                false,
+                "seg-00000003.log",
+            ),
+            // Named but full: the newest, or a new one past it if full.
+            (
+                "seg-00000001.log",
+                &[("seg-00000001.log", SEGMENT_BYTES), ("seg-00000002.log", 3)],
+                false,
+                "seg-00000002.log",
+            ),
+            (
+                "seg-00000002.log",
+                &[("seg-00000002.log", SEGMENT_BYTES)],
+                false,
+                "seg-00000003.log",
+            ),
+        ];
+        for (named, there, torn, expected) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let journal = dir.path().join("journal");
+            std::fs::create_dir(&journal).unwrap();
+            for (name, len) in there {
+                let f = File::create(journal.join(name)).unwrap();
+                if *len == SEGMENT_BYTES {
+                    f.set_len(*len).unwrap();
+                } else {
+                    let mut text = "x".repeat(*len as usize - 1) + "\n";
+                    if torn && *name == named {
+                        text.pop();
+                    }
+                    (&f).write_all(text.as_bytes()).unwrap();
+                }
+            }
+            std::fs::write(journal.join("index.log"), line("old", named)).unwrap();
+            let store = StateStore::new(dir.path());
+            write_run(&store, "new");
+            let target = journal.join(expected);
+            assert_eq!(lines_of(&target), 2, "{named} {there:?}: not in {expected}");
+            let text = store.journal_text("new").unwrap().unwrap();
+            assert_eq!(text.lines().count(), 2, "{named} {there:?}");
+            assert!(text.lines().all(|l| l.starts_with("{\"run\":\"new\"")));
+            if torn {
+                let all = std::fs::read_to_string(&target).unwrap();
+                assert!(all.starts_with(&format!("{}\n{{\"run\":\"new\"", "x".repeat(9))));
+            }
+        }
+    }
 }

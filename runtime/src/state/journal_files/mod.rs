@@ -60,7 +60,7 @@ pub use writers::{flush_all, flush_dir, set_scheduler, Scheduler};
 
 use crate::error::{Error, Result};
 use std::fs::{self, File};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
@@ -105,6 +105,29 @@ fn make_dir(dir: &Path) -> Result<()> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| io_error("cannot create journal directory", dir, e))
+}
+
+/// The index of the journal in `dir`, opened to read and append (made,
+/// with the directory, if it is not there). Tried first and the directory
+/// made only when it is missing: one `openat` for a journal in use.
+fn open_index(dir: &Path) -> Result<File> {
+    let path = dir.join("index.log");
+    let open = || {
+        fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+    };
+    let opened = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            make_dir(dir)?;
+            open()
+        }
+        other => other,
+    };
+    opened.map_err(|e| io_error("cannot open the run index", &path, e))
 }
 
 /// An error that names what failed, the path and the OS's reason.

@@ -15,12 +15,10 @@
 //! hand-off to it were ~0.2 ms of a 6 ms process).
 
 use super::group_commit::Writer;
-use super::{io_error, make_dir};
 use crate::error::{Error, Result};
 use crate::state::journal::{push_line, Record, SummaryUpdate};
 use std::collections::HashMap;
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -226,18 +224,11 @@ fn window_passed(dir: &Path, id: u64) {
 /// A writer's last failure, shared with the runs that send to it.
 pub(super) type Failing = std::sync::Arc<Mutex<Option<String>>>;
 
-/// Whether the journal in `dir` can be written: its directory made and its
-/// index opened for appending.
-fn probe(dir: &Path) -> Result<()> {
-    make_dir(dir)?;
-    let path = dir.join("index.log");
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(&path)
-        .map(drop)
-        .map_err(|e| io_error("cannot open the run index", &path, e))
+/// Whether the journal in `dir` can be written: its index opened for
+/// appending (the directory made if it is not there). The file is the
+/// writer's to keep: a process that appends opens the index once.
+fn probe(dir: &Path) -> Result<File> {
+    super::open_index(dir)
 }
 
 /// The writers of this process, by journal directory (its path's bytes:
@@ -302,13 +293,11 @@ fn send(dir: &Path, msg: Msg, starts: bool) -> Result<()> {
             all.remove(key(dir));
             continue;
         }
-        if starts {
-            probe(dir)?;
-        }
+        let index = if starts { Some(probe(dir)?) } else { None };
         let (tx, rx) = mpsc::channel();
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let failed = Failing::default();
-        let writer = Writer::new(dir.to_path_buf(), id, failed.clone());
+        let writer = Writer::new(dir.to_path_buf(), id, failed.clone(), index);
         let mut h = Handle {
             tx,
             thread: None,
