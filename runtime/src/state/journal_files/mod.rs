@@ -5,11 +5,12 @@
 //! A file per run cost an inode per run — half of `lobster serve`'s
 //! throughput on the files store. So records go, as the run log's do
 //! (`state::runlog`), to one writer thread per journal directory in the
-//! process: a run pushes each record into its own buffer (its own lock;
-//! no message, no wake-up) and goes on, the buffer listed with the writer
-//! at the run's first record; at the end of each [`WINDOW`] the writer
-//! takes what every listed buffer holds, groups it by run, and appends
-//! everything in one `write(2)` to the current segment, then one line per
+//! process: a run writes each record's segment line into its own buffer
+//! (its own lock; no message, no wake-up) and goes on, the buffer listed
+//! with the writer at the run's first record; at the end of each
+//! [`WINDOW`] the writer takes what every listed buffer holds, groups it
+//! by run, and appends the runs' lines in one `writev(2)` to the current
+//! segment, then one line per
 //! run to the index naming where that run's records went (an *extent*:
 //! segment, offset, length) with the run's summary change. A record that
 //! is a barrier (a brokered call's intent, a gate, a decision) is written
