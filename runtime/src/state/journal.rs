@@ -557,18 +557,22 @@ fn fold_index(text: &str) -> journal_files::Folded {
     by_id
 }
 
+/// A record for the store's tests: record `seq` of a chain whose hashes
+/// are made of the seq, with a small step event.
+#[cfg(test)]
+pub(in crate::state) fn test_record(seq: u64) -> StoredRecord {
+    StoredRecord {
+        seq,
+        prev: format!("{seq:064x}"),
+        hash: format!("{:064x}", seq + 1),
+        event: format!("{{\"kind\":\"step\",\"n\":{seq}}}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_record as rec;
     use super::*;
-
-    fn rec(seq: u64) -> StoredRecord {
-        StoredRecord {
-            seq,
-            prev: format!("{:064x}", seq),
-            hash: format!("{:064x}", seq + 1),
-            event: format!("{{\"kind\":\"step\",\"n\":{seq}}}"),
-        }
-    }
 
     fn segs(dir: &std::path::Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir.join("journal"))

@@ -490,17 +490,8 @@ fn write_all_vectored(f: &mut &File, parts: &mut [std::io::IoSlice<'_>]) -> std:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::journal::StoredRecord;
+    use crate::state::journal::test_record as rec;
     use crate::state::StateStore;
-
-    fn rec(seq: u64) -> StoredRecord {
-        StoredRecord {
-            seq,
-            prev: format!("{seq:064x}"),
-            hash: format!("{:064x}", seq + 1),
-            event: format!("{{\"kind\":\"step\",\"n\":{seq}}}"),
-        }
-    }
 
     /// The index line of run `run` with one extent in `seg`.
     fn line(run: &str, seg: &str) -> String {

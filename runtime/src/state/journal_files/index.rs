@@ -195,17 +195,8 @@ pub(in crate::state) fn forget() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::journal::{RunFilter, StoredRecord, SummaryUpdate};
+    use crate::state::journal::{test_record as rec, RunFilter, SummaryUpdate};
     use crate::state::StateStore;
-
-    fn rec(seq: u64) -> StoredRecord {
-        StoredRecord {
-            seq,
-            prev: format!("{seq:064x}"),
-            hash: format!("{:064x}", seq + 1),
-            event: format!("{{\"kind\":\"step\",\"n\":{seq}}}"),
-        }
-    }
 
     /// Run `id`: started at second `at` of the day, two records, ended.
     fn journal_run(store: &StateStore, id: &str, at: u32) {

@@ -396,18 +396,9 @@ pub fn flush_all() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::journal::StoredRecord;
+    use crate::state::journal::test_record as rec;
     use crate::state::StateStore;
     use std::time::Duration;
-
-    fn rec(seq: u64) -> StoredRecord {
-        StoredRecord {
-            seq,
-            prev: format!("{seq:064x}"),
-            hash: format!("{:064x}", seq + 1),
-            event: format!("{{\"kind\":\"step\",\"n\":{seq}}}"),
-        }
-    }
 
     type Held = Vec<(Instant, Box<dyn FnOnce() + Send>)>;
 
