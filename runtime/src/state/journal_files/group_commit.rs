@@ -9,7 +9,7 @@ use super::segments::{
     ends_with_newline, open_segment, read_at_most, segment_name, segment_name_ok, segments,
 };
 use super::writers::{key, writers, Failing, Msg, Pending};
-use super::{flock, open_index, SEGMENT_BYTES, WINDOW};
+use super::{flock, flock_fd, open_index, SEGMENT_BYTES, WINDOW};
 use crate::state::journal::SummaryUpdate;
 use crate::state::sync_dir;
 use std::collections::HashMap;
@@ -452,9 +452,7 @@ struct Unlock(RawFd);
 
 impl Drop for Unlock {
     fn drop(&mut self) {
-        // SAFETY: flock on a descriptor the writer holds open while this
-        // lives; no memory is passed.
-        unsafe { libc::flock(self.0, libc::LOCK_UN) };
+        let _ = flock_fd(self.0, libc::LOCK_UN);
     }
 }
 

@@ -84,9 +84,16 @@ impl Drop for Locked {
 
 /// `flock(2)` on `f`, retried when interrupted.
 fn flock(f: &File, op: libc::c_int) -> std::io::Result<()> {
+    flock_fd(f.as_raw_fd(), op)
+}
+
+/// `flock(2)` on descriptor `fd` (open while this runs), retried when
+/// interrupted.
+fn flock_fd(fd: std::os::unix::io::RawFd, op: libc::c_int) -> std::io::Result<()> {
     loop {
-        // SAFETY: flock on a file descriptor we own; no memory is passed.
-        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+        // SAFETY: flock on a descriptor the caller holds open; no memory
+        // is passed.
+        if unsafe { libc::flock(fd, op) } == 0 {
             return Ok(());
         }
         let e = std::io::Error::last_os_error();
