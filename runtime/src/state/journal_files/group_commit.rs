@@ -320,28 +320,15 @@ impl Writer {
         // Removed by a prune (under this lock, so not meanwhile), full, or
         // not readable: look in the directory instead.
         if let Some(name) = hint {
-            if let Ok(f) = open_segment(&self.dir.join(name), false) {
-                if let Ok(m) = f.metadata() {
-                    if m.nlink() > 0 && m.len() < SEGMENT_BYTES {
-                        self.segment = Some((name.to_string(), f));
-                        self.dir_dirty = true;
-                        return Ok(m.len());
-                    }
-                }
+            if let Ok(Some((f, len))) = self.with_room(name) {
+                return Ok(self.take_segment(name.to_string(), f, len));
             }
         }
         let segs = segments(&self.dir).map_err(|e| e.to_string())?;
         let name = match segs.last() {
             Some((seq, name)) => {
-                let f = open_segment(&self.dir.join(name), false)?;
-                let len = f
-                    .metadata()
-                    .map_err(|e| format!("cannot read segment {name}: {e}"))?
-                    .len();
-                if len < SEGMENT_BYTES {
-                    self.segment = Some((name.clone(), f));
-                    self.dir_dirty = true;
-                    return Ok(len);
+                if let Some((f, len)) = self.with_room(name)? {
+                    return Ok(self.take_segment(name.clone(), f, len));
                 }
                 segment_name(seq + 1)
             }
@@ -349,13 +336,23 @@ impl Writer {
         };
         let f = open_segment(&self.dir.join(&name), true)?;
         // (Made meanwhile by a writer that did not lock: its length.)
-        let len = f
-            .metadata()
-            .map_err(|e| format!("cannot read segment {name}: {e}"))?
-            .len();
+        let len = segment_metadata(&f, &name)?.len();
+        Ok(self.take_segment(name, f, len))
+    }
+
+    /// Existing segment `name`, opened, with its length — unless it is
+    /// gone (unlinked) or full.
+    fn with_room(&self, name: &str) -> std::result::Result<Option<(File, u64)>, String> {
+        let f = open_segment(&self.dir.join(name), false)?;
+        let m = segment_metadata(&f, name)?;
+        Ok((m.nlink() > 0 && m.len() < SEGMENT_BYTES).then_some((f, m.len())))
+    }
+
+    /// Append to `f` (segment `name`, `len` bytes long) from now on; `len`.
+    fn take_segment(&mut self, name: String, f: File, len: u64) -> u64 {
         self.segment = Some((name, f));
         self.dir_dirty = true;
-        Ok(len)
+        len
     }
 
     /// The last bytes of the index (of length `len`, locked): whether it
@@ -444,6 +441,12 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// The metadata of segment `name`, open as `f`.
+fn segment_metadata(f: &File, name: &str) -> std::result::Result<fs::Metadata, String> {
+    f.metadata()
+        .map_err(|e| format!("cannot read segment {name}: {e}"))
 }
 
 /// Unlocks the index (by the held file's descriptor, open while this
