@@ -1,13 +1,15 @@
 # shellcheck shell=bash
-# The set-up serve.sh's case (b) and serve_first.sh share, sourced by both:
-# one tenant "bench" (token from LOBSTER_BENCH_TOKEN) whose catalog holds
-# bench5, five sandboxed wasm steps (the example steps inbox.categorize and
+# The set-up the serve benchmarks share (serve.sh, serve_first.sh,
+# journal_instr.sh, journal_pairs.sh), sourced by each: one tenant "bench"
+# (token from LOBSTER_BENCH_TOKEN) whose catalog holds bench5, five
+# sandboxed wasm steps (the example steps inbox.categorize and
 # email.triage) on three inline messages.
 #
 #   bench5_setup WORK STEPS_OUT
 # writes WORK/workflows/bench5.lobster, copies the two steps from STEPS_OUT
 # into WORK/steps/, and writes WORK/serve.toml with its state in WORK/state
-# (created). The caller sets LOBSTER_BENCH_TOKEN and starts the server.
+# (created). The caller sets LOBSTER_BENCH_TOKEN (bench_cases below does)
+# and starts the server.
 
 bench5_setup() {
     local work=$1 steps_out=$2
@@ -53,4 +55,16 @@ max_concurrent_runs = 256
 requests_per_minute = 1000000000
 self_approve = true
 TOML
+}
+
+# bench_cases: serve.sh's two cases as request bodies for POST /v1/runs —
+# $pipeline and $body_a (case (a), a 3-stage built-in pipeline), $body_b
+# (case (b), bench5) — and a random $LOBSTER_BENCH_TOKEN, exported for the
+# server's token_env.
+bench_cases() {
+    export LOBSTER_BENCH_TOKEN
+    LOBSTER_BENCH_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    pipeline='commands.list | where name==exec | pick name,description'
+    body_a=$(python3 -c 'import json,sys; print(json.dumps({"pipeline": sys.argv[1]}))' "$pipeline")
+    body_b='{"workflow":"bench5"}'
 }

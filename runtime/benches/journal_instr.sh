@@ -58,11 +58,7 @@ trap cleanup EXIT
 # shellcheck source=runtime/benches/bench5.sh
 . "$script_dir/bench5.sh"
 bench5_setup "$work" "$steps_out"
-export LOBSTER_BENCH_TOKEN
-LOBSTER_BENCH_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-pipeline='commands.list | where name==exec | pick name,description'
-body_a=$(python3 -c 'import json,sys; print(json.dumps({"pipeline": sys.argv[1]}))' "$pipeline")
-body_b='{"workflow":"bench5"}'
+bench_cases
 
 {
     printf 'name: bench-10-wasm-steps\nsteps:\n'

@@ -31,11 +31,7 @@ trap 'rm -rf -- "$work"' EXIT
 # shellcheck source=runtime/benches/bench5.sh
 . "$script_dir/bench5.sh"
 bench5_setup "$work" "$steps_out"
-export LOBSTER_BENCH_TOKEN
-LOBSTER_BENCH_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-pipeline='commands.list | where name==exec | pick name,description'
-body_a=$(python3 -c 'import json,sys; print(json.dumps({"pipeline": sys.argv[1]}))' "$pipeline")
-body_b='{"workflow":"bench5"}'
+bench_cases
 pairs=${JOURNAL_PAIRS:-20} secs=${JOURNAL_PAIR_SECONDS:-3} clients=${JOURNAL_PAIR_CLIENTS:-16}
 
 echo "| serve, $clients clients, $pairs pairs of ${secs} s bursts | on (median) | off (median) | pairs: median | pairs: mean ± s.e. |"

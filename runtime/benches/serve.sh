@@ -110,12 +110,8 @@ mkdir -p "$work/cli-state" "$work/cli-run"
 . "$script_dir/bench5.sh"
 bench5_setup "$work" "$steps_out"
 
-token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-export LOBSTER_BENCH_TOKEN=$token
-
-pipeline='commands.list | where name==exec | pick name,description'
-pipeline_body=$(python3 -c 'import json,sys; print(json.dumps({"pipeline": sys.argv[1]}))' "$pipeline")
-workflow_body='{"workflow":"bench5"}'
+bench_cases
+token=$LOBSTER_BENCH_TOKEN pipeline_body=$body_a workflow_body=$body_b
 
 # ---------------------------------------------------------------- server
 log "starting lobster serve"
