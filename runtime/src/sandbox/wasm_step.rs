@@ -371,7 +371,7 @@ mod tests {
         let component = crate::sandbox::load_file(&path, &cache).unwrap();
         let step = WasmStep::intern("cmd-echo", path.clone(), component);
         let store = crate::state::StateStore::new(tmp.path().join("state"));
-        let mut ctx = crate::commands::test_context(Mode::Tool, store.clone());
+        let mut ctx = crate::kernel::Context::builder(Mode::Tool, store.clone()).build();
         let input = vec![json!({"b": 1, "a": "é\n", "10": [1.5]}), json!("x")];
         let args = Args::default();
 
@@ -479,7 +479,7 @@ mod tests {
         let component = crate::sandbox::load_file(&path, &cache).unwrap();
         let step = WasmStep::intern("noop", path.clone(), component);
         let store = crate::state::StateStore::new(tmp.path().join("state"));
-        let mut ctx = crate::commands::test_context(Mode::Tool, store.clone());
+        let mut ctx = crate::kernel::Context::builder(Mode::Tool, store.clone()).build();
         let args = Args::default();
         let a = vec![json!({"b": 1, "10": "é\"", "a": [1.5, null]}), json!(2)];
         let b = vec![json!({"other": true})];
