@@ -344,7 +344,7 @@ fn append_to(inner: &Inner, event: Event) -> Result<()> {
             );
         }
         let end = buf.len();
-        let hash = chain::close_record(buf, &inner.run_canonical, seq).to_hex();
+        let hash = chain::Hex::of(&chain::close_record(buf, &inner.run_canonical, seq));
         let (summary, barrier) = if capped {
             c.capped = true;
             (None, false)
