@@ -194,6 +194,9 @@ impl Authority {
             return path.display().to_string();
         }
         let roots = std::iter::once(&self.workdir).chain(&self.confinement.read_only);
+        if let Some(shown) = root::shown_plainly(path, roots.clone()) {
+            return shown;
+        }
         roots
             .filter(|r| path.starts_with(r))
             .map(|r| root::relative_to(path, r))

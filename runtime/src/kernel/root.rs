@@ -243,9 +243,110 @@ pub fn existing_part_inside(root: &Path, rel: &Path) -> bool {
     true
 }
 
+/// [`super::Authority::shown`] of `path` under the first of `roots` it lies
+/// beneath, by bytes, when the path and every root are written plainly
+/// ([`plain`]): then a byte prefix ending at a `/` is exactly a component
+/// prefix, and the walk over components (most of what a journal's start
+/// record cost) is not needed. `None`: not plain, or under none of them —
+/// the caller answers by components.
+pub fn shown_plainly<'r>(path: &Path, roots: impl Iterator<Item = &'r PathBuf>) -> Option<String> {
+    let p = path.to_str()?;
+    if !plain(p) {
+        return None;
+    }
+    for root in roots {
+        let r = root.to_str()?;
+        if !plain(r) {
+            return None;
+        }
+        let rest = match r {
+            "/" => &p[1..],
+            _ => match p.strip_prefix(r) {
+                Some("") => "",
+                Some(rest) if rest.starts_with('/') => &rest[1..],
+                _ => continue,
+            },
+        };
+        return Some(if rest.is_empty() {
+            ".".into()
+        } else {
+            rest.into()
+        });
+    }
+    None
+}
+
+/// Whether `p` is absolute and written plainly: no empty (`//`), `.`-led
+/// (so no `.` or `..`) component and no trailing `/`.
+fn plain(p: &str) -> bool {
+    let b = p.as_bytes();
+    b.first() == Some(&b'/')
+        && (b.len() == 1 || b.last() != Some(&b'/'))
+        && !b
+            .windows(2)
+            .any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte path answers as the component walk does: a path beneath
+    /// one of the roots, beside it, equal to it, and every non-plain
+    /// spelling (which the walk answers).
+    #[test]
+    fn shown_plainly_agrees_with_the_components() {
+        let by_components = |path: &Path, roots: &[PathBuf]| {
+            roots
+                .iter()
+                .find(|r| path.starts_with(r))
+                .map(|r| relative_to(path, r))
+        };
+        let roots_sets: Vec<Vec<PathBuf>> = vec![
+            vec!["/srv/t/work".into(), "/srv/t/catalog".into()],
+            vec!["/srv/t/work".into(), "/".into()],
+            vec!["/srv/t/work/".into()],
+            vec!["/srv/./t".into()],
+            vec!["/srv/t".into(), "/srv/t/work".into()],
+        ];
+        let paths = [
+            "/srv/t/work",
+            "/srv/t/work/a.lobster",
+            "/srv/t/workx/a",
+            "/srv/t/wor",
+            "/srv/t/catalog/wf/b.lobster",
+            "/srv/t/work/../x",
+            "/srv/t/work//a",
+            "/srv/t/work/./a",
+            "/srv/t/work/a/",
+            "/srv/t/work/.hidden",
+            "/elsewhere/c",
+            "relative/d",
+            "/",
+        ];
+        for roots in &roots_sets {
+            for p in paths {
+                let path = Path::new(p);
+                if let Some(fast) = shown_plainly(path, roots.iter()) {
+                    assert_eq!(
+                        Some(fast),
+                        by_components(path, roots),
+                        "{p} under {roots:?}"
+                    );
+                } else if plain(p) && roots.iter().all(|r| plain(r.to_str().unwrap())) {
+                    assert_eq!(by_components(path, roots), None, "{p} under {roots:?}");
+                }
+            }
+        }
+        assert_eq!(
+            shown_plainly(Path::new("/srv/t/work/a.lobster"), roots_sets[0].iter()).as_deref(),
+            Some("a.lobster")
+        );
+        assert_eq!(
+            shown_plainly(Path::new("/srv/t/work//a"), roots_sets[0].iter()),
+            None
+        );
+    }
 
     #[test]
     fn files_open_beneath_their_root_only() {
