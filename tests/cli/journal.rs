@@ -237,6 +237,18 @@ fn a_call_and_a_workflow_record_their_door_steps_and_request() {
         blake3::hash(b"[1,2]").to_hex().as_str(),
         "{text}"
     );
+    // The run's output is that step's items: its end takes the step's
+    // digest (its stdout is the output's JSON text) — the same bytes.
+    let ended: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["event"]["kind"] == "run_ended")
+        .expect("the run's end");
+    assert_eq!(
+        ended["event"]["output_digest"],
+        count["event"]["output_digest"],
+        "{text}"
+    );
     // Env names, never values.
     assert!(
         !text.contains(env.state.path().to_str().unwrap()),

@@ -123,7 +123,14 @@ pub fn finish(ctx: &Context, result: &Result<Paused>) {
     let (status, output) = match result {
         Ok(p) => {
             let status = p.envelope.status.as_str();
-            let output = (status == "ok").then(|| items_digest(&p.envelope.output));
+            // (Taken by the run's steps when they could; see `Paused`.)
+            let output = (status == "ok").then(|| match &p.output_digest {
+                Some(d) => {
+                    debug_assert_eq!(*d, items_digest(&p.envelope.output), "the steps' digest");
+                    d.clone()
+                }
+                None => items_digest(&p.envelope.output),
+            });
             (status.to_string(), output)
         }
         Err(e) => {

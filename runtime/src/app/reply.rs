@@ -88,6 +88,7 @@ mod tests {
         let paused = Paused {
             envelope: crate::envelope::Envelope::ok(vec![Item::String("x".repeat(2000))]),
             rendered: None,
+            output_digest: None,
         };
         let r = Reply::from_result(&Ok(paused.clone()), Some(1024));
         assert!(!r.ok());

@@ -514,6 +514,12 @@ pub fn value_digest(value: &Value) -> String {
 /// make items is identified by its rendered text; its items are covered by
 /// the next stage's input digest and the run's output digest.)
 pub fn step_output_digest(rule: DigestRule, result: &Value) -> String {
+    step_output_digest_of(rule, result).0
+}
+
+/// [`step_output_digest`], and whether it was taken over the result's
+/// `stdout` (rule 2) rather than its whole JSON text.
+pub fn step_output_digest_of(rule: DigestRule, result: &Value) -> (String, bool) {
     let strings = match result.get("json") {
         Some(Value::String(_)) => true,
         Some(Value::Array(items)) => items.iter().all(Value::is_string),
@@ -521,9 +527,9 @@ pub fn step_output_digest(rule: DigestRule, result: &Value) -> String {
     };
     match (rule, result.get("stdout")) {
         (DigestRule::V2, Some(Value::String(stdout))) if !strings => {
-            super::kept::digest(stdout.as_bytes())
+            (super::kept::digest(stdout.as_bytes()), true)
         }
-        _ => value_digest(result),
+        _ => (value_digest(result), false),
     }
 }
 

@@ -18,6 +18,11 @@ pub struct Paused {
     pub envelope: Envelope,
     /// What renderers wrote (human mode prints it instead of the items).
     pub rendered: Option<String>,
+    /// The journal's digest of the `ok` envelope's output when the run's
+    /// steps already took it (a workflow whose last step's `stdout` is the
+    /// output's JSON text), so the run's end does not write the output out
+    /// again to digest it. `None`: the end digests the output itself.
+    pub output_digest: Option<String>,
 }
 
 /// Finish a run of `pipeline_text`: completed runs become `ok`; a halt is
@@ -32,6 +37,7 @@ pub fn finish_run(
         Outcome::Completed { items, rendered } => Ok(Paused {
             envelope: Envelope::ok(items),
             rendered,
+            output_digest: None,
         }),
         Outcome::Halted {
             stage,
@@ -39,7 +45,11 @@ pub fn finish_run(
             rendered,
         } => {
             let envelope = save_halt(pipeline_text, pipeline, stage, halt, ctx)?;
-            Ok(Paused { envelope, rendered })
+            Ok(Paused {
+                envelope,
+                rendered,
+                output_digest: None,
+            })
         }
     }
 }

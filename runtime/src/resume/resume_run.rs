@@ -52,6 +52,7 @@ pub fn resume_pipeline(
         return Ok(Paused {
             envelope: Envelope::cancelled(),
             rendered: None,
+            output_digest: None,
         });
     }
 
@@ -102,6 +103,7 @@ pub fn resume_pipeline(
         return Ok(Paused {
             envelope: Envelope::cancelled(),
             rendered: None,
+            output_digest: None,
         });
     };
     // Its answered calls replay, an unanswered one stops the run — before

@@ -169,7 +169,7 @@ fn continue_run(
             };
             match runner.continue_pipeline(&step, &pause, response.clone()) {
                 Ok(Piped::Asked(next)) => Some(Stop::PipelineInput { index, pause: next }),
-                Ok(Piped::Done(r)) => runner.complete(index, &step, Ok(r))?,
+                Ok(Piped::Done(r, _)) => runner.complete(index, &step, Ok(r))?,
                 Err(e) => runner.complete(index, &step, Err(e))?,
             }
         }
@@ -232,6 +232,7 @@ fn cancelled() -> Paused {
     Paused {
         envelope: Envelope::cancelled(),
         rendered: None,
+        output_digest: None,
     }
 }
 

@@ -5,7 +5,7 @@ use super::condition::Condition;
 use super::gate::{self, ApprovalGate, InputGate};
 use super::model::*;
 use super::steps;
-use super::steps::pipeline::{Piped, PipelinePause};
+use super::steps::pipeline::{OutputText, Piped, PipelinePause};
 use super::template::{self, MapScope, Style};
 use crate::error::{Error, Result};
 use crate::kernel::{Cancel, CancelReason, Context};
@@ -45,6 +45,10 @@ pub struct Runner<'a> {
     pub stack: Vec<PathBuf>,
     /// Every workflow file loaded by this run.
     pub files: FileDigests,
+    /// The step (id) whose `stdout` is its output's JSON text
+    /// ([`OutputText::Stdout`]), with the journal's digest of that text:
+    /// the run's output digest while that step is the last.
+    output_digest: Option<(String, String)>,
 }
 
 impl<'a> Runner<'a> {
@@ -60,6 +64,7 @@ impl<'a> Runner<'a> {
             ctx,
             stack,
             files,
+            output_digest: None,
         }
     }
 
@@ -94,15 +99,15 @@ impl<'a> Runner<'a> {
                 continue;
             }
             let began = std::time::Instant::now();
-            let outcome = match self.attempts(step) {
-                Ok(Piped::Done(r)) => Ok(r),
+            let (outcome, text) = match self.attempts(step) {
+                Ok(Piped::Done(r, text)) => (Ok(r), text),
                 Ok(Piped::Asked(pause)) => match self.answer_pipeline(step, pause)? {
-                    Ok(r) => r,
+                    Ok(r) => (r, OutputText::Other),
                     Err(pause) => return Ok(Stop::PipelineInput { index, pause }),
                 },
-                Err(e) => Err(e),
+                Err(e) => (Err(e), OutputText::Other),
             };
-            self.record_step(step, began, &outcome);
+            self.record_step(step, began, &outcome, text);
             if let Some(stop) = self.complete(index, step, outcome)? {
                 return Ok(stop);
             }
@@ -113,17 +118,26 @@ impl<'a> Runner<'a> {
     /// The journal's `step` event of a workflow step (host lines record
     /// their own, with exit code and output; WebAssembly stages inside a
     /// pipeline step record theirs too).
-    fn record_step(&self, step: &Step, began: std::time::Instant, outcome: &Result<Item>) {
+    fn record_step(
+        &mut self,
+        step: &Step,
+        began: std::time::Instant,
+        outcome: &Result<Item>,
+        text: OutputText,
+    ) {
         let Some(rule) = self.ctx.journal.digest_rule() else {
             return;
         };
         if matches!(step.action, Action::Shell(_) | Action::None) {
             return;
         }
-        let output_digest = outcome
-            .as_ref()
-            .ok()
-            .map(|r| crate::journal::step_output_digest(rule, r));
+        let output_digest = outcome.as_ref().ok().map(|r| {
+            let (digest, of_stdout) = crate::journal::step_output_digest_of(rule, r);
+            if of_stdout && text == OutputText::Stdout {
+                self.output_digest = Some((step.id.clone(), digest.clone()));
+            }
+            digest
+        });
         let name = match &step.action {
             Action::Wasm { uses, .. } => uses.clone(),
             Action::Workflow { path, .. } => path.clone(),
@@ -197,7 +211,7 @@ impl<'a> Runner<'a> {
         loop {
             let response = gate::ask_input(&step.id, &pause.gate, self.ctx)?;
             match self.continue_pipeline(step, &pause, response) {
-                Ok(Piped::Done(r)) => return Ok(Ok(Ok(r))),
+                Ok(Piped::Done(r, _)) => return Ok(Ok(Ok(r))),
                 Ok(Piped::Asked(next)) => pause = next,
                 Err(e) => return Ok(Ok(Err(e))),
             }
@@ -245,6 +259,14 @@ impl<'a> Runner<'a> {
                 r.insert("approvedBy".into(), json!(by));
             }
         }
+    }
+
+    /// The journal's digest of [`Runner::output`] when this run's steps
+    /// already took it: the last step's `stdout` is the output's JSON text
+    /// ([`OutputText::Stdout`]) and its digest was taken over that text.
+    pub fn output_digest(&self) -> Option<String> {
+        let (id, digest) = self.output_digest.as_ref()?;
+        (self.last.as_deref() == Some(id.as_str())).then(|| digest.clone())
     }
 
     /// The run's output: the last completed step's json (an array is
@@ -376,23 +398,26 @@ impl<'a> Runner<'a> {
                 steps::shell::run(&step.id, line, stdin, env, cwd, &self.scope(), ctx)
             }
             Action::Pipeline(_) => unreachable!("handled above"),
-            Action::Wasm { uses, with, .. } => steps::wasm::run(
-                &self.wf.source.path,
-                &step.id,
-                uses,
-                with,
-                stdin,
-                &self.scope(),
-                // Grants are relative to the run's directory, not the step's.
-                &derive(ctx, Some(env), None, None),
-            ),
+            Action::Wasm { uses, with, .. } => {
+                let done = steps::wasm::run(
+                    &self.wf.source.path,
+                    &step.id,
+                    uses,
+                    with,
+                    stdin,
+                    &self.scope(),
+                    // Grants are relative to the run's directory, not the step's.
+                    &derive(ctx, Some(env), None, None),
+                );
+                return done.map(|(r, text)| Piped::Done(r, text));
+            }
             Action::Parallel(p) => steps::parallel::run(self, step, p, (env, lookup), cwd, ctx),
             Action::ForEach(f) => steps::for_each::run(self, step, f, (env, lookup), cwd, ctx),
             Action::Workflow { path, args, .. } => {
                 steps::compose::run(self, step, path, args, env, cwd, ctx)
             }
         };
-        done.map(Piped::Done)
+        done.map(|r| Piped::Done(r, OutputText::Other))
     }
 }
 

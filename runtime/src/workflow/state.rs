@@ -163,6 +163,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
             return Ok(Paused {
                 envelope: Envelope::ok(runner.output()),
                 rendered: None,
+                output_digest: runner.output_digest(),
             })
         }
         Stop::Approval { index, .. } => (*index, HaltType::Approval, &runner.wf.steps[*index].id),
@@ -294,6 +295,7 @@ pub fn finish(runner: &Runner, stop: Stop) -> Result<Paused> {
     Ok(Paused {
         envelope,
         rendered: None,
+        output_digest: None,
     })
 }
 

@@ -96,4 +96,47 @@ mod tests {
             digest(text.as_bytes())
         );
     }
+    /// A result marked [`pipeline::OutputText::Stdout`] has, as its step's
+    /// digest, the digest the run's end takes of the output it makes when
+    /// last (`Runner::output`: an array `json` spread); every kind of item
+    /// list, rendered or not, and the marks expected.
+    #[test]
+    fn a_result_marked_stdout_has_the_run_outputs_digest() {
+        use super::pipeline::{result_text, OutputText};
+        use crate::journal::{items_digest, step_output_digest_of, DigestRule};
+        let cases: Vec<(Vec<Item>, Option<String>, OutputText)> = vec![
+            (
+                vec![json!({"a": 1}), json!([2, "é\n"])],
+                None,
+                OutputText::Stdout,
+            ),
+            (vec![json!([1, {"b": null}])], None, OutputText::Stdout),
+            (vec![json!([])], None, OutputText::Stdout),
+            (vec![json!(1), json!("x")], None, OutputText::Stdout),
+            (vec![json!({"a": 1})], None, OutputText::Other),
+            (vec![json!(3)], None, OutputText::Other),
+            (vec![json!("x"), json!("y")], None, OutputText::Other),
+            (vec![], None, OutputText::Other),
+            (
+                vec![json!({"a": 1}), json!(2)],
+                Some("a table\n".into()),
+                OutputText::Other,
+            ),
+        ];
+        for (items, rendered, expected) in cases {
+            let (r, text) = result_text("s", items.clone(), rendered);
+            assert_eq!(text, expected, "{items:?}");
+            if text != OutputText::Stdout {
+                continue;
+            }
+            let output = match &r["json"] {
+                Item::Array(a) => a.clone(),
+                other => vec![other.clone()],
+            };
+            let (digest, of_stdout) = step_output_digest_of(DigestRule::V2, &r);
+            if of_stdout {
+                assert_eq!(digest, items_digest(&output), "{items:?}");
+            }
+        }
+    }
 }

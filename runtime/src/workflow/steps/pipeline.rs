@@ -18,10 +18,24 @@ use std::path::PathBuf;
 /// How a top-level pipeline step ended.
 #[derive(Debug)]
 pub enum Piped {
-    /// `{id, stdout, json?}`.
-    Done(Item),
+    /// `{id, stdout, json?}`, and what its `stdout` is.
+    Done(Item, OutputText),
     /// A stage (`ask`) asks for input; the pipeline continues after it.
     Asked(PipelinePause),
+}
+
+/// Whether a step result's `stdout` is, byte for byte, the JSON text of
+/// the items a run outputs when the step is its last
+/// ([`crate::workflow::run::Runner::output`]): then the step's digest of
+/// its `stdout` is the run's output digest, and the run's end does not
+/// write its output out again to take it. Known where the result is made
+/// ([`result_text`]), never guessed from the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputText {
+    /// `stdout` is the output's JSON text.
+    Stdout,
+    /// Not known to be (rendered text, strings, one non-array item, …).
+    Other,
 }
 
 /// A pipeline step waiting for input at stage `next_stage - 1`.
@@ -46,7 +60,7 @@ pub fn run(
     ctx: &Context,
 ) -> Result<Item> {
     match run_step(id, text, stdin, env, cwd, scope, ctx)? {
-        Piped::Done(r) => Ok(r),
+        Piped::Done(r, _) => Ok(r),
         Piped::Asked(p) => Err(Error::runtime(format!(
             "Workflow step {id} halted before completion at pipeline stage {}. Input requests are not supported in this pipeline context.",
             stage_name(&p.text, p.next_stage - 1)
@@ -96,7 +110,10 @@ pub fn continue_from(
     sub.mode = Mode::Human;
     sub.interactive = false;
     match run_pipeline(&pipeline, stage, input, &sub)? {
-        Outcome::Completed { items, rendered } => Ok(Piped::Done(result(id, items, rendered))),
+        Outcome::Completed { items, rendered } => {
+            let (r, text) = result_text(id, items, rendered);
+            Ok(Piped::Done(r, text))
+        }
         Outcome::Halted { stage, halt, .. } => {
             let name = &pipeline.stages[stage].name;
             match halt {
@@ -127,6 +144,20 @@ pub fn continue_from(
 /// of the single item or of the array; `json`: the single item or the array
 /// (or the parsed rendering when nothing else came out).
 pub fn result(id: &str, items: Vec<Item>, rendered: Option<String>) -> Item {
+    result_text(id, items, rendered).0
+}
+
+/// [`result`], and whether its `stdout` is the JSON text of the run's
+/// output were the step the last: unrendered items, not all strings, that
+/// are not one item other than an array (`[x]` is not `x`'s text; one
+/// array item is spread into the output, and its text is the array's).
+pub fn result_text(id: &str, items: Vec<Item>, rendered: Option<String>) -> (Item, OutputText) {
+    let text = match (&rendered, items.as_slice()) {
+        (Some(_), _) => OutputText::Other,
+        (None, items) if items.iter().all(Item::is_string) => OutputText::Other,
+        (None, [one]) if !one.is_array() => OutputText::Other,
+        (None, _) => OutputText::Stdout,
+    };
     let mut r = Map::new();
     r.insert("id".into(), json!(id));
     let stdout = match &rendered {
@@ -148,5 +179,5 @@ pub fn result(id: &str, items: Vec<Item>, rendered: Option<String>) -> Item {
     if let Some(j) = j {
         r.insert("json".into(), j);
     }
-    Item::Object(r)
+    (Item::Object(r), text)
 }

@@ -227,7 +227,7 @@ pub fn run(
     stdin: Option<Item>,
     scope: &dyn Scope,
     ctx: &Context,
-) -> Result<Item> {
+) -> Result<(Item, super::pipeline::OutputText)> {
     let path = render(uses, scope, Style::Raw, None).text;
     let cmd = load(workflow_path, id, &path, ctx)?;
     // The pin, with the path as the run really uses it (a templated
@@ -268,7 +268,7 @@ pub fn run(
             )))
         }
     };
-    Ok(super::pipeline::result(id, items, None))
+    Ok(super::pipeline::result_text(id, items, None))
 }
 
 #[cfg(test)]
