@@ -245,8 +245,7 @@ fn a_call_and_a_workflow_record_their_door_steps_and_request() {
         .find(|r| r["event"]["kind"] == "run_ended")
         .expect("the run's end");
     assert_eq!(
-        ended["event"]["output_digest"],
-        count["event"]["output_digest"],
+        ended["event"]["output_digest"], count["event"]["output_digest"],
         "{text}"
     );
     // Env names, never values.

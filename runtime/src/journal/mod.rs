@@ -23,9 +23,11 @@ pub mod encode;
 pub mod event;
 pub mod kept;
 pub mod replay;
+pub mod time;
 pub mod verify;
 
 pub use event::*;
+pub use time::now_rfc3339;
 
 use crate::error::{Error, Result};
 use crate::state::journal::{JournalWriter, Record, SummaryUpdate};
