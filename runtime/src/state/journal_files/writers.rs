@@ -76,24 +76,29 @@ pub(super) struct Held {
     pub(super) ended: bool,
 }
 
+/// What a push changed in a buffer that was not listed, to put back when
+/// its listing is refused (only such a push can be refused: see
+/// [`append`]).
+#[derive(Debug)]
+pub(super) struct Undo {
+    /// Where the pushed line starts.
+    start: usize,
+    last_seq: u64,
+    last_hash: String,
+    summary: Option<SummaryUpdate>,
+    ended: bool,
+}
+
 impl Held {
-    /// Read the last record's seq and hash back from its line (after a
-    /// refused record was taken back).
-    fn restore_last(&mut self) {
-        #[derive(serde::Deserialize)]
-        struct Last {
-            seq: u64,
-            hash: String,
-        }
-        let body = self.lines.strip_suffix(b"\n").unwrap_or(&self.lines);
-        let line = match body.iter().rposition(|&b| b == b'\n') {
-            Some(i) => &body[i + 1..],
-            None => body,
-        };
-        if let Ok(last) = serde_json::from_slice::<Last>(line) {
-            self.last_seq = last.seq;
-            self.last_hash = last.hash;
-        }
+    /// Put back what the push that returned `undo` changed: its line, the
+    /// last record's seq and hash, the summary change and the end mark.
+    fn undo(&mut self, undo: Undo) {
+        self.lines.truncate(undo.start);
+        self.last_seq = undo.last_seq;
+        self.last_hash = undo.last_hash;
+        self.summary = undo.summary;
+        self.ended = undo.ended;
+        self.listed = false;
     }
 }
 
@@ -114,11 +119,18 @@ impl Pending {
     }
 
     /// Push `record`'s line and its summary change; returns whether the
-    /// buffer must be listed with the writer (it is marked listed), whether
-    /// it is full, and where the line starts (to take it back).
-    fn push(&self, record: Record<'_>, summary: Option<SummaryUpdate>) -> (bool, bool, usize) {
+    /// buffer is full and, when it must be listed with the writer (it is
+    /// marked listed), how to take the push back should the listing be
+    /// refused.
+    fn push(&self, record: Record<'_>, summary: Option<SummaryUpdate>) -> (bool, Option<Undo>) {
         let mut h = self.lock();
-        let start = h.lines.len();
+        let undo = (!h.listed).then(|| Undo {
+            start: h.lines.len(),
+            last_seq: h.last_seq,
+            last_hash: h.last_hash.clone(),
+            summary: h.summary.clone(),
+            ended: h.ended,
+        });
         if h.lines.capacity() == 0 {
             // A run's usual records at once (a start, a few steps, an end).
             h.lines.reserve(LINES_RESERVED);
@@ -136,9 +148,8 @@ impl Pending {
                 None => s,
             });
         }
-        let list = !h.listed;
         h.listed = true;
-        (list, h.lines.len() >= PENDING_BYTES, start)
+        (h.lines.len() >= PENDING_BYTES, undo)
     }
 }
 
@@ -335,19 +346,13 @@ pub(in crate::state) fn append(
     sync: bool,
 ) -> Result<()> {
     let starts = record.seq == 0;
-    let (list, full, start) = pending.push(record, summary);
-    if list {
+    let (full, undo) = pending.push(record, summary);
+    if let Some(undo) = undo {
         if let Err(e) = send(dir, Msg::List(pending.clone()), starts) {
-            // The record is refused (and with it the run, at its start).
-            let mut h = pending.lock();
-            h.listed = false;
-            h.lines.truncate(start);
-            if h.lines.is_empty() {
-                h.summary = None;
-            } else {
-                // (Records still held: a writer that ended unlisted it.)
-                h.restore_last();
-            }
+            // The record is refused (and with it the run, at its start):
+            // the buffer is left as it was before it, summary and end mark
+            // included, so the writer never indexes what was refused.
+            pending.lock().undo(undo);
             return Err(e);
         }
     }
@@ -495,5 +500,69 @@ mod tests {
         flush_all();
         let text = store.journal_text("rb").unwrap().unwrap();
         assert_eq!(text.lines().count(), 3);
+    }
+
+    /// What a buffer holds, to compare.
+    fn snapshot(p: &Pending) -> (Vec<u8>, u64, String, Option<SummaryUpdate>, bool, bool) {
+        let h = p.lock();
+        (
+            h.lines.clone(),
+            h.last_seq,
+            h.last_hash.clone(),
+            h.summary.clone(),
+            h.ended,
+            h.listed,
+        )
+    }
+
+    /// A record whose listing is refused is taken back whole: its line, the
+    /// last seq and hash, its summary change and its end mark, so the
+    /// writer never indexes a run as ended (or with a head) it never wrote.
+    #[test]
+    fn a_refused_record_is_taken_back_whole() {
+        // A journal that cannot be written: its directory is under a file.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let dir = file.path().join("journal");
+        let r0 = rec(0);
+        let ended = SummaryUpdate {
+            run_id: "rr".into(),
+            events: 1,
+            head: r0.hash.clone(),
+            status: Some("ok".into()),
+            ended_at: Some("2026-12-07T00:00:00Z".into()),
+            ..SummaryUpdate::default()
+        };
+        let p = Pending::new("rr");
+        let before = snapshot(&p);
+        let err = append(&dir, &p, r0.as_record(), Some(ended.clone()), false).unwrap_err();
+        assert!(err.to_string().contains("journal"), "{err}");
+        assert_eq!(snapshot(&p), before);
+
+        // A buffer still holding records when it is listed again (its
+        // writer ended without taking them): the records before stay, with
+        // their own summary; only the refused push goes.
+        let started = SummaryUpdate {
+            run_id: "rr".into(),
+            events: 1,
+            head: r0.hash.clone(),
+            started: Some(("w".into(), "cli".into(), "t".into())),
+            ..SummaryUpdate::default()
+        };
+        let (_, undo) = p.push(r0.as_record(), Some(started.clone()));
+        assert!(undo.is_some(), "an unlisted buffer is listed by its push");
+        p.lock().listed = false;
+        let before = snapshot(&p);
+        let r1 = rec(1);
+        let (_, undo) = p.push(r1.as_record(), Some(ended));
+        let after_push = snapshot(&p);
+        assert!(after_push.4 && after_push.1 == 1, "the push ended the run");
+        p.lock().undo(undo.unwrap());
+        assert_eq!(snapshot(&p), before);
+        assert_eq!(snapshot(&p).3, Some(started));
+        // A listed buffer's push needs no undo: it cannot be refused.
+        let (_, undo) = p.push(r1.as_record(), None);
+        assert!(undo.is_some());
+        let (_, undo) = p.push(rec(2).as_record(), None);
+        assert!(undo.is_none());
     }
 }
