@@ -559,7 +559,9 @@ mod tests {
         p.lock().undo(undo.unwrap());
         assert_eq!(snapshot(&p), before);
         assert_eq!(snapshot(&p).3, Some(started));
-        // A listed buffer's push needs no undo: it cannot be refused.
+        // Taken back, the buffer is unlisted again: its next push lists it
+        // (and can be undone); a push to a listed buffer cannot be refused
+        // and keeps no undo.
         let (_, undo) = p.push(r1.as_record(), None);
         assert!(undo.is_some());
         let (_, undo) = p.push(rec(2).as_record(), None);
