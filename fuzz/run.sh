@@ -4,6 +4,7 @@
 # out-of-memory fails the script (and CI) and leaves the input in
 # fuzz/artifacts/<target>/.
 #   bash fuzz/run.sh [SECONDS_PER_TARGET]    (default 45; CI: 20)
+#   LOBSTER_FUZZ_OPT=0 bash fuzz/run.sh 20   (CI's smoke run: unoptimised)
 # A longer session before a release: `bash fuzz/run.sh 900` (an hour for
 # the four targets), or `cargo +nightly fuzz run <target>` with cargo-fuzz.
 #
@@ -23,6 +24,13 @@
 # dependencies (serde_json, the YAML parser), which cargo-fuzz's default
 # build instruments too.
 #
+# LOBSTER_FUZZ_OPT (default 3) is the opt-level of lobster and the targets.
+# CI's 20-second smoke run uses 0: measured 2026-12-07 on a 2-core VM after
+# a test build, lobster's fuzz build took 49 s at opt-level 0, 150 s at 1
+# (with libfuzzer-sys) and 220 s at 3 (CI's log), and 10 s of fuzzing ran
+# 335,000 dsl_parse and 37,000 workflow_load inputs at 0 against 400,000
+# and 95,000 at 3. A longer session should keep 3.
+#
 # Cost on top of a finished `cargo test --workspace` (measured 2026-12-02 on
 # the shared 2-core machine at load 10-14): the build compiles libfuzzer-sys
 # and lobster (optimised, instrumented) and links the four targets, 220-250 s of
@@ -34,6 +42,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-45}
+opt=${LOBSTER_FUZZ_OPT:-3}
+case "$opt" in
+    0|1|2|3) ;;
+    *) echo "fuzz/run.sh: LOBSTER_FUZZ_OPT must be 0, 1, 2 or 3 (an opt-level), not '$opt'" >&2; exit 2 ;;
+esac
 root=$(cd .. && pwd)
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
@@ -53,10 +66,10 @@ export RUSTC_WRAPPER="$PWD/rustc-wrapper.sh"
 # tests' (another artifact, never mixed up with an uninstrumented one).
 start=$(date +%s)
 CARGO_INCREMENTAL=0 cargo build --bins \
-    --config 'profile.dev.package.lobster.opt-level=3' \
+    --config "profile.dev.package.lobster.opt-level=$opt" \
     --config 'profile.dev.package.lobster.codegen-units=16' \
-    --config 'profile.dev.package.lobster-fuzz.opt-level=3'
-echo "fuzz: targets built in $(($(date +%s) - start)) s"
+    --config "profile.dev.package.lobster-fuzz.opt-level=$opt"
+echo "fuzz: targets built (opt-level $opt) in $(($(date +%s) - start)) s"
 bin_dir=$CARGO_TARGET_DIR/debug
 
 targets=$(sed -n '/^\[\[bin\]\]/,/^$/s/^name = "\(.*\)"/\1/p' Cargo.toml)

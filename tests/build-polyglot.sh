@@ -8,6 +8,9 @@
 # componentize-qjs + esbuild (by guest-sdk/js/package-lock.json) in
 # guest-sdk/js/node_modules. A component newer than its sources is kept
 # (Python builds take ~20 s each).
+#   bash tests/build-polyglot.sh           # toolchains (when missing), then components
+#   bash tests/build-polyglot.sh --tools   # toolchains only (.ci/run fetches them
+#                                          # while clippy runs; no CPU-heavy work)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools="$root/target/polyglot-tools"
@@ -21,6 +24,9 @@ if [ ! -x "$venv/bin/componentize-py" ] || [ "$root/guest-sdk/python/pyproject.t
 fi
 if [ ! -d "$root/guest-sdk/js/node_modules/componentize-qjs" ]; then
   (cd "$root/guest-sdk/js" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ "${1:-}" = --tools ]; then
+  exit 0
 fi
 
 # build DIR: rebuild when a source (or the SDK) is newer than the component.

@@ -2,6 +2,7 @@
 # A throwaway PostgreSQL cluster for the store tests: unix socket only (no TCP
 # port, so parallel jobs cannot collide), fsync off, trust auth, ~2 s to start.
 #
+#   bash tests/pg.sh install # installs postgresql from Debian if missing (nothing else)
 #   bash tests/pg.sh start   # installs postgresql from Debian if missing, starts, prints the URL
 #   bash tests/pg.sh url     # prints the URL of the running cluster
 #   bash tests/pg.sh stop    # stops it and removes its directory
@@ -35,6 +36,9 @@ url() { echo "postgresql://postgres@/postgres?host=$DIR"; }
 as_pg() { runuser -u postgres -- "$@"; }
 
 case "${1:-}" in
+  install)
+    [ -n "$(pg_bin)" ] || install_pg
+    ;;
   start)
     [ -n "$(pg_bin)" ] || install_pg
     BIN=$(pg_bin)
@@ -67,7 +71,7 @@ case "${1:-}" in
     rm -rf "$DIR"
     ;;
   *)
-    echo "usage: bash tests/pg.sh start|stop|kill|url" >&2
+    echo "usage: bash tests/pg.sh install|start|stop|kill|url" >&2
     exit 2
     ;;
 esac

@@ -2,6 +2,8 @@
 # `lobster mcp` driven by the official Python MCP SDK (PyPI `mcp`, pinned
 # below) in a venv this script creates, in the SDK's legacy (2025-11-25
 # handshake) and auto (2026-07-28) modes. See python_client.py.
+#   bash tests/mcp/python-client.sh           # the venv (when missing), then the test
+#   bash tests/mcp/python-client.sh --setup   # the venv only (.ci/run, beside clippy)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -13,6 +15,9 @@ if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.vers
   rm -rf "$VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_VERSION"
+fi
+if [ "${1:-}" = --setup ]; then
+  exit 0
 fi
 
 cargo build --quiet -p lobster
