@@ -4,34 +4,36 @@
 #   examples/steps -> examples/steps/target/wasm32-wasip2/release/*.wasm
 # Run before `cargo test -p lobster` (tests skip loudly when a .wasm is missing).
 #
-# Both workspaces build in one target directory, target/guests (the same
-# dependency versions, so the second build reuses the first one's: about
-# 35 s less on a 2-core machine), and each workspace's components are then
-# copied to its own target/wasm32-wasip2/release/, where the tests, the
-# README and the benchmarks look for them (the examples' directory is a step
-# path: only the examples go there). The Rust "first step" test builds in
-# target/guests too, with these dependencies already compiled.
+# Both workspaces build in the examples' target directory, the one the demo
+# and the README build in: the same dependency versions, so each build
+# reuses the other's (about 35 s less on a 2-core machine). That directory's
+# release/ is a step path, so the test guests' components are moved out of
+# it to tests/guests/target/wasm32-wasip2/release/ as soon as they are built
+# (cargo puts a fresh component back without compiling it, so a rebuild
+# costs nothing).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 rustup target add wasm32-wasip2
-shared="$root/target/guests"
+shared="$root/examples/steps/target"
+out="$root/tests/guests/target/wasm32-wasip2/release"
+mkdir -p "$shared" "$out"
 
-# build WORKSPACE: build it in $shared, then copy the .wasm files cargo
-# reports as this build's artefacts (not whatever else $shared holds).
-build() {
-  out="$root/$1/target/wasm32-wasip2/release"
-  list="$shared/$(echo "$1" | tr / -).artifacts"
-  mkdir -p "$shared" "$out"
-  cargo build --release --target wasm32-wasip2 --manifest-path "$root/$1/Cargo.toml" \
-    --target-dir "$shared" --message-format=json-render-diagnostics >"$list.json"
-  grep -o '"[^"]*/wasm32-wasip2/release/[^"/]*\.wasm"' "$list.json" | tr -d '"' | sort -u >"$list"
-  if [ ! -s "$list" ]; then
-    echo "build-guests.sh: cargo reported no .wasm from $1" >&2
-    exit 1
-  fi
-  while IFS= read -r wasm; do
-    cp -p "$wasm" "$out/"
-  done <"$list"
-}
-build tests/guests
-build examples/steps
+list="$shared/test-guests.json"
+cargo build --release --target wasm32-wasip2 --manifest-path "$root/tests/guests/Cargo.toml" \
+  --target-dir "$shared" --message-format=json-render-diagnostics >"$list"
+# The components cargo reports for this build (not whatever else is there).
+wasm=$(grep -o '"[^"]*/wasm32-wasip2/release/[^"/]*\.wasm"' "$list" | tr -d '"' | sort -u)
+rm -f "$list"
+if [ -z "$wasm" ]; then
+  echo "build-guests.sh: cargo reported no .wasm from tests/guests" >&2
+  exit 1
+fi
+echo "$wasm" | while IFS= read -r f; do
+  # Each is a hard link to cargo's own copy under deps/, and so may be the
+  # one already in $out: mv would refuse to move a file onto itself.
+  rm -f "$out/${f##*/}"
+  mv "$f" "$out/"
+done
+
+cargo build --release --target wasm32-wasip2 --manifest-path "$root/examples/steps/Cargo.toml" \
+  --target-dir "$shared"

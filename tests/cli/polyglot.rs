@@ -636,10 +636,9 @@ fn step_new_build_test_rust() {
     if !built() {
         return;
     }
-    // The guests' shared target dir (tests/build-guests.sh) already holds
-    // the SDK's dependencies built with the same profile; the examples'
-    // lock file keeps the same versions.
-    let target = root().join("target/guests");
+    // The example steps' target dir already holds the SDK's dependencies
+    // built with the same profile; its lock file keeps the same versions.
+    let target = root().join("examples/steps/target");
     new_build_test("rust", "greet.rs", &[("CARGO_TARGET_DIR", target)], |dir| {
         std::fs::copy(
             root().join("examples/steps/Cargo.lock"),
