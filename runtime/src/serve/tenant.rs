@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// column is the name, with `<state>/tenants/<name>/` as its local directory).
 pub fn tenant_store(root: &StateStore, tenant: &str) -> StateStore {
     if root.is_files() {
-        StateStore::new(root.dir().join("tenants").join(tenant))
+        StateStore::files_of_tenant(root.dir(), tenant)
     } else {
         root.for_tenant(tenant)
     }

@@ -64,6 +64,20 @@ impl StateStore {
         }
     }
 
+    /// A files store for tenant `name` in `<root>/tenants/<name>/` — where
+    /// `lobster serve` keeps each tenant's files, the one called `default`
+    /// too — that [`StateStore::tenant`] names `name` (a run's journal
+    /// records it). `name` is used as it is: the caller has checked it
+    /// (serve's tenant names match `[a-z0-9_-]{1,64}`).
+    pub fn files_of_tenant(root: impl Into<PathBuf>, name: &str) -> Self {
+        let root = root.into();
+        StateStore {
+            dir: root.join("tenants").join(name),
+            root,
+            backend: Backend::Files,
+        }
+    }
+
     /// A PostgreSQL store at `url` (tenant [`DEFAULT_TENANT`]), with `dir` as
     /// the local directory for node-local caches. Nothing connects until the
     /// first call; the schema is migrated on the first connection.
@@ -541,6 +555,23 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("unknown store"));
+    }
+
+    /// Each store names the tenant whose state it holds: the CLI's root
+    /// store `default`; `for_tenant` and serve's tenant stores their tenant,
+    /// serve's `default` kept apart from the root like any other.
+    #[test]
+    fn every_store_names_its_tenant() {
+        let root = StateStore::new("/srv/state");
+        assert_eq!(root.tenant(), DEFAULT_TENANT);
+        assert_eq!(root.for_tenant("acme").tenant(), "acme");
+        let acme = StateStore::files_of_tenant(root.dir(), "acme");
+        assert_eq!(acme.tenant(), "acme");
+        assert_eq!(acme.dir(), Path::new("/srv/state/tenants/acme"));
+        let default = StateStore::files_of_tenant(root.dir(), DEFAULT_TENANT);
+        assert_eq!(default.tenant(), DEFAULT_TENANT);
+        assert_eq!(default.dir(), Path::new("/srv/state/tenants/default"));
+        assert_eq!(acme.for_tenant("beta").tenant(), "beta");
     }
 
     #[test]
