@@ -108,6 +108,10 @@ fn a_paused_and_resumed_run_is_journaled(url: Option<&str>) {
         "{text}"
     );
     assert!(text.contains("\"approver\":\"alice\""), "{text}");
+    assert!(
+        text.contains("\"decided_by\":\"the operator (alice)\""),
+        "{text}"
+    );
     assert!(text.contains("\"checkpoint\""), "{text}");
     let v = verify(&env, &text);
     assert_eq!(v.code, 0, "{v:?}");

@@ -159,9 +159,7 @@ pub(super) fn timeline(summary: Option<RunSummary>, id: &str, text: &str) -> Str
             "decision" => format!(
                 "{} by {} via {}",
                 s("decision"),
-                e.get("approver")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(unnamed)"),
+                crate::journal::decided_by(e),
                 s("door")
             ),
             "call_intent" => format!(

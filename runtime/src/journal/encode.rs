@@ -352,11 +352,13 @@ fn decision(out: &mut String, d: &Decision) {
     let Decision {
         decision,
         approver,
+        decided_by,
         door,
         response_digest,
     } = d;
     let mut o = Obj::new(out);
     o.opt_str("approver", approver);
+    o.opt_str("decided_by", decided_by);
     o.str("decision", decision);
     o.str("door", door);
     o.kind("decision");

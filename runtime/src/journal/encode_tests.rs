@@ -169,6 +169,7 @@ impl Rng {
             4 => Event::Decision(Decision {
                 decision: self.text(),
                 approver: self.opt_text(),
+                decided_by: self.opt_text(),
                 door: self.text(),
                 response_digest: self.opt_text(),
             }),

@@ -368,11 +368,27 @@ pub struct Decision {
     /// Who decided (an approver's name; absent when the door knows none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
+    /// Who decided, as the run's record says it
+    /// ([`crate::resume::Decider::describe`]): `approver alice`, `tenant
+    /// acme's agent`, `a human through the MCP client`, `the operator`.
+    /// Absent in journals written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
     /// The door it came through.
     pub door: Door,
     /// blake3 of an input response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_digest: Option<String>,
+}
+
+/// Who decided, as a timeline shows a `decision` event read as JSON: the
+/// approver's name, else how the door knew the decider (`tenant acme's
+/// agent`, …), else `(unnamed)` (a journal written before `decided_by`).
+pub fn decided_by(event: &serde_json::Value) -> &str {
+    event["approver"]
+        .as_str()
+        .or_else(|| event["decided_by"].as_str())
+        .unwrap_or("(unnamed)")
 }
 
 /// [`Event::CallIntent`].

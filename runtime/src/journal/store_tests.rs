@@ -151,6 +151,7 @@ fn a_resumed_run_continues_its_chain(kind: Kind) {
         .append(Event::Decision(Decision {
             decision: "approve".into(),
             approver: Some("alice".into()),
+            decided_by: Some("approver alice".into()),
             door: "serve".into(),
             response_digest: None,
         }))

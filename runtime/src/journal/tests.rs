@@ -91,6 +91,7 @@ fn full_journal(store: &StateStore, run: &str) -> String {
     j.append(Event::Decision(Decision {
         decision: "approve".into(),
         approver: Some("alice".into()),
+        decided_by: Some("approver alice".into()),
         door: "serve".into(),
         response_digest: None,
     }))

@@ -2,17 +2,19 @@
 //! paused run's chain (from the head its resume state carries) with
 //! `run_resumed` and `decision` (who decided, through which door).
 
-use super::request::Decision;
+use super::request::{Decider, Decision};
 use crate::error::{Error, Result};
 use crate::executor::Context;
 use crate::journal::{self, Event, Head, RunResumed};
 
-/// Record `decision` (by `approver`, if named) of the gate at `step` in the journal `head`
-/// points into (nothing when the paused run kept none, or journals are off).
+/// Record `decision` of the gate at `step` by `decider` (the approver's
+/// name `approver`, if it has one) in the journal `head` points into
+/// (nothing when the paused run kept none, or journals are off).
 pub fn record_decision(
     ctx: &Context,
     head: Option<&Head>,
     decision: &Decision,
+    decider: &Decider,
     approver: Option<&str>,
     step: &str,
 ) -> Result<()> {
@@ -44,6 +46,7 @@ pub fn record_decision(
         .append(Event::Decision(journal::Decision {
             decision: decision.into(),
             approver: approver.map(str::to_string),
+            decided_by: Some(decider.describe()),
             door: ctx.journal.door().to_string(),
             response_digest,
         }))

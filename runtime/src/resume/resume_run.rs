@@ -45,6 +45,7 @@ pub fn resume_pipeline(
                 ctx,
                 state.journal.as_ref(),
                 &request.decision,
+                &request.decider,
                 request.decider.name(None).as_deref(),
                 &step,
             )?;
@@ -96,6 +97,7 @@ pub fn resume_pipeline(
         ctx,
         state.journal.as_ref(),
         &request.decision,
+        &request.decider,
         request.decider.name(None).as_deref(),
         &step,
     )?;

@@ -46,6 +46,7 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
                 ctx,
                 state.journal.as_ref(),
                 &request.decision,
+                &request.decider,
                 request
                     .decider
                     .name(
@@ -110,6 +111,7 @@ pub fn resume(state_key: &str, request: &ResumeRequest, ctx: &Context) -> Result
         ctx,
         state.journal.as_ref(),
         &request.decision,
+        &request.decider,
         approver.as_deref(),
         &state.step_id,
     )?;

@@ -113,7 +113,7 @@ pub fn run_page(
             Some(d) => format!(
                 "<b>{}</b> by <b class=\"approver\">{}</b> via {}",
                 escape(d["decision"].as_str().unwrap_or("")),
-                escape(d["approver"].as_str().unwrap_or("(unnamed)")),
+                escape(crate::journal::decided_by(d)),
                 escape(d["door"].as_str().unwrap_or("")),
             ),
             None => "not decided yet".into(),
@@ -186,7 +186,7 @@ pub fn run_page(
                 format!(
                     "{} by <b>{}</b> via {}",
                     escape(s("decision")),
-                    escape(e["approver"].as_str().unwrap_or("(unnamed)")),
+                    escape(crate::journal::decided_by(e)),
                     escape(s("door"))
                 ),
             ),
@@ -272,5 +272,33 @@ mod tests {
         assert!(html.contains("&lt;ann&gt;") && html.contains("&lt;s&gt;"));
         assert!(html.contains("DOES NOT VERIFY"), "{html}");
         assert!(html.contains("<td>7</td>"));
+    }
+
+    /// A decision without an approver's name shows who the door knew
+    /// decided (a tenant's agent), and `(unnamed)` only when the journal
+    /// says nothing.
+    #[test]
+    fn the_run_page_names_who_decided_without_an_approver() {
+        let line = |seq: u64, event: &str| {
+            format!("{{\"run\":\"r1\",\"seq\":{seq},\"prev\":\"x\",\"hash\":\"y\",\"event\":{event}}}\n")
+        };
+        let gate = r#"{"kind":"gate_opened","gate":"approval","step":"g","prompt":"ok?","preview_digest":"p","plan_digest":"d"}"#;
+        let agent = line(0, gate)
+            + &line(
+                1,
+                r#"{"kind":"decision","decision":"approve","decided_by":"tenant acme's agent","door":"serve"}"#,
+            );
+        let html = run_page("acme", "r1", None, &agent, |n| n.to_string());
+        assert!(
+            html.contains("by <b class=\"approver\">tenant acme&#39;s agent</b> via serve"),
+            "{html}"
+        );
+        let old = line(0, gate)
+            + &line(
+                1,
+                r#"{"kind":"decision","decision":"approve","door":"serve"}"#,
+            );
+        let html = run_page("acme", "r1", None, &old, |n| n.to_string());
+        assert!(html.contains("(unnamed)"), "{html}");
     }
 }
