@@ -440,6 +440,35 @@ fn a_serve_tenants_runs_are_read_with_tenant() {
     let text = env.run(&["runs", "export", id, "--tenant", "acme"]);
     assert_eq!(verify(&env, &text.stdout).code, 0, "{text:?}");
     assert_eq!(env.run(&["runs", "show", id, "--tenant", "beta"]).code, 1);
+    // Serve's tenant called `default` is kept in tenants/default like any
+    // other: `--tenant default` reads it, not the command line's own runs.
+    let r = env
+        .command(&["run", "--mode", "tool", "commands.list | head --n 2"])
+        .env(
+            "LOBSTER_STATE_DIR",
+            env.state.path().join("tenants/default"),
+        )
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{r:?}");
+    assert_eq!(env.tool("commands.list | head --n 1").code, 0);
+    let default = env.run(&["runs", "list", "--json", "--tenant", "default"]);
+    assert_eq!(default.code, 0, "{default:?}");
+    let default = default.json();
+    assert_eq!(default.as_array().unwrap().len(), 1, "{default}");
+    assert_eq!(
+        default[0]["name"], "commands.list | head --n 2",
+        "{default}"
+    );
+    // A name no tenant can have is refused, never joined to a path.
+    for (cmd, bad) in [("list", "../tenants/acme"), ("list", "Acme")] {
+        let r = env.run(&["runs", cmd, "--tenant", bad]);
+        assert_eq!(r.code, 2, "{r:?}");
+        assert!(r.stderr.contains("must match [a-z0-9_-]{1,64}"), "{r:?}");
+    }
+    let r = env.run(&["replay", id, "--tenant", "../acme"]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("must match [a-z0-9_-]{1,64}"), "{r:?}");
 }
 
 /// `runs export --journal-key` signs the checkpoint with the operator's key

@@ -94,7 +94,7 @@ fn replay_in(argv: &[String]) -> Result<(String, i32)> {
     };
     let store = StateStore::from_env();
     let store = match &tenant {
-        Some(name) => store.for_tenant(name),
+        Some(name) => store.for_serve_tenant(name)?,
         None => store,
     };
     let recorded = load(&store, target)?;

@@ -120,11 +120,12 @@ pub fn runs(argv: &[String]) -> i32 {
 }
 
 /// The store `--tenant NAME` names (a `lobster serve` tenant's, under the
-/// same root), else `store` itself.
-fn tenant_store(store: &StateStore, f: &Flags) -> StateStore {
+/// same root: [`StateStore::for_serve_tenant`], the gateway's own rule),
+/// else `store` itself.
+fn tenant_store(store: &StateStore, f: &Flags) -> Result<StateStore> {
     match f.value("--tenant") {
-        Some(name) => store.for_tenant(name),
-        None => store.clone(),
+        Some(name) => store.for_serve_tenant(name),
+        None => Ok(store.clone()),
     }
 }
 
@@ -135,7 +136,7 @@ pub fn approvals(argv: &[String]) -> i32 {
         if f.help {
             return Ok((RUNS_HELP.to_string(), 0));
         }
-        let store = tenant_store(&StateStore::from_env(), &f);
+        let store = tenant_store(&StateStore::from_env(), &f)?;
         Ok((render_list(&journals::pending(&store)?, f.json), 0))
     })())
 }
@@ -185,7 +186,7 @@ fn runs_in(store: &StateStore, argv: &[String]) -> Result<(String, i32)> {
     if f.help || f.words.is_empty() {
         return Ok((RUNS_HELP.to_string(), 0));
     }
-    let store = &tenant_store(store, &f);
+    let store = &tenant_store(store, &f)?;
     match f.words[0].as_str() {
         "list" => {
             let limit = match f.value("--limit") {

@@ -26,6 +26,15 @@ pub fn is_rerun_safe(state: &Item) -> bool {
     state.get(RERUN_SAFE) == Some(&Item::Bool(true))
 }
 
+/// Whether `name` can name a `lobster serve` tenant: `[a-z0-9_-]{1,64}`.
+pub fn is_tenant_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
 /// How long a PostgreSQL claim holds without a heartbeat (heartbeats come
 /// every third of it while the resumed run executes).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -60,20 +69,6 @@ impl StateStore {
         StateStore {
             root: dir.clone(),
             dir,
-            backend: Backend::Files,
-        }
-    }
-
-    /// A files store for tenant `name` in `<root>/tenants/<name>/` — where
-    /// `lobster serve` keeps each tenant's files, the one called `default`
-    /// too — that [`StateStore::tenant`] names `name` (a run's journal
-    /// records it). `name` is used as it is: the caller has checked it
-    /// (serve's tenant names match `[a-z0-9_-]{1,64}`).
-    pub fn files_of_tenant(root: impl Into<PathBuf>, name: &str) -> Self {
-        let root = root.into();
-        StateStore {
-            dir: root.join("tenants").join(name),
-            root,
             backend: Backend::Files,
         }
     }
@@ -185,6 +180,31 @@ impl StateStore {
             t.tenant = name;
         }
         store
+    }
+
+    /// The store of `lobster serve`'s tenant `name` under this store's root,
+    /// the one rule for where a serve tenant's state lives (the gateway
+    /// and `lobster runs|approvals|replay --tenant` both take it): files in
+    /// `<root>/tenants/<name>/` — the tenant called `default` too, since
+    /// the root itself is the command line's own runs — named `name` by
+    /// [`StateStore::tenant`] (a run's journal records it); PostgreSQL
+    /// rows whose tenant column is `name` ([`StateStore::for_tenant`]).
+    /// `name` must pass [`is_tenant_name`] (serve's configuration and the
+    /// command line check it first; here it is refused as a path).
+    pub fn for_serve_tenant(&self, name: &str) -> Result<StateStore> {
+        if !is_tenant_name(name) {
+            return Err(Error::parse(format!(
+                "tenant name {name:?} must match [a-z0-9_-]{{1,64}} (a lobster serve tenant's [[tenant]] name)"
+            )));
+        }
+        if !self.is_files() {
+            return Ok(self.for_tenant(name));
+        }
+        Ok(StateStore {
+            dir: self.root.join("tenants").join(name),
+            root: self.root.clone(),
+            backend: Backend::Files,
+        })
     }
 
     /// This store with claims leased for `lease` (PostgreSQL; the files
@@ -559,19 +579,25 @@ mod tests {
 
     /// Each store names the tenant whose state it holds: the CLI's root
     /// store `default`; `for_tenant` and serve's tenant stores their tenant,
-    /// serve's `default` kept apart from the root like any other.
+    /// serve's `default` kept apart from the root like any other; a name
+    /// serve could not have is refused, never joined to a path.
     #[test]
     fn every_store_names_its_tenant() {
         let root = StateStore::new("/srv/state");
         assert_eq!(root.tenant(), DEFAULT_TENANT);
         assert_eq!(root.for_tenant("acme").tenant(), "acme");
-        let acme = StateStore::files_of_tenant(root.dir(), "acme");
+        let acme = root.for_serve_tenant("acme").unwrap();
         assert_eq!(acme.tenant(), "acme");
         assert_eq!(acme.dir(), Path::new("/srv/state/tenants/acme"));
-        let default = StateStore::files_of_tenant(root.dir(), DEFAULT_TENANT);
+        let default = root.for_serve_tenant(DEFAULT_TENANT).unwrap();
         assert_eq!(default.tenant(), DEFAULT_TENANT);
         assert_eq!(default.dir(), Path::new("/srv/state/tenants/default"));
-        assert_eq!(acme.for_tenant("beta").tenant(), "beta");
+        assert_eq!(acme.for_serve_tenant("beta").unwrap().tenant(), "beta");
+        assert_eq!(root.for_serve_tenant("_x").unwrap().tenant(), "_x");
+        for bad in ["", "../acme", "Acme", "a/b", &"a".repeat(65)] {
+            let e = root.for_serve_tenant(bad).unwrap_err().to_string();
+            assert!(e.contains("must match [a-z0-9_-]{1,64}"), "{e}");
+        }
     }
 
     #[test]

@@ -16,12 +16,7 @@ pub(super) fn check(
     others: &[TenantConfig],
     bad: &dyn Fn(String) -> Error,
 ) -> Result<TenantConfig> {
-    let name_ok = !t.name.is_empty()
-        && t.name.len() <= 64
-        && t.name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if !name_ok {
+    if !crate::state::is_tenant_name(&t.name) {
         return Err(bad(format!(
             "tenant name {:?} must match [a-z0-9_-]{{1,64}}",
             t.name
