@@ -34,7 +34,7 @@ const ALL: [&str; 5] = [
 const ACME: &str = "canary-acme-token";
 const BETA: &str = "canary-beta-token";
 
-/// `lobster-stubs` (the loopback stand-ins of tests/cli/broker.rs).
+/// `lobster-stubs` (the loopback stand-ins of tests/cli/broker/mod.rs).
 struct Stub {
     child: Child,
     url: String,

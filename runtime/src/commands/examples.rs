@@ -3,7 +3,7 @@
 //! `check_examples(&TheCommand)`. A gate's example output is the request it
 //! halts with (as a run without a terminal prints it, less the token);
 //! examples that need a model are run against the loopback stub model by
-//! `tests/cli/broker.rs` instead.
+//! `tests/cli/broker/models.rs` instead.
 
 use super::Command;
 use crate::executor::{run_pipeline, Outcome};

@@ -451,7 +451,7 @@ impl Command for LlmInvoke {
     }
 
     /// Every run asks a model, so these examples are run against the
-    /// loopback stubs by `tests/cli/broker.rs`, not offline.
+    /// loopback stubs by `tests/cli/broker/models.rs`, not offline.
     fn examples(&self) -> &'static [Example] {
         self.examples
     }

@@ -87,8 +87,8 @@ pub(crate) fn all() -> Vec<Box<dyn Command>> {
 #[cfg(test)]
 mod tests {
     /// Every built-in — a new one too — has examples, and they run: here,
-    /// except the two model commands, whose examples `tests/cli/broker.rs`
-    /// runs against the loopback stubs.
+    /// except the two model commands, whose examples
+    /// `tests/cli/broker/models.rs` runs against the loopback stubs.
     #[test]
     fn every_builtin_runs_its_examples() {
         for cmd in super::all() {
