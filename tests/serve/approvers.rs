@@ -140,6 +140,11 @@ fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
     assert_eq!(decisions.len(), 1, "{}", journal.body);
     assert_eq!(decisions[0]["decision"], "approve", "{}", journal.body);
     assert_eq!(decisions[0]["approver"], "alice", "{}", journal.body);
+    assert_eq!(
+        decisions[0]["decided_by"], "approver alice",
+        "{}",
+        journal.body
+    );
     // Reused: 410.
     let r = s.form_as(&link, "decision=approve", &cookie);
     assert_eq!(r.status, 410, "{}", r.body);

@@ -4,7 +4,7 @@
 //! help and bad configs.
 
 use super::{metric, setup, start, test_guests, Server, ACME, ALICE, BIN, GATED, SELF};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -39,6 +39,24 @@ fn run_poll_resume_cancel_and_exactly_once() {
     assert_eq!(r.json()["status"], "ok");
     assert_eq!(r.json()["output"], json!([1, 2]));
     assert_eq!(s.get_run(SELF, &id).json()["status"], "ok");
+    // The journal names the tenant and who decided: its agent, by token
+    // (no approver's name).
+    let journal = s.call("GET", &format!("/v1/runs/{id}/journal"), SELF, None);
+    assert_eq!(journal.status, 200, "{}", journal.body);
+    let events: Vec<Value> = journal
+        .body
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .collect();
+    assert_eq!(events[0]["kind"], "run_started", "{}", journal.body);
+    assert_eq!(events[0]["tenant"], "selfy", "{}", journal.body);
+    let decision = events
+        .iter()
+        .find(|e| e["kind"] == "decision")
+        .expect("a decision");
+    assert_eq!(decision["decided_by"], "tenant selfy's agent", "{decision}");
+    assert_eq!(decision["approver"], Value::Null, "{decision}");
+    assert_eq!(decision["door"], "serve", "{decision}");
     // Decided: 409.
     let r = s.call(
         "POST",
