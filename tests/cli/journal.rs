@@ -162,6 +162,66 @@ fn a_paused_and_resumed_run_is_journaled_on_postgres() {
     }
 }
 
+/// The `step` events of the latest run's `exec` stages.
+fn exec_steps(env: &Env) -> Vec<Value> {
+    let id = runs(env)[0]["runId"].as_str().unwrap().to_string();
+    export(env, &id)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["event"].clone())
+        .filter(|e| e["kind"] == "step" && e["name"] == "exec")
+        .collect()
+}
+
+/// A pipeline's `exec` stage records how its process ended: exit code, its
+/// stdout in full with its digest (up to 64 KiB: past it the first 64 KiB
+/// and no digest), the digest of what it was fed; a stage the next one
+/// stopped reading records no exit code. It is replayed only by running it
+/// again (`replayable: false`).
+#[test]
+fn an_exec_stage_records_its_exit_code_and_output() {
+    let env = Env::new();
+    let digest = |s: &str| blake3::hash(s.as_bytes()).to_hex().to_string();
+    let r =
+        env.tool("exec --stdin json --json --shell 'cat; echo' | exec --shell 'echo b; exit 0'");
+    assert_eq!(r.code, 0, "{r:?}");
+    let steps = exec_steps(&env);
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert_eq!(steps[0]["id"], "0");
+    assert_eq!(steps[0]["step_kind"], "host");
+    assert_eq!(steps[0]["exit_code"], 0);
+    assert_eq!(steps[0]["output"], "[]\n", "{steps:?}");
+    assert_eq!(steps[0]["output_digest"], digest("[]\n").as_str());
+    assert_eq!(steps[0]["input_digest"], digest("[]").as_str());
+    assert_eq!(steps[0]["replayable"], false);
+    assert_eq!(steps[1]["id"], "1");
+    assert_eq!(steps[1]["output"], "b\n");
+    assert_eq!(steps[1]["input_digest"], Value::Null, "{steps:?}");
+
+    let r = env.tool("exec --shell 'echo out; echo err >&2; exit 3'");
+    assert_eq!(r.code, 1, "{r:?}");
+    let steps = exec_steps(&env);
+    assert_eq!(steps[0]["exit_code"], 3, "{steps:?}");
+    assert_eq!(steps[0]["ok"], false);
+    assert_eq!(steps[0]["output"], "out\n");
+
+    // 100,000 bytes: the first 64 KiB kept, no digest.
+    let r = env.tool("exec --shell 'head -c 100000 /dev/zero | tr \"\\0\" x; echo' | json");
+    assert_eq!(r.code, 0, "{r:?}");
+    let steps = exec_steps(&env);
+    assert_eq!(steps[0]["exit_code"], 0, "{steps:?}");
+    assert_eq!(steps[0]["output"].as_str().unwrap().len(), 64 * 1024);
+    assert_eq!(steps[0]["output_digest"], Value::Null);
+
+    // Stopped by `head`: killed, so no exit code.
+    let r = env.tool("exec --shell 'yes' | head --n 2");
+    assert_eq!(r.code, 0, "{r:?}");
+    let steps = exec_steps(&env);
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["exit_code"], Value::Null, "{steps:?}");
+    assert_eq!(steps[0]["output"], Value::Null, "{steps:?}");
+}
+
 #[test]
 fn human_mode_names_the_run_on_stderr_and_tool_mode_does_not() {
     let env = Env::new();

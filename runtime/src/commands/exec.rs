@@ -274,8 +274,13 @@ impl Command for Exec {
             }
         }
         let mut invocation = plan.invocation();
+        let mut input_digest = None;
         if let Some(mode) = plan.stdin {
-            invocation = invocation.stdin(encode_stdin(&items, mode).into_bytes());
+            let bytes = encode_stdin(&items, mode).into_bytes();
+            if ctx.journal.is_on() {
+                input_digest = Some(crate::journal::digest(&bytes));
+            }
+            invocation = invocation.stdin(bytes);
         }
         drop(items);
         let decoder = if plan.json {
@@ -287,6 +292,10 @@ impl Command for Exec {
         Ok(Output::Lazy(Box::new(ExecItems {
             out: Some(out),
             display: plan.display().to_string(),
+            journal: ctx
+                .journal
+                .is_on()
+                .then(|| (ctx.journal.clone(), input_digest)),
         })))
     }
 }
@@ -295,10 +304,38 @@ impl Command for Exec {
 /// exit status checked. A failing child or bad JSON ends the stream with an
 /// error after the items decoded so far (the run fails either way). When the
 /// consumer stops early (`head`), dropping this kills the child's group.
+/// With the run's journal on, how the child ended goes to its `step` event
+/// ([`crate::journal::host`]).
 struct ExecItems {
     out: Option<OutputStream>,
     /// What `exec failed (…): …` names when the child printed nothing.
     display: String,
+    /// The run's journal and the digest of what the child was fed, while
+    /// the child's end is still to be recorded (`None`: journal off).
+    journal: Option<(crate::journal::Journal, Option<String>)>,
+}
+
+impl ExecItems {
+    /// Record how the child ended: `ended`, or nothing known (it failed to
+    /// be read, or was killed when the consumer stopped).
+    fn record(&mut self, ended: Option<&Ended>) {
+        let Some((journal, input_digest)) = self.journal.take() else {
+            return;
+        };
+        let mut end = crate::journal::host::HostEnd {
+            input_digest,
+            ..Default::default()
+        };
+        if let Some(ended) = ended {
+            let stdout = &ended.finished.stdout;
+            end.exit_code = ended.finished.code;
+            if !ended.stdout_truncated {
+                end.output_digest = Some(crate::journal::digest(stdout.as_bytes()));
+            }
+            end.output = Some(stdout.clone());
+        }
+        journal.host_ended(end);
+    }
 }
 
 impl Iterator for ExecItems {
@@ -311,13 +348,23 @@ impl Iterator for ExecItems {
             Ok(Next::Item(item)) => Some(Ok(item)),
             Ok(Next::End(ended)) => {
                 self.out = None;
+                self.record(Some(&ended));
                 check_end(ended, &self.display).err().map(Err)
             }
             Err(e) => {
                 self.out = None;
+                self.record(None);
                 Some(Err(e))
             }
         }
+    }
+}
+
+impl Drop for ExecItems {
+    /// Stopped before its end (the next stage read enough): the child is
+    /// killed with the stream; its step records no exit code.
+    fn drop(&mut self) {
+        self.record(None);
     }
 }
 

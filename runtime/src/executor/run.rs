@@ -36,8 +36,10 @@ pub fn run_pipeline(
         return run_stages(pipeline, from, input, ctx, &mut Vec::new());
     }
     let mut begun = Vec::new();
+    crate::journal::host::clear();
     let result = run_stages(pipeline, from, input, ctx, &mut begun);
     record_stages(pipeline, &begun, &result, ctx);
+    crate::journal::host::clear();
     result
 }
 
@@ -61,6 +63,12 @@ fn record_stages(
         }
         let name = &pipeline.stages[index].name;
         let host = name == "exec";
+        // How an `exec` ended, left by the stage (its exit code, input
+        // digest, and its stdout as its stream kept it).
+        let end = match host {
+            true => ctx.journal.take_host_end().unwrap_or_default(),
+            false => Default::default(),
+        };
         let _ = ctx
             .journal
             .append(crate::journal::Event::Step(crate::journal::Step {
@@ -68,8 +76,13 @@ fn record_stages(
                 step_kind: if host { "host" } else { "builtin" }.into(),
                 name: name.clone(),
                 wall_ms: at.elapsed().as_millis() as u64,
-                // A host process's output streams into the next stage and is
-                // not kept: such a stage cannot be replayed from the journal.
+                input_digest: end.input_digest,
+                output_digest: end.output_digest,
+                exit_code: end.exit_code,
+                output: end.output,
+                // A host process's output streamed into the next stage: a
+                // replay does not stand the record in for it (the stage is
+                // run again with `--rerun-host`).
                 replayable: !host,
                 ok: result.is_ok() || halted_at.is_some_and(|h| h >= index),
                 ..crate::journal::Step::default()

@@ -21,6 +21,7 @@ pub mod canon;
 pub mod chain;
 pub mod encode;
 pub mod event;
+pub mod host;
 pub mod kept;
 pub mod replay;
 pub mod time;
