@@ -60,7 +60,11 @@ start() {
       echo "  htpasswd: {realm: lobster-test, path: $dir/htpasswd}"
     } >>"$dir/config.yml"
   fi
-  docker-registry serve "$dir/config.yml" >"$dir/log" 2>&1 &
+  # The log exists before the server starts: the shell opens a background
+  # job's redirection in the child, so the loop below could otherwise read
+  # it before it is there (and `set -e` end the script: seen under load).
+  : >"$dir/log"
+  docker-registry serve "$dir/config.yml" >>"$dir/log" 2>&1 &
   echo $! >"$dir/pid"
   for _ in $(seq 1 200); do
     local addr
