@@ -4,7 +4,7 @@
 //!
 //! - [`config`]: `serve.toml`, checked at start-up.
 //! - [`tenant`]: each tenant's settings (policy, catalog, steps) and store
-//!   ([`tenant::tenant_store`]), request and concurrency budgets.
+//!   ([`crate::state::StateStore::for_serve_tenant`]), request and concurrency budgets.
 //! - [`state`]: the shared [`state::AppState`], passed to handlers explicitly.
 //! - [`inline`]: inline workflows (`workflowText`) kept on disk and, on a
 //!   shared store, in the store for the node that resumes them.

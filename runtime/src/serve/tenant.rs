@@ -13,16 +13,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The store of tenant `tenant` under the server's root store: where a
-/// tenant's state lives is decided by [`StateStore::for_serve_tenant`] (files:
-/// `<state>/tenants/<name>/`, also for the tenant called `default`;
-/// PostgreSQL: rows whose tenant column is the name, with
-/// `<state>/tenants/<name>/` as its local directory), which `lobster runs
-/// --tenant` takes too.
-pub fn tenant_store(root: &StateStore, tenant: &str) -> Result<StateStore> {
-    root.for_serve_tenant(tenant)
-}
-
 /// The root of `cfg`'s runs: its `workdir`, created (owner-only) and
 /// made canonical, confining its runs together with its catalog and step
 /// directories (read-only).
@@ -129,7 +119,9 @@ impl Tenant {
             .map_err(|e| Error::parse(format!("tenant {}: {e}", cfg.name)))?;
         let run_root = tenant_root(cfg)?;
         let workdir = run_root.workdir.clone();
-        let store = tenant_store(root, &cfg.name)?;
+        // Where a serve tenant's state lives: the one rule, which
+        // `lobster runs --tenant` takes too.
+        let store = root.for_serve_tenant(&cfg.name)?;
         let settings = Settings {
             policy: None,
             steps: crate::app::StepOptions {

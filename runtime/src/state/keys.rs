@@ -12,15 +12,19 @@ pub(crate) fn is_run_key(name: &str) -> bool {
     name.starts_with("pipeline_resume_") || name.starts_with("workflow_resume_")
 }
 
-/// The tenant id for `name`: itself when it is `[a-z0-9][a-z0-9_-]{0,63}`,
-/// else `~` and its bytes in hex (never equal to a plain name).
-pub fn tenant_id(name: &str) -> String {
-    let plain = !name.is_empty()
+/// Whether `name` can name a `lobster serve` tenant: `[a-z0-9_-]{1,64}`.
+pub fn is_tenant_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 64
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        && name.as_bytes()[0].is_ascii_alphanumeric();
+}
+
+/// The tenant id for `name`: itself when it is `[a-z0-9][a-z0-9_-]{0,63}`,
+/// else `~` and its bytes in hex (never equal to a plain name).
+pub fn tenant_id(name: &str) -> String {
+    let plain = is_tenant_name(name) && name.as_bytes()[0].is_ascii_alphanumeric();
     if plain {
         name.to_string()
     } else {

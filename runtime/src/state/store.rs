@@ -1,7 +1,7 @@
 //! The store handle: files (default) or PostgreSQL, one tenant each.
 
 use super::atomic::{create_new_atomic, sync_dir, write_atomic};
-use super::keys::{is_run_key, key_to_file_name, tenant_id};
+use super::keys::{is_run_key, is_tenant_name, key_to_file_name, tenant_id};
 use super::pg;
 use crate::error::{Error, Result};
 use crate::value::{to_js_json_pretty, Item};
@@ -24,15 +24,6 @@ pub const RERUN_SAFE: &str = "rerunSafe";
 /// Whether a paused run's `state` says [`RERUN_SAFE`].
 pub fn is_rerun_safe(state: &Item) -> bool {
     state.get(RERUN_SAFE) == Some(&Item::Bool(true))
-}
-
-/// Whether `name` can name a `lobster serve` tenant: `[a-z0-9_-]{1,64}`.
-pub fn is_tenant_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 /// How long a PostgreSQL claim holds without a heartbeat (heartbeats come
