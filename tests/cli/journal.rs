@@ -176,8 +176,9 @@ fn exec_steps(env: &Env) -> Vec<Value> {
 /// A pipeline's `exec` stage records how its process ended: exit code, its
 /// stdout in full with its digest (up to 64 KiB: past it the first 64 KiB
 /// and no digest), the digest of what it was fed; a stage the next one
-/// stopped reading records no exit code. It is replayed only by running it
-/// again (`replayable: false`).
+/// stopped reading records no exit code. A record with the whole output
+/// and an exit code is `replayable` (a replay decodes it instead of running
+/// the process); the others are not.
 #[test]
 fn an_exec_stage_records_its_exit_code_and_output() {
     let env = Env::new();
@@ -193,7 +194,7 @@ fn an_exec_stage_records_its_exit_code_and_output() {
     assert_eq!(steps[0]["output"], "[]\n", "{steps:?}");
     assert_eq!(steps[0]["output_digest"], digest("[]\n").as_str());
     assert_eq!(steps[0]["input_digest"], digest("[]").as_str());
-    assert_eq!(steps[0]["replayable"], false);
+    assert_eq!(steps[0]["replayable"], Value::Null, "absent: replayable");
     assert_eq!(steps[1]["id"], "1");
     assert_eq!(steps[1]["output"], "b\n");
     assert_eq!(steps[1]["input_digest"], Value::Null, "{steps:?}");
@@ -204,6 +205,7 @@ fn an_exec_stage_records_its_exit_code_and_output() {
     assert_eq!(steps[0]["exit_code"], 3, "{steps:?}");
     assert_eq!(steps[0]["ok"], false);
     assert_eq!(steps[0]["output"], "out\n");
+    assert_eq!(steps[0]["replayable"], Value::Null, "absent: replayable");
 
     // 100,000 bytes: the first 64 KiB kept, no digest.
     let r = env.tool("exec --shell 'head -c 100000 /dev/zero | tr \"\\0\" x; echo' | json");
@@ -212,6 +214,7 @@ fn an_exec_stage_records_its_exit_code_and_output() {
     assert_eq!(steps[0]["exit_code"], 0, "{steps:?}");
     assert_eq!(steps[0]["output"].as_str().unwrap().len(), 64 * 1024);
     assert_eq!(steps[0]["output_digest"], Value::Null);
+    assert_eq!(steps[0]["replayable"], false);
 
     // Stopped by `head`: killed, so no exit code.
     let r = env.tool("exec --shell 'yes' | head --n 2");
@@ -220,6 +223,7 @@ fn an_exec_stage_records_its_exit_code_and_output() {
     assert_eq!(steps.len(), 1, "{steps:?}");
     assert_eq!(steps[0]["exit_code"], Value::Null, "{steps:?}");
     assert_eq!(steps[0]["output"], Value::Null, "{steps:?}");
+    assert_eq!(steps[0]["replayable"], false);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `lobster replay`: the demo's two workflows and a pipeline replay
 //! identical from their journals (nothing sent, none of the operator's files
-//! written); a swapped component, a host line run again and a changed input
-//! are divergences named by step; a tampered journal, an unknown id and a
+//! written); `exec` stages answered from their records; a swapped component,
+//! a host line or stage run again and a changed input are divergences named
+//! by step; a tampered journal, an unknown id and a
 //! file that is not a journal are refused.
 
 use crate::broker::{run as run_with, Stub};
@@ -285,9 +286,65 @@ fn host_lines_replay_their_recorded_output_unless_rerun() {
     assert_eq!(code, 3, "{v}");
     assert_eq!(v["divergence"]["step"], "stamp", "{v}");
     assert_eq!(v["divergence"]["field"], "output", "{v}");
+}
 
-    // A pipeline's exec stage keeps no output: not replayable without
-    // --rerun-host, which then runs it again.
+/// A pipeline's `exec` stage replays from its record: the process is not
+/// run (its side effect is not repeated, its changing output is the
+/// recorded one), a failing stage fails again with its exit code, and
+/// `--rerun-host` runs it and names the divergence. A record without the
+/// whole output (the next stage stopped reading; past 64 KiB) is refused
+/// with the reason and the flag that runs it anyway.
+#[test]
+fn exec_stages_replay_their_recorded_output_unless_rerun() {
+    let env = Env::new();
+    let marker = env.work_path("ran");
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "exec --shell 'echo x >> ran; cat /proc/sys/kernel/random/uuid' \
+         | exec --stdin jsonl --json --shell 'wc -l' | json",
+    ]);
+    assert_eq!(r.json()["status"], "ok", "{r:?}");
+    assert_eq!(r.json()["output"], serde_json::json!([1]), "{r:?}");
+    let id = newest_run(&env);
+    let (v, code) = replay_json(&env, &[&id]);
+    assert_eq!((v["result"].as_str(), code), (Some("identical"), 0), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "x\n",
+        "the process ran again"
+    );
+    let (v, code) = replay_json(&env, &[&id, "--rerun-host"]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(
+        (
+            v["divergence"]["step"].as_str(),
+            v["divergence"]["field"].as_str()
+        ),
+        (Some("0"), Some("output")),
+        "{v}"
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "x\nx\n");
+
+    // A failing stage: the same exit code and end, without the process.
+    let r = env.run(&[
+        "run",
+        "--mode",
+        "tool",
+        "exec --shell 'echo x >> ran; echo out; exit 3'",
+    ]);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "exec failed (3): out",
+        "{r:?}"
+    );
+    let id = newest_run(&env);
+    let (v, code) = replay_json(&env, &[&id]);
+    assert_eq!((v["result"].as_str(), code), (Some("identical"), 0), "{v}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 3);
+
+    // The next stage stopped reading: the stage's output was not kept.
     let r = env.run(&[
         "run",
         "--mode",
@@ -299,10 +356,24 @@ fn host_lines_replay_their_recorded_output_unless_rerun() {
     let r = replay(&env, &[&id]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stderr.contains("step 0 (host exec)") && r.stderr.contains("not replayable"),
+        r.stderr.contains("step 0 (host exec)")
+            && r.stderr.contains("not replayable: its output was not kept")
+            && r.stderr.contains("--rerun-host"),
         "{r:?}"
     );
-    assert!(r.stderr.contains("--rerun-host"), "{r:?}");
+    assert_eq!(replay(&env, &[&id, "--rerun-host"]).code, 0);
+
+    // Past the 64 KiB an exec stage's record keeps.
+    let r = env.run(&["run", "--mode", "tool", "exec --shell 'seq 1 20000' | json"]);
+    assert_eq!(r.json()["status"], "ok", "{r:?}");
+    let id = newest_run(&env);
+    let r = replay(&env, &[&id]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("longer than the journal keeps of an exec stage"),
+        "{r:?}"
+    );
     assert_eq!(replay(&env, &[&id, "--rerun-host"]).code, 0);
 }
 

@@ -6,7 +6,8 @@
 //! working directory (or `--cwd`), with the recorded clock, random seed and
 //! grants, on the step path it is given (components are compared by digest
 //! step by step). Brokered calls are answered from the journal and never
-//! sent; host lines get their recorded output unless `--rerun-host`; each
+//! sent; host lines and `exec` stages get their recorded output unless
+//! `--rerun-host`; each
 //! gate gets the decision the run recorded. Its own state (and journal)
 //! lives in a scratch store that is removed afterwards. A run that could
 //! write a directory is replayed only elsewhere (`--cwd`, a copy): its
@@ -85,14 +86,7 @@ pub fn load(store: &StateStore, arg: &str) -> Result<Recorded> {
 pub fn replay(mut recorded: Recorded, opts: &ReplayOptions) -> Result<ReplayReport> {
     if opts.rerun_host {
         recorded.forget_host_outputs();
-    } else if let Some(s) = recorded.unreplayable_host_steps().first() {
-        let why = match &s.output {
-            None => "its output was not recorded (a pipeline's host process streams into the next stage)".to_string(),
-            Some(_) => format!(
-                "its output passed the journal's cap ({} bytes)",
-                crate::journal::HOST_OUTPUT_CAP
-            ),
-        };
+    } else if let Some((s, why)) = recorded.unreplayable_host_steps().first() {
         return Err(Error::runtime(format!(
             "step {} ({} {}) of run {} is not replayable: {why}",
             s.id, s.step_kind, s.name, recorded.run_id

@@ -29,9 +29,11 @@ clock, random seed and grants, in the run's working directory (--cwd DIR:
 another one; granted directories under the run's move with it). Components
 come from the step path (--steps, LOBSTER_STEP_PATH, ./steps) and are
 compared by digest step by step. Brokered tool and model calls are answered
-from the journal and never sent; host lines get their recorded output
-(--rerun-host: they run again; a host output past the journal's cap, or a
-pipeline's exec stage, is not replayable without it); each gate gets the
+from the journal and never sent; host lines and a pipeline's exec stages
+get their recorded output and exit code (--rerun-host: they run again; one
+whose output the journal did not keep in full — a host line past 1 MiB, an
+exec stage past 64 KiB, or one the next stage stopped reading, like
+`exec … | head` — is not replayable without it); each gate gets the
 decision the run recorded. Writable directories are copied first: a replay
 writes none of your files. Its own state is a scratch store, removed after.
 

@@ -69,6 +69,7 @@ fn record_stages(
             true => ctx.journal.take_host_end().unwrap_or_default(),
             false => Default::default(),
         };
+        let whole = end.output_digest.is_some() && end.exit_code.is_some();
         let _ = ctx
             .journal
             .append(crate::journal::Event::Step(crate::journal::Step {
@@ -80,10 +81,10 @@ fn record_stages(
                 output_digest: end.output_digest,
                 exit_code: end.exit_code,
                 output: end.output,
-                // A host process's output streamed into the next stage: a
-                // replay does not stand the record in for it (the stage is
-                // run again with `--rerun-host`).
-                replayable: !host,
+                // A replay stands the record in for the process when it
+                // holds all its output and its exit code (else the stage
+                // runs again, with `--rerun-host`).
+                replayable: !host || whole,
                 ok: result.is_ok() || halted_at.is_some_and(|h| h >= index),
                 ..crate::journal::Step::default()
             }));
@@ -122,6 +123,10 @@ fn run_stages(
         let limit = commands
             .get(offset + 1)
             .and_then(|next| next.prefix_limit(&pipeline.stages[index + 1].args));
+        // A replay answers an `exec` stage from the run's record.
+        if ctx.journal.replaying().is_some() && stage.name == "exec" && cmd.digest().is_none() {
+            ctx.journal.stand_in(index);
+        }
         let output = match (stream, limit) {
             (Flow::Lazy(lazy), limit) => {
                 cmd.run_lazy(&stage.args, checked_lazy(lazy, ctx), limit, ctx)?

@@ -11,8 +11,14 @@
 //! on their own), and one thread runs one pipeline at a time, which
 //! [`clear`] starts and ends. An `exec` drains its input before it spawns,
 //! so the stages of one pipeline end in stage order.
+//!
+//! A replay goes the other way: the executor takes the `exec` stage's
+//! recorded step from the run being replayed (by the stage's index) and
+//! leaves it with [`Journal::stand_in`] just before the stage runs; the
+//! stage takes it ([`Journal::take_stand_in`]) and decodes the recorded
+//! stdout instead of spawning a process.
 
-use super::Journal;
+use super::{Journal, Step};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
@@ -33,11 +39,14 @@ pub struct HostEnd {
 
 thread_local! {
     static ENDS: RefCell<VecDeque<HostEnd>> = const { RefCell::new(VecDeque::new()) };
+    static STAND_IN: RefCell<Option<Step>> = const { RefCell::new(None) };
 }
 
-/// Forget the ends this thread holds (a pipeline begins or has ended).
+/// Forget the ends and the stand-in this thread holds (a pipeline begins
+/// or has ended).
 pub fn clear() {
     ENDS.with(|e| e.borrow_mut().clear());
+    STAND_IN.with(|s| *s.borrow_mut() = None);
 }
 
 impl Journal {
@@ -52,6 +61,23 @@ impl Journal {
     /// The earliest `exec` stage's end on this thread not yet written.
     pub fn take_host_end(&self) -> Option<HostEnd> {
         ENDS.with(|e| e.borrow_mut().pop_front())
+    }
+
+    /// During a replay, leave the recorded step of the `exec` stage about
+    /// to run on this thread (the stage at `index` of the pipeline), if the
+    /// run being replayed recorded one; anything left before is dropped.
+    /// Not replaying: nothing is left.
+    pub fn stand_in(&self, index: usize) {
+        let step = self
+            .replaying()
+            .and_then(|r| r.take_host_output(&index.to_string(), "exec"));
+        STAND_IN.with(|s| *s.borrow_mut() = step);
+    }
+
+    /// The recorded step left for the `exec` stage now running on this
+    /// thread (see [`Journal::stand_in`]), taken.
+    pub fn take_stand_in(&self) -> Option<Step> {
+        STAND_IN.with(|s| s.borrow_mut().take())
     }
 }
 

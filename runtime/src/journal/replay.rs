@@ -40,8 +40,10 @@ pub struct Recorded {
     pub answers: BTreeMap<String, Value>,
     /// Its last end (a settled status).
     pub ended: RunEnded,
-    /// Recorded host outputs not yet handed to the replay, per step id.
-    host: Mutex<BTreeMap<String, VecDeque<Step>>>,
+    /// Recorded host outputs not yet handed to the replay, per step id
+    /// and name (`run` for a workflow's host line, `exec` for a
+    /// pipeline's stage, whose id is its index).
+    host: Mutex<BTreeMap<(String, String), VecDeque<Step>>>,
 }
 
 /// Every journal event of `text` (whole, verified records only).
@@ -137,9 +139,11 @@ impl Recorded {
                 "run {run_id} answered an input gate: the journal keeps only the response's digest, so it cannot be replayed"
             )));
         }
-        let mut host: BTreeMap<String, VecDeque<Step>> = BTreeMap::new();
+        let mut host: BTreeMap<(String, String), VecDeque<Step>> = BTreeMap::new();
         for s in steps.iter().filter(|s| s.step_kind == "host") {
-            host.entry(s.id.clone()).or_default().push_back(s.clone());
+            host.entry((s.id.clone(), s.name.clone()))
+                .or_default()
+                .push_back(s.clone());
         }
         Ok(Recorded {
             run_id,
@@ -152,13 +156,13 @@ impl Recorded {
         })
     }
 
-    /// The host-process steps that cannot be answered from the record
-    /// (a pipeline's `exec`, whose output streams and is not kept; a
-    /// workflow line whose output passed the cap).
-    pub fn unreplayable_host_steps(&self) -> Vec<&Step> {
+    /// The host-process steps that cannot be answered from the record,
+    /// each with why ([`unreplayable_why`]).
+    pub fn unreplayable_host_steps(&self) -> Vec<(&Step, String)> {
         self.steps
             .iter()
-            .filter(|s| s.step_kind == "host" && (!s.replayable || s.output.is_none()))
+            .filter(|s| s.step_kind == "host")
+            .filter_map(|s| unreplayable_why(s).map(|why| (s, why)))
             .collect()
     }
 
@@ -168,11 +172,14 @@ impl Recorded {
         self.host.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
-    /// The next recorded run of host step `id`, taken (each is handed out
-    /// once, in order: a step in a loop runs again).
-    pub fn take_host_output(&self, id: &str) -> Option<Step> {
+    /// The next recorded run of host step `id` named `name` (`run`: a
+    /// workflow's host line; `exec`: a pipeline stage, `id` its index),
+    /// taken (each is handed out once, in order: a step in a loop, or a
+    /// pipeline run again, takes the next).
+    pub fn take_host_output(&self, id: &str, name: &str) -> Option<Step> {
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
-        host.get_mut(id).and_then(VecDeque::pop_front)
+        host.get_mut(&(id.to_string(), name.to_string()))
+            .and_then(VecDeque::pop_front)
     }
 
     /// The components the run loaded, `(name, digest)`, each once: the
@@ -193,6 +200,30 @@ impl Recorded {
         out.retain(|c| seen.insert(c.clone()));
         out
     }
+}
+
+/// Why host step `step`'s record cannot stand in for its process, if it
+/// cannot: the record has to hold the whole output (and, for a pipeline's
+/// `exec` stage, how the process ended).
+pub fn unreplayable_why(step: &Step) -> Option<String> {
+    if step.replayable && step.output.is_some() {
+        return None;
+    }
+    let exec = step.name == "exec";
+    Some(match &step.output {
+        None if exec => "its output was not kept: the next stage stopped reading it (`head`), or the run predates exec records".into(),
+        None => "its output was not recorded".into(),
+        Some(_) if exec && step.output_digest.is_none() => {
+            "its output was longer than the journal keeps of an exec stage (64 KiB)".into()
+        }
+        Some(_) if exec && step.exit_code.is_none() => {
+            "it was ended by a signal, which the journal does not record".into()
+        }
+        Some(_) => format!(
+            "its output passed the journal's cap ({} bytes)",
+            super::HOST_OUTPUT_CAP
+        ),
+    })
 }
 
 /// Where a replay first differed from the run.
@@ -453,16 +484,59 @@ mod tests {
         r.host
             .lock()
             .unwrap()
-            .insert("h".into(), VecDeque::from([a, b]));
+            .insert(("h".into(), "run".into()), VecDeque::from([a, b]));
+        // A pipeline's `exec` stage of the same id is another record.
+        assert!(r.take_host_output("h", "exec").is_none());
         assert_eq!(
-            r.take_host_output("h").unwrap().output_digest.as_deref(),
+            r.take_host_output("h", "run")
+                .unwrap()
+                .output_digest
+                .as_deref(),
             Some("1")
         );
         assert_eq!(
-            r.take_host_output("h").unwrap().output_digest.as_deref(),
+            r.take_host_output("h", "run")
+                .unwrap()
+                .output_digest
+                .as_deref(),
             Some("2")
         );
-        assert!(r.take_host_output("h").is_none());
-        assert!(r.take_host_output("other").is_none());
+        assert!(r.take_host_output("h", "run").is_none());
+        assert!(r.take_host_output("other", "run").is_none());
+    }
+
+    /// A host record stands in for its process only when it holds the
+    /// whole output (and an exec stage's exit code); else the reason.
+    #[test]
+    fn a_host_record_is_replayable_only_when_whole() {
+        let host =
+            |name: &str, output: Option<&str>, digest: Option<&str>, code, replayable| Step {
+                id: "0".into(),
+                step_kind: "host".into(),
+                name: name.into(),
+                output: output.map(str::to_string),
+                output_digest: digest.map(str::to_string),
+                exit_code: code,
+                replayable,
+                ..Step::default()
+            };
+        assert_eq!(
+            unreplayable_why(&host("exec", Some("a"), Some("d"), Some(0), true)),
+            None
+        );
+        assert_eq!(
+            unreplayable_why(&host("run", Some(""), Some("d"), Some(1), true)),
+            None
+        );
+        let why = |s: Step| unreplayable_why(&s).unwrap();
+        assert!(
+            why(host("exec", None, None, None, false)).contains("the next stage stopped reading")
+        );
+        assert!(why(host("exec", Some("a"), None, Some(0), false)).contains("64 KiB"));
+        assert!(why(host("exec", Some("a"), Some("d"), None, false)).contains("signal"));
+        assert!(
+            why(host("run", Some("a"), Some("d"), Some(0), false)).contains("cap (1048576 bytes)")
+        );
+        assert!(why(host("run", None, None, None, true)).contains("not recorded"));
     }
 }
