@@ -451,5 +451,4 @@ fn check_end(ended: Ended, display: &str) -> Result<()> {
 }
 
 #[cfg(test)]
-#[path = "exec_tests.rs"]
 mod tests;
