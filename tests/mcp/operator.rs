@@ -6,7 +6,7 @@
 use super::{call, envelope, rt, text, Server};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[test]
 fn human_approvals_refuse_a_client_that_cannot_ask() {
@@ -265,18 +265,13 @@ fn an_elicited_yes_over_stdio_carries_the_operators_name() {
         assert_ne!(r.is_error, Some(true), "{}", text(&r));
         assert_eq!(envelope(&r)["status"], "ok", "{}", text(&r));
         assert!(text(&r).contains("by carol"), "{}", text(&r));
-        // The journal's decision event names the operator's approver.
-        let mut decisions = Vec::new();
-        for f in std::fs::read_dir(server.state.path().join("journal")).unwrap() {
-            let body = std::fs::read_to_string(f.unwrap().path()).unwrap();
-            decisions.extend(
-                body.lines()
-                    .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
-                    .filter(|e| e["kind"] == "decision"),
-            );
-        }
+        // The journal's decision event names the operator's approver, and
+        // the operator (the human in the form), not their agent.
+        let decisions = super::decisions(server.state.path());
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         assert_eq!(decisions[0]["approver"], "carol", "{decisions:?}");
+        assert_eq!(decisions[0]["decided_by"], "the operator", "{decisions:?}");
+        assert_eq!(decisions[0]["door"], "mcp", "{decisions:?}");
         // The operator's name is not anyone's: a gate for dave refuses it.
         let r = call(&client, "other", json!({})).await;
         let token = envelope(&r)["requiresApproval"]["resumeToken"]

@@ -85,6 +85,29 @@ fn text(r: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// The `decision` events of every journal in the state directory `state`.
+fn decisions(state: &Path) -> Vec<Value> {
+    let mut out = Vec::new();
+    for f in std::fs::read_dir(state.join("journal")).unwrap() {
+        let path = f.unwrap().path();
+        if !path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("seg-")
+        {
+            continue;
+        }
+        let body = std::fs::read_to_string(path).unwrap();
+        out.extend(
+            body.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+                .filter(|e| e["kind"] == "decision"),
+        );
+    }
+    out
+}
+
 const GREET: &str = "name: greet\ndescription: Greet someone.\nargs:\n  who:\n    type: string\n    required: true\n    description: Whom to greet\n  times:\n    type: integer\n    default: 1\nsteps:\n  - id: hello\n    run: echo \"hello ${who} x${times}\"\n";
 
 /// A built test guest; missing ones fail under CI / tests/run.sh and skip loudly elsewhere.

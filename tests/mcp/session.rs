@@ -75,6 +75,14 @@ fn tools_gates_resume_errors_and_workflow_tools() {
         .await;
         assert_eq!(envelope(&r)["status"], "ok", "{}", text(&r));
         assert_eq!(envelope(&r)["output"], json!([1, 2]));
+        // The journal says the agent decided (it relayed the yes), over MCP.
+        let decisions = super::decisions(server.state.path());
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(
+            (&decisions[0]["decided_by"], &decisions[0]["door"]),
+            (&json!("the operator's agent"), &json!("mcp")),
+            "{decisions:?}"
+        );
         // A token works once.
         let r = call(
             &client,

@@ -15,7 +15,7 @@ use super::ApprovalMode;
 use crate::app::{Reply, ResumeCall, RunRequest, Settings};
 use crate::error::Error;
 use crate::kernel::{Cancel, CancelReason};
-use crate::resume::Decision;
+use crate::resume::{Decider, Decision};
 use crate::value::Item;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -196,11 +196,18 @@ impl ServerHandler for LobsterMcp {
                 Err(e) => return Ok(failure(&e, human)),
             },
             RESUME => {
-                let call =
+                let mut call =
                     match args::parse::<ResumeArgs>(RESUME, args).and_then(ResumeCall::try_from) {
                         Ok(c) => c,
                         Err(e) => return Ok(failure(&e, human)),
                     };
+                // The client's own call: its agent decides (a front door's
+                // runner says whose agent that is; a yes the human gives in
+                // the client's form is theirs, see `human::gate`).
+                call.request.decider = match call.request.decider {
+                    Decider::Operator(n) => Decider::OperatorAgent(n),
+                    other => other,
+                };
                 if human && call.request.decision == Decision::Approve(true) {
                     let inner = &self.inner;
                     let asked = human::gate(

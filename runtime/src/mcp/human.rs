@@ -8,7 +8,7 @@ use super::runner::Runner;
 use super::ApprovalMode;
 use crate::app::{approval, ResumeCall, Settings};
 use crate::error::{Error, Result};
-use crate::resume::Decision;
+use crate::resume::{Decider, Decision};
 use crate::value::Item;
 use rmcp::model::{
     CallToolRequestParams, InputRequest, InputRequests, InputRequiredResult, ProtocolVersion,
@@ -72,12 +72,14 @@ pub fn gate(
         let mut call = call;
         call.request.decision = Decision::Approve(decision);
         // The human answered through the client. In stdio `lobster mcp`
-        // that human is the operator's, named as the operator names them;
-        // a front door with runs of its own says who it was (serve: an
-        // elicited human, no name).
-        if let Some(runner) = runner {
-            call.request.decider = runner.elicited(call.request.decider);
-        }
+        // that human is the operator, named as the operator names them
+        // (not their agent, whose call this was); a front door with runs of
+        // its own says who it was (serve: an elicited human, no name).
+        call.request.decider = match (runner, call.request.decider) {
+            (Some(runner), decider) => runner.elicited(decider),
+            (None, Decider::OperatorAgent(n)) => Decider::Operator(n),
+            (None, decider) => decider,
+        };
         return Ok(Gate::Proceed(call));
     }
     if link_only || !client_can_ask(context) {

@@ -28,11 +28,18 @@ pub enum Decision {
 /// [`Decider::name`]; the decision's record says [`Decider::describe`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Decider {
-    /// The operator's own command line or agent (`lobster resume`,
-    /// `lobster call`, stdio `lobster mcp`): the name given with `--approver`
-    /// (or the call's `approver`), else `LOBSTER_APPROVAL_APPROVED_BY` of
-    /// the operator's environment.
+    /// The operator's own command line (`lobster resume`, `lobster call`,
+    /// a tool-mode resume), or the operator answering stdio `lobster mcp
+    /// --approvals human`'s form: the name given with `--approver` (or the
+    /// call's `approver`), else `LOBSTER_APPROVAL_APPROVED_BY` of the
+    /// operator's environment.
     Operator(Option<String>),
+    /// The operator's agent deciding with its own `lobster_resume` call
+    /// over stdio `lobster mcp` (the human's yes relayed with `--approvals
+    /// agent`; a no or a cancel in any mode): named as [`Decider::Operator`]
+    /// is, and recorded as the agent's, so that a journal tells a relayed
+    /// yes from one the human gave in the client's form.
+    OperatorAgent(Option<String>),
     /// A `lobster serve` tenant's agent, known by its bearer token. It has
     /// no approver's name: a gate that requires one refuses it.
     TenantAgent(String),
@@ -62,7 +69,7 @@ impl Decider {
     /// for a tenant's agent or an elicited answer.
     pub fn name(&self, approved_by_env: Option<&str>) -> Option<String> {
         let given = match self {
-            Decider::Operator(n) => n.as_deref().or(approved_by_env),
+            Decider::Operator(n) | Decider::OperatorAgent(n) => n.as_deref().or(approved_by_env),
             Decider::Unnamed => approved_by_env,
             Decider::Approver { name, .. } => Some(name.as_str()),
             Decider::TenantAgent(_) | Decider::Elicited => None,
@@ -74,11 +81,14 @@ impl Decider {
     }
 
     /// Who decided, for a run's record: `approver alice`, `tenant acme's
-    /// agent`, `a human through the MCP client`, `the operator`.
+    /// agent`, `a human through the MCP client`, `the operator`, `the
+    /// operator's agent`.
     pub fn describe(&self) -> String {
         match self {
             Decider::Operator(Some(n)) => format!("the operator ({n})"),
             Decider::Operator(None) | Decider::Unnamed => "the operator".into(),
+            Decider::OperatorAgent(Some(n)) => format!("the operator's agent ({n})"),
+            Decider::OperatorAgent(None) => "the operator's agent".into(),
             Decider::TenantAgent(t) => format!("tenant {t}'s agent"),
             Decider::Approver { name, .. } => format!("approver {name}"),
             Decider::Elicited => "a human through the MCP client".into(),
@@ -121,5 +131,15 @@ mod tests {
         assert_eq!(Decider::TenantAgent("acme".into()).name(env), None);
         assert_eq!(Decider::Elicited.name(env), None);
         assert_eq!(alice.describe(), "approver alice");
+        // The operator's agent is named as the operator is, and recorded
+        // as the agent.
+        let agent = Decider::OperatorAgent(None);
+        assert_eq!(agent.name(env).as_deref(), Some("from-env"));
+        assert_eq!(agent.describe(), "the operator's agent");
+        assert_eq!(
+            Decider::OperatorAgent(Some("al".into())).describe(),
+            "the operator's agent (al)"
+        );
+        assert_eq!(Decider::Operator(None).describe(), "the operator");
     }
 }

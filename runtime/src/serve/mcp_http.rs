@@ -128,7 +128,7 @@ impl TenantRunner {
                 c.request.decider = match c.request.decider {
                     // Set by the MCP server when the client asked the human.
                     Decider::Elicited => Decider::Elicited,
-                    Decider::Operator(Some(_)) => {
+                    Decider::Operator(Some(_)) | Decider::OperatorAgent(Some(_)) => {
                         return Err(ApiError::bad_request(
                             "approver is not accepted here: a decision's identity is who authenticated it (the tenant's token, or an approver signed in on the approval page)",
                         ))

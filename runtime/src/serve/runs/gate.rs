@@ -171,7 +171,7 @@ pub fn may_approve(tenant: &Tenant, decider: &Decider) -> bool {
         Decider::Approver { tenant: t, .. } => *t == tenant.name,
         Decider::TenantAgent(t) => *t == tenant.name && tenant.self_approve,
         Decider::Elicited => tenant.elicitation_is_human,
-        Decider::Operator(_) | Decider::Unnamed => false,
+        Decider::Operator(_) | Decider::OperatorAgent(_) | Decider::Unnamed => false,
     }
 }
 
