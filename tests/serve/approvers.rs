@@ -145,6 +145,7 @@ fn humans_decide_through_the_link_and_agents_cannot_self_approve() {
         "{}",
         journal.body
     );
+    assert_eq!(decisions[0]["door"], "serve-page", "{}", journal.body);
     // Reused: 410.
     let r = s.form_as(&link, "decision=approve", &cookie);
     assert_eq!(r.status, 410, "{}", r.body);

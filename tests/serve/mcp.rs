@@ -85,6 +85,15 @@ fn mcp_runs_are_the_gateways_runs() {
     assert!(page.body.contains("<h1>Approved</h1>"), "{}", page.body);
     let rec = s.get_run(ACME, &run_id).json();
     assert_eq!(rec["envelope"]["output"], json!([1, 2]), "{rec}");
+    // Its journal names each door: started over /mcp, decided on the page.
+    let events = journal_events(&s, ACME, &run_id);
+    assert_eq!(events[0]["door"], "serve-mcp", "{events:?}");
+    let decision = events.iter().find(|e| e["kind"] == "decision").unwrap();
+    assert_eq!(
+        (&decision["door"], &decision["decided_by"]),
+        (&json!("serve-page"), &json!("approver alice")),
+        "{decision}"
+    );
     assert!(s
         .approvals(ACME)
         .iter()
@@ -103,6 +112,7 @@ fn mcp_runs_are_the_gateways_runs() {
         .unwrap()
         .to_string();
     assert_eq!(s.approvals(SELF).len(), 1);
+    let run_id = s.approvals(SELF)[0]["runId"].as_str().unwrap().to_string();
     let r = mcp_call(
         &s,
         SELF,
@@ -110,6 +120,13 @@ fn mcp_runs_are_the_gateways_runs() {
         json!({"token": token, "approve": true}),
     );
     assert_eq!(r["structuredContent"]["output"], json!([1, 2]), "{r}");
+    let events = journal_events(&s, SELF, &run_id);
+    let decision = events.iter().find(|e| e["kind"] == "decision").unwrap();
+    assert_eq!(
+        (&decision["door"], &decision["decided_by"]),
+        (&json!("serve-mcp"), &json!("tenant selfy's agent")),
+        "{decision}"
+    );
     assert!(s.approvals(SELF).is_empty());
     let again = s.call(
         "POST",
@@ -119,6 +136,16 @@ fn mcp_runs_are_the_gateways_runs() {
     );
     assert_eq!(again.status, 409, "{}", again.body);
     assert!(metric(&s, "lobster_runs_total{tenant=\"selfy\",status=\"ok\"}") >= 1);
+}
+
+/// The events of run `id`'s journal, read as tenant `token`.
+fn journal_events(s: &Server, token: &str, id: &str) -> Vec<Value> {
+    let r = s.call("GET", &format!("/v1/runs/{id}/journal"), token, None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .collect()
 }
 
 /// A `tools/call` through `/mcp` as a 2026-07-28 client that can ask its

@@ -118,9 +118,13 @@ impl Settings {
     }
 
     /// The journal a run through these settings keeps (as run `run_id`
-    /// when given).
-    pub fn journal(&self, run_id: Option<String>) -> crate::journal::Journal {
-        crate::journal::Journal::planned(self.door(), run_id)
+    /// when given), as coming through `door` (default: [`Settings::door`]).
+    pub fn journal(
+        &self,
+        door: Option<&'static str>,
+        run_id: Option<String>,
+    ) -> crate::journal::Journal {
+        crate::journal::Journal::planned(door.unwrap_or(self.door()), run_id)
     }
 
     /// [`Settings::door`], `call` when unset.

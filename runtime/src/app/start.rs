@@ -59,6 +59,10 @@ pub struct StartOptions {
     /// with the operator's rule ([`super::gate::operator`]), before
     /// anything runs.
     pub gate: Option<Taken>,
+    /// The door the run came through, for its journal, when a front door
+    /// has several (`lobster serve`'s `/mcp` and approval page); `None`:
+    /// the settings' ([`Settings::door`]).
+    pub door: Option<&'static str>,
 }
 
 /// How a run ended.
@@ -153,16 +157,18 @@ fn context_of(
 /// Blocking (the store is asked); every refusal of the request comes from
 /// here, before anything runs.
 pub fn prepare(settings: &Settings, request: &Request, cancel: &Cancel) -> Result<Prepared> {
-    prepare_as(settings, request, cancel, None, None)
+    prepare_as(settings, request, cancel, None, None, None)
 }
 
-/// [`prepare`], the journal kept under `run_id` when given.
+/// [`prepare`], the journal kept under `run_id` when given, as coming
+/// through `door` when given.
 fn prepare_as(
     settings: &Settings,
     request: &Request,
     cancel: &Cancel,
     run_id: Option<String>,
     gate: Option<Taken>,
+    door: Option<&'static str>,
 ) -> Result<Prepared> {
     let pauses = settings.deadline_pauses;
     let mut prepared = match request {
@@ -214,7 +220,7 @@ fn prepare_as(
     prepared.ctx.sandbox.observer = settings.observer.clone();
     // A resume continues the paused run's journal (its id is the chain's).
     let run_id = run_id.filter(|_| matches!(request, Request::Run(_)));
-    prepared.ctx.journal = settings.journal(run_id);
+    prepared.ctx.journal = settings.journal(door, run_id);
     prepared
         .ctx
         .broker
@@ -310,11 +316,11 @@ pub fn run_text(text: &str, ctx: &Context) -> Result<Paused> {
 pub fn start(settings: Arc<Settings>, request: Request, opts: StartOptions) -> RunHandle {
     let handle = RunHandle::new(opts.cancel.clone(), opts.on_settle);
     let h = handle.clone();
-    let (log, run_id, gate) = (opts.log, opts.run_id, opts.gate);
+    let (log, run_id, gate, door) = (opts.log, opts.run_id, opts.gate, opts.door);
     let unstarted = gate.clone().map(|g| (g, settings.store()));
     let spawned = spawn_run(move || {
         let given = gate.clone();
-        let prepared = prepare_as(&settings, &request, h.cancel(), run_id, gate);
+        let prepared = prepare_as(&settings, &request, h.cancel(), run_id, gate, door);
         match prepared {
             Ok(mut p) => {
                 if let Some(log) = log {

@@ -122,6 +122,7 @@ impl TenantRunner {
         let attach = Attach {
             cancel: Some(cancel),
             log,
+            door: Some(super::doors::MCP),
         };
         let call = match call {
             Call::Resume(mut c) => {

@@ -22,6 +22,7 @@
 //! - [`metrics`]: `/metrics` in Prometheus text.
 //! - [`request_log`]: one log line per request (no bodies, tokens or links).
 //! - [`shutdown`]: SIGTERM/SIGINT → stop accepting, drain, cancel.
+//! - [`doors`]: the names of the doors in a run's journal.
 //! - [`auth`]: [`Authed`], the request's tenant from its bearer token
 //!   (constant-time compare of sha256(token)).
 //! - [`error`], [`router`], [`server`]: the HTTP error, the routes and
@@ -67,6 +68,18 @@ pub use error::ApiError;
 pub use router::router;
 pub use server::{prepare, run, SERVER_TENANT};
 pub use wire::body_json;
+
+/// The doors of `lobster serve`, as a run's journal names them (its
+/// `run_started`, `run_resumed` and `decision` events' `door`).
+pub mod doors {
+    /// The runs API (`/v1/...`), the tenant's settings' door.
+    pub const REST: &str = "serve";
+    /// The MCP tools at `/mcp`.
+    pub const MCP: &str = "serve-mcp";
+    /// The approval page (`/a/{link}`), where a signed-in approver or the
+    /// link's holder decides.
+    pub const PAGE: &str = "serve-page";
+}
 
 /// Where log lines go (the CLI writes them to stderr). Never handed a secret.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;

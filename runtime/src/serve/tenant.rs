@@ -135,7 +135,7 @@ impl Tenant {
             root: Some(run_root),
             deadline_pauses: false,
             tenant: true,
-            door: "serve",
+            door: super::doors::REST,
             observer: Some({
                 let (metrics, tenant) = (metrics.clone(), cfg.name.clone());
                 crate::sandbox::StepObserver::new(move |report| {

@@ -101,7 +101,8 @@ pub async fn decide(
     }
     let body = crate::serve::wire::ResumeBody::approve(approve);
     let wait = app.config.request_timeout;
-    match runs::decide(&app, &o.tenant, &o.record, body, wait, decider).await {
+    let door = crate::serve::doors::PAGE;
+    match runs::decide(&app, &o.tenant, &o.record, body, wait, (decider, door)).await {
         Ok(resp) => {
             let status = resp.status();
             let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)

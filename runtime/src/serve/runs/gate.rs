@@ -103,15 +103,16 @@ pub fn refusal(run_id: &str, refused: app::gate::Refused) -> ApiError {
 
 /// Decide the gate of the paused run `rec` with the decision of `body`
 /// (`approve`, `response`, `cancel`, limits) as `decider` — who the door
-/// authenticated (the tenant's token, a signed-in approver). A body's
-/// `approver` is refused: nothing a request says names who decided.
+/// authenticated (the tenant's token, a signed-in approver) — through
+/// `door` ([`crate::serve::doors`]). A body's `approver` is refused:
+/// nothing a request says names who decided.
 pub async fn decide(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
     rec: &RunRecord,
     mut body: ResumeBody,
     wait: Duration,
-    decider: Decider,
+    (decider, door): (Decider, &'static str),
 ) -> Result<Response, ApiError> {
     paused_status(rec)?;
     if body.approver {
@@ -126,7 +127,11 @@ pub async fn decide(
     let mut call = ResumeCall::try_from(body)?;
     call.request.decider = decider;
     let (a, t, r) = (app.clone(), tenant.clone(), rec.clone());
-    let (run_id, rx) = offload(move || decide_call(&a, &t, &r, call, Attach::default())).await?;
+    let attach = Attach {
+        door: Some(door),
+        ..Attach::default()
+    };
+    let (run_id, rx) = offload(move || decide_call(&a, &t, &r, call, attach)).await?;
     let settled = settle(rx, wait).await;
     // PostgreSQL: its `running` record is stored already (by `start`).
     if settled.is_none() && tenant.store.is_files() {

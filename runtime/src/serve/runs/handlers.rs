@@ -123,7 +123,10 @@ pub async fn resume_run(
         &rec,
         body,
         wait,
-        Decider::TenantAgent(tenant.name.clone()),
+        (
+            Decider::TenantAgent(tenant.name.clone()),
+            crate::serve::doors::REST,
+        ),
     )
     .await
 }
@@ -156,7 +159,8 @@ pub async fn resume_by_token(
     .await?;
     if let Some(rec) = found {
         let agent = Decider::TenantAgent(tenant.name.clone());
-        return decide(&app, &tenant, &rec, body, wait, agent).await;
+        let door = crate::serve::doors::REST;
+        return decide(&app, &tenant, &rec, body, wait, (agent, door)).await;
     }
     Err(ApiError::decided(
         "no paused run of this tenant has that token or approvalId: it was already decided, or it never existed",

@@ -39,6 +39,9 @@ pub struct Attach {
     pub cancel: Option<Cancel>,
     /// Where the run's step logs go (default: nowhere).
     pub log: Option<crate::kernel::LogSink>,
+    /// The door in the run's journal (default: `serve`, the REST API;
+    /// see [`crate::serve::doors`]).
+    pub door: Option<&'static str>,
 }
 
 /// Start `job` as run `run_id` of `tenant` on the blocking pool; the
@@ -204,6 +207,7 @@ pub fn start_attached(
             // The journal of a run is kept under its runId.
             run_id: Some(run_id),
             gate,
+            door: attach.door,
         },
     );
     Ok(rx)
