@@ -333,8 +333,10 @@ pub struct Step {
     /// A host process's output in full, up to [`HOST_OUTPUT_CAP`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
-    /// False when the step cannot be replayed from this record (a host
-    /// output past the cap).
+    /// False when a replay cannot stand this record in for the host
+    /// process: a host line's output past the cap; a pipeline `exec`
+    /// stage's output past 64 KiB, not read to its end (`head`), or ended
+    /// by a signal (see `journal::replay::unreplayable_why`).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub replayable: bool,
     /// Whether it succeeded.
