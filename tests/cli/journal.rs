@@ -292,6 +292,16 @@ fn a_call_and_a_workflow_record_their_door_steps_and_request() {
         .expect("the shell step's event");
     assert_eq!(host["event"]["exit_code"], 0);
     assert_eq!(host["event"]["output"], "hello journal\n");
+    assert_eq!(host["event"]["within"], Value::Null, "{text}");
+    // The pipeline step's stages say which workflow step they ran in.
+    let stages: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["event"].clone())
+        .filter(|e| e["kind"] == "step" && (e["name"] == "exec" || e["name"] == "head"))
+        .collect();
+    assert_eq!(stages.len(), 2, "{text}");
+    assert!(stages.iter().all(|e| e["within"] == "count"), "{stages:?}");
     // Digest rule 2: recorded in the start; a workflow step's output digest
     // is of its stdout text as the run had it (not of its result printed).
     assert_eq!(start["event"]["digests"], 2, "{text}");

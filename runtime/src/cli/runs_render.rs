@@ -129,6 +129,9 @@ pub(super) fn timeline(summary: Option<RunSummary>, id: &str, text: &str) -> Str
                         n("wall_ms").unwrap_or(0)
                     );
                 }
+                if let Some(w) = e.get("within").and_then(Value::as_str) {
+                    d.push_str(&format!(" in step {w}"));
+                }
                 if let Some(c) = e.get("component").and_then(Value::as_str) {
                     d.push_str(&format!(" component {}", short(c)));
                 }

@@ -303,6 +303,7 @@ fn step(out: &mut String, s: &Step) {
         output,
         replayable,
         ok,
+        within,
     } = s;
     let mut o = Obj::new(out);
     o.opt_str("component", component);
@@ -325,6 +326,7 @@ fn step(out: &mut String, s: &Step) {
     }
     o.str("step_kind", step_kind);
     o.u64("wall_ms", *wall_ms);
+    o.opt_str("within", within);
     o.end();
 }
 

@@ -157,6 +157,7 @@ impl Rng {
                 output: self.opt_text(),
                 replayable: self.coin(),
                 ok: self.coin(),
+                within: self.opt_text(),
             }),
             3 => Event::GateOpened(GateOpened {
                 gate: self.text(),

@@ -341,6 +341,10 @@ pub struct Step {
     pub replayable: bool,
     /// Whether it succeeded.
     pub ok: bool,
+    /// The workflow step it ran within: a stage of a workflow's pipeline
+    /// step (its `id` is the stage's index there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<String>,
 }
 
 /// [`Event::GateOpened`].

@@ -61,9 +61,11 @@ pub struct Head {
 /// A door plans it ([`Journal::planned`]: its door and, if it has one, the
 /// run id it answers with); the engine begins it when the run starts
 /// ([`Journal::begin`], or [`Journal::continue_at`] for a resume) and
-/// records into it. [`Journal::off`] records nothing.
+/// records into it. [`Journal::off`] records nothing. A handle scoped to
+/// a workflow step ([`Journal::within`]) marks the `step` events written
+/// through it as that step's (the stages of a workflow's pipeline step).
 #[derive(Clone, Default)]
-pub struct Journal(Option<Arc<Shared>>);
+pub struct Journal(Option<Arc<Shared>>, Option<Arc<str>>);
 
 struct Shared {
     door: String,
@@ -120,7 +122,7 @@ pub fn new_run_id() -> String {
 impl Journal {
     /// A journal that records nothing.
     pub fn off() -> Journal {
-        Journal(None)
+        Journal(None, None)
     }
 
     /// The journal of a run coming through `door` (`cli`, `call`, `mcp`,
@@ -130,26 +132,32 @@ impl Journal {
         if !enabled() {
             return Journal::off();
         }
-        Journal(Some(Arc::new(Shared {
-            door: door.to_string(),
-            run_id: run_id.unwrap_or_else(new_run_id),
-            live: OnceLock::new(),
-            rule: DigestRule::CURRENT,
-            replay: None,
-        })))
+        Journal(
+            Some(Arc::new(Shared {
+                door: door.to_string(),
+                run_id: run_id.unwrap_or_else(new_run_id),
+                live: OnceLock::new(),
+                rule: DigestRule::CURRENT,
+                replay: None,
+            })),
+            None,
+        )
     }
 
     /// [`Journal::planned`] under digest rule `rule` instead of the current
     /// one (tests: a run as an older lobster journaled it).
     #[cfg(test)]
     pub(crate) fn planned_with_rule(door: &str, rule: DigestRule) -> Journal {
-        Journal(Some(Arc::new(Shared {
-            door: door.to_string(),
-            run_id: new_run_id(),
-            live: OnceLock::new(),
-            rule,
-            replay: None,
-        })))
+        Journal(
+            Some(Arc::new(Shared {
+                door: door.to_string(),
+                run_id: new_run_id(),
+                live: OnceLock::new(),
+                rule,
+                replay: None,
+            })),
+            None,
+        )
     }
 
     /// The journal of a run that replays `recorded` (door `replay`, a
@@ -158,13 +166,16 @@ impl Journal {
     /// record through [`Journal::replaying`], and the broker sends nothing
     /// the record does not answer.
     pub fn replay(recorded: Arc<replay::Recorded>) -> Journal {
-        Journal(Some(Arc::new(Shared {
-            door: "replay".to_string(),
-            run_id: new_run_id(),
-            live: OnceLock::new(),
-            rule: recorded.started.digests,
-            replay: Some(recorded),
-        })))
+        Journal(
+            Some(Arc::new(Shared {
+                door: "replay".to_string(),
+                run_id: new_run_id(),
+                live: OnceLock::new(),
+                rule: recorded.started.digests,
+                replay: Some(recorded),
+            })),
+            None,
+        )
     }
 
     /// The run this journal's run replays, if it is a replay.
@@ -235,7 +246,7 @@ impl Journal {
             replay: None,
         };
         let _ = shared.live.set(start_inner(store, started, cap)?);
-        Ok(Journal(Some(Arc::new(shared))))
+        Ok(Journal(Some(Arc::new(shared)), None))
     }
 
     /// Continue the chain at `head` now (see [`Journal::continue_at`]).
@@ -248,7 +259,7 @@ impl Journal {
             replay: None,
         };
         let _ = shared.live.set(resume_inner(store, head, resumed)?);
-        Ok(Journal(Some(Arc::new(shared))))
+        Ok(Journal(Some(Arc::new(shared)), None))
     }
 
     fn live(&self) -> Option<&Inner> {
@@ -292,13 +303,25 @@ impl Journal {
         })
     }
 
-    /// Append `event`. Gates and brokered calls' intents are durable when
-    /// this returns (see the module docs).
-    pub fn append(&self, event: Event) -> Result<()> {
-        match self.live() {
-            Some(inner) => append_to(inner, event),
-            None => Ok(()),
+    /// This journal, its `step` events marked as written within workflow
+    /// step `step` (a workflow's pipeline step hands it to its stages).
+    pub fn within(&self, step: &str) -> Journal {
+        Journal(self.0.clone(), Some(Arc::from(step)))
+    }
+
+    /// Append `event` (a `step` event gets this handle's
+    /// [`Journal::within`] unless it names its own). Gates and brokered
+    /// calls' intents are durable when this returns (see the module docs).
+    pub fn append(&self, mut event: Event) -> Result<()> {
+        let Some(inner) = self.live() else {
+            return Ok(());
+        };
+        if let (Event::Step(s), Some(scope)) = (&mut event, &self.1) {
+            if s.within.is_none() {
+                s.within = Some(scope.to_string());
+            }
         }
+        append_to(inner, event)
     }
 
     /// Record the run's end: status, output digest.

@@ -365,10 +365,14 @@ pub fn compare(recorded: &Recorded, replayed: &[Event]) -> Option<Divergence> {
 }
 
 fn describe(s: &Step) -> String {
-    if s.name.is_empty() || s.name == s.id {
+    let what = if s.name.is_empty() || s.name == s.id {
         s.step_kind.clone()
     } else {
         format!("{} {}", s.step_kind, s.name)
+    };
+    match &s.within {
+        Some(step) => format!("{what} in step {step}"),
+        None => what,
     }
 }
 

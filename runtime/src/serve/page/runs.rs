@@ -162,6 +162,9 @@ pub fn run_page(
                 if !s("name").is_empty() && s("name") != s("id") {
                     d.push_str(&format!(" {}", escape(s("name"))));
                 }
+                if let Some(w) = e["within"].as_str() {
+                    d.push_str(&format!(" in step {}", escape(w)));
+                }
                 if let Some(c) = e["exit_code"].as_i64() {
                     d.push_str(&format!(", exit {c}"));
                 }

@@ -107,6 +107,8 @@ pub fn continue_from(
     let pipeline = crate::dsl::parse(text)
         .map_err(|e| e.context(&format!("Workflow step {id} pipeline: ")))?;
     let mut sub = derive(ctx, Some(env), Some(cwd), None);
+    // Its stages' events say they ran within this step.
+    sub.journal = sub.journal.within(id);
     sub.mode = Mode::Human;
     sub.interactive = false;
     match run_pipeline(&pipeline, stage, input, &sub)? {
