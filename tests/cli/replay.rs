@@ -298,13 +298,10 @@ fn host_lines_replay_their_recorded_output_unless_rerun() {
 fn exec_stages_replay_their_recorded_output_unless_rerun() {
     let env = Env::new();
     let marker = env.work_path("ran");
-    let r = env.run(&[
-        "run",
-        "--mode",
-        "tool",
+    let r = env.tool(
         "exec --shell 'echo x >> ran; cat /proc/sys/kernel/random/uuid' \
          | exec --stdin jsonl --json --shell 'wc -l' | json",
-    ]);
+    );
     assert_eq!(r.json()["status"], "ok", "{r:?}");
     assert_eq!(r.json()["output"], serde_json::json!([1]), "{r:?}");
     let id = newest_run(&env);
@@ -328,12 +325,7 @@ fn exec_stages_replay_their_recorded_output_unless_rerun() {
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "x\nx\n");
 
     // A failing stage: the same exit code and end, without the process.
-    let r = env.run(&[
-        "run",
-        "--mode",
-        "tool",
-        "exec --shell 'echo x >> ran; echo out; exit 3'",
-    ]);
+    let r = env.tool("exec --shell 'echo x >> ran; echo out; exit 3'");
     assert_eq!(
         r.json()["error"]["message"],
         "exec failed (3): out",
@@ -345,12 +337,7 @@ fn exec_stages_replay_their_recorded_output_unless_rerun() {
     assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 3);
 
     // The next stage stopped reading: the stage's output was not kept.
-    let r = env.run(&[
-        "run",
-        "--mode",
-        "tool",
-        "exec --json --shell 'echo [1,2]' | head --n 1",
-    ]);
+    let r = env.tool("exec --json --shell 'echo [1,2]' | head --n 1");
     assert_eq!(r.json()["status"], "ok", "{r:?}");
     let id = newest_run(&env);
     let r = replay(&env, &[&id]);
@@ -364,7 +351,7 @@ fn exec_stages_replay_their_recorded_output_unless_rerun() {
     assert_eq!(replay(&env, &[&id, "--rerun-host"]).code, 0);
 
     // Past the 64 KiB an exec stage's record keeps.
-    let r = env.run(&["run", "--mode", "tool", "exec --shell 'seq 1 20000' | json"]);
+    let r = env.tool("exec --shell 'seq 1 20000' | json");
     assert_eq!(r.json()["status"], "ok", "{r:?}");
     let id = newest_run(&env);
     let r = replay(&env, &[&id]);
