@@ -102,7 +102,7 @@ pub async fn decide(
     let body = crate::serve::wire::ResumeBody::approve(approve);
     let wait = app.config.request_timeout;
     let door = crate::serve::doors::PAGE;
-    match runs::decide(&app, &o.tenant, &o.record, body, wait, (decider, door)).await {
+    match runs::decide(&app, &o.tenant, &o.record, body, wait, decider, door).await {
         Ok(resp) => {
             let status = resp.status();
             let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)

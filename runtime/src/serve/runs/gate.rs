@@ -112,7 +112,8 @@ pub async fn decide(
     rec: &RunRecord,
     mut body: ResumeBody,
     wait: Duration,
-    (decider, door): (Decider, &'static str),
+    decider: Decider,
+    door: &'static str,
 ) -> Result<Response, ApiError> {
     paused_status(rec)?;
     if body.approver {

@@ -123,10 +123,8 @@ pub async fn resume_run(
         &rec,
         body,
         wait,
-        (
-            Decider::TenantAgent(tenant.name.clone()),
-            crate::serve::doors::REST,
-        ),
+        Decider::TenantAgent(tenant.name.clone()),
+        crate::serve::doors::REST,
     )
     .await
 }
@@ -160,7 +158,7 @@ pub async fn resume_by_token(
     if let Some(rec) = found {
         let agent = Decider::TenantAgent(tenant.name.clone());
         let door = crate::serve::doors::REST;
-        return decide(&app, &tenant, &rec, body, wait, (agent, door)).await;
+        return decide(&app, &tenant, &rec, body, wait, agent, door).await;
     }
     Err(ApiError::decided(
         "no paused run of this tenant has that token or approvalId: it was already decided, or it never existed",
