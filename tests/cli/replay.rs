@@ -1,6 +1,7 @@
 //! `lobster replay`: the demo's two workflows and a pipeline replay
 //! identical from their journals (nothing sent, none of the operator's files
-//! written); `exec` stages answered from their records; a swapped component,
+//! written); `exec` stages answered from their records (each pipeline
+//! step's its own, in parallel branches too); a swapped component,
 //! a host line or stage run again and a changed input are divergences named
 //! by step; a tampered journal, an unknown id and a
 //! file that is not a journal are refused.
@@ -362,6 +363,45 @@ fn exec_stages_replay_their_recorded_output_unless_rerun() {
         "{r:?}"
     );
     assert_eq!(replay(&env, &[&id, "--rerun-host"]).code, 0);
+}
+
+/// Two pipeline steps in a workflow's parallel branches each have a stage
+/// 0 `exec`; the slow one's process ends last in the run, but in the
+/// replay both stand-ins answer at once. Each stage takes its own step's
+/// record (keyed by the step it runs within), and the comparison pairs
+/// each recorded stage with the replay's stage of the same step.
+#[test]
+fn parallel_pipeline_steps_take_their_own_exec_records() {
+    let env = Env::new();
+    crate::common::write(
+        &env,
+        "par.lobster",
+        "steps:\n  - id: par\n    parallel:\n      branches:\n\
+         \x20       - id: slow\n          pipeline: exec --json --shell 'echo x >> ran; sleep 0.4; echo [1]' | json\n\
+         \x20       - id: fast\n          pipeline: exec --json --shell 'echo x >> ran; echo [2]' | json\n",
+    );
+    let r = env.tool("par.lobster");
+    assert_eq!(r.json()["status"], "ok", "{r:?}");
+    let id = newest_run(&env);
+    let export = env.run(&["runs", "export", &id]).stdout;
+    let stages: Vec<(String, String)> = export
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["event"].clone())
+        .filter(|e| e["kind"] == "step" && e["name"] == "exec")
+        .map(|e| (e["within"].to_string(), e["id"].to_string()))
+        .collect();
+    let stage = |step: &str| (format!("\"{step}\""), "\"0\"".to_string());
+    assert_eq!(stages, [stage("fast"), stage("slow")], "{export}");
+    for _ in 0..3 {
+        let (v, code) = replay_json(&env, &[&id]);
+        assert_eq!((v["result"].as_str(), code), (Some("identical"), 0), "{v}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.work_path("ran")).unwrap(),
+        "x\nx\n",
+        "a process ran again"
+    );
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //! so the stages of one pipeline end in stage order.
 //!
 //! A replay goes the other way: the executor takes the `exec` stage's
-//! recorded step from the run being replayed (by the stage's index) and
+//! recorded step from the run being replayed (by the stage's index and
+//! the workflow step it runs within, [`Journal::within`]) and
 //! leaves it with [`Journal::stand_in`] just before the stage runs; the
 //! stage takes it ([`Journal::take_stand_in`]) and decodes the recorded
 //! stdout instead of spawning a process.
@@ -64,13 +65,14 @@ impl Journal {
     }
 
     /// During a replay, leave the recorded step of the `exec` stage about
-    /// to run on this thread (the stage at `index` of the pipeline), if the
-    /// run being replayed recorded one; anything left before is dropped.
+    /// to run on this thread (the stage at `index` of the pipeline, within
+    /// this handle's workflow step if any), if the run being replayed
+    /// recorded one; anything left before is dropped.
     /// Not replaying: nothing is left.
     pub fn stand_in(&self, index: usize) {
         let step = self
             .replaying()
-            .and_then(|r| r.take_host_output(&index.to_string(), "exec"));
+            .and_then(|r| r.take_host_output(self.within_step(), &index.to_string(), "exec"));
         STAND_IN.with(|s| *s.borrow_mut() = step);
     }
 

@@ -309,6 +309,12 @@ impl Journal {
         Journal(self.0.clone(), Some(Arc::from(step)))
     }
 
+    /// The workflow step this handle's `step` events are marked as
+    /// written within ([`Journal::within`]), if any.
+    pub fn within_step(&self) -> Option<&str> {
+        self.1.as_deref()
+    }
+
     /// Append `event` (a `step` event gets this handle's
     /// [`Journal::within`] unless it names its own). Gates and brokered
     /// calls' intents are durable when this returns (see the module docs).

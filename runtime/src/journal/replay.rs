@@ -40,10 +40,36 @@ pub struct Recorded {
     pub answers: BTreeMap<String, Value>,
     /// Its last end (a settled status).
     pub ended: RunEnded,
-    /// Recorded host outputs not yet handed to the replay, per step id
-    /// and name (`run` for a workflow's host line, `exec` for a
-    /// pipeline's stage, whose id is its index).
-    host: Mutex<BTreeMap<(String, String), VecDeque<Step>>>,
+    /// Recorded host outputs not yet handed to the replay, per
+    /// [`HostKey`].
+    host: Mutex<BTreeMap<HostKey, VecDeque<Step>>>,
+}
+
+/// Which recorded host outputs a host step of the replay takes: the
+/// workflow step it ran in (`within`, empty outside a workflow's pipeline
+/// step), its id and its name (`run` for a workflow's host line, `exec`
+/// for a pipeline's stage, whose id is its index). Keyed by `within` too,
+/// two pipeline steps' stage 0 (say, in a workflow's parallel branches,
+/// which end in any order) never take each other's records.
+type HostKey = (String, String, String);
+
+/// The host steps among `steps`, by key, each key's in run order.
+fn host_records(steps: &[Step]) -> BTreeMap<HostKey, VecDeque<Step>> {
+    let mut host: BTreeMap<HostKey, VecDeque<Step>> = BTreeMap::new();
+    for s in steps.iter().filter(|s| s.step_kind == "host") {
+        host.entry(host_key(s.within.as_deref(), &s.id, &s.name))
+            .or_default()
+            .push_back(s.clone());
+    }
+    host
+}
+
+fn host_key(within: Option<&str>, id: &str, name: &str) -> HostKey {
+    (
+        within.unwrap_or_default().to_string(),
+        id.to_string(),
+        name.to_string(),
+    )
 }
 
 /// Every journal event of `text` (whole, verified records only).
@@ -139,12 +165,7 @@ impl Recorded {
                 "run {run_id} answered an input gate: the journal keeps only the response's digest, so it cannot be replayed"
             )));
         }
-        let mut host: BTreeMap<(String, String), VecDeque<Step>> = BTreeMap::new();
-        for s in steps.iter().filter(|s| s.step_kind == "host") {
-            host.entry((s.id.clone(), s.name.clone()))
-                .or_default()
-                .push_back(s.clone());
-        }
+        let host = host_records(&steps);
         Ok(Recorded {
             run_id,
             started,
@@ -173,12 +194,22 @@ impl Recorded {
     }
 
     /// The next recorded run of host step `id` named `name` (`run`: a
-    /// workflow's host line; `exec`: a pipeline stage, `id` its index),
+    /// workflow's host line; `exec`: a pipeline stage, `id` its index)
+    /// that ran within workflow step `within` (`None`: outside any),
     /// taken (each is handed out once, in order: a step in a loop, or a
     /// pipeline run again, takes the next).
-    pub fn take_host_output(&self, id: &str, name: &str) -> Option<Step> {
+    pub fn take_host_output(&self, within: Option<&str>, id: &str, name: &str) -> Option<Step> {
         let mut host = self.host.lock().unwrap_or_else(|e| e.into_inner());
-        host.get_mut(&(id.to_string(), name.to_string()))
+        if let Some(step) = host
+            .get_mut(&host_key(within, id, name))
+            .and_then(VecDeque::pop_front)
+        {
+            return Some(step);
+        }
+        // A journal written before stages named their step keeps them
+        // outside any.
+        within?;
+        host.get_mut(&host_key(None, id, name))
             .and_then(VecDeque::pop_front)
     }
 
@@ -269,9 +300,17 @@ impl std::fmt::Display for Divergence {
     }
 }
 
+/// Whether the replay's step `got` is the recorded step `want`: the same
+/// id and kind, and (`within`) within the same workflow step.
+fn same_step(got: &Step, want: &Step, within: bool) -> bool {
+    got.id == want.id && got.step_kind == want.step_kind && (!within || got.within == want.within)
+}
+
 /// Compare the replay's journal `replayed` with the run it replays: each
 /// recorded step is matched with the replay's first unmatched step of the
-/// same id and kind (parallel branches may finish in another order), and
+/// same id and kind within the same workflow step (parallel branches may
+/// finish in another order, and each pipeline step has a stage 0; a
+/// journal from before `within` by id and kind), and
 /// its component, input and output digests, success and exit code must be
 /// equal; then the run's end (status, output digest). `None`: identical.
 pub fn compare(recorded: &Recorded, replayed: &[Event]) -> Option<Divergence> {
@@ -285,9 +324,16 @@ pub fn compare(recorded: &Recorded, replayed: &[Event]) -> Option<Divergence> {
         .collect();
     for want in &recorded.steps {
         let what = describe(want);
-        let found = theirs
-            .iter_mut()
-            .find(|s| s.is_some_and(|s| s.id == want.id && s.step_kind == want.step_kind));
+        let at = |within: bool| {
+            theirs
+                .iter()
+                .position(|s| s.is_some_and(|s| same_step(s, want, within)))
+        };
+        // A journal written before stages named their step (no `within`
+        // anywhere) is matched by id and kind alone.
+        let found = at(true)
+            .or_else(|| want.within.is_none().then(|| at(false)).flatten())
+            .map(|i| &mut theirs[i]);
         let Some(slot) = found else {
             return Some(Divergence {
                 step: want.id.clone(),
@@ -480,33 +526,52 @@ mod tests {
 
     #[test]
     fn host_outputs_are_handed_out_once_in_order() {
-        let mut a = step("h", "1");
-        a.step_kind = "host".into();
-        let mut b = a.clone();
-        b.output_digest = Some("2".into());
+        let host = |id: &str, name: &str, within: Option<&str>, out: &str| Step {
+            step_kind: "host".into(),
+            name: name.into(),
+            within: within.map(str::to_string),
+            ..step(id, out)
+        };
         let r = recorded(Vec::new());
-        r.host
-            .lock()
-            .unwrap()
-            .insert(("h".into(), "run".into()), VecDeque::from([a, b]));
+        *r.host.lock().unwrap() = host_records(&[
+            host("h", "run", None, "1"),
+            host("0", "exec", Some("left"), "L"),
+            host("h", "run", None, "2"),
+            host("0", "exec", Some("right"), "R"),
+            step("h", "wasm"),
+        ]);
+        let out = |s: Option<Step>| s.and_then(|s| s.output_digest);
         // A pipeline's `exec` stage of the same id is another record.
-        assert!(r.take_host_output("h", "exec").is_none());
+        assert!(r.take_host_output(None, "h", "exec").is_none());
         assert_eq!(
-            r.take_host_output("h", "run")
-                .unwrap()
-                .output_digest
-                .as_deref(),
+            out(r.take_host_output(None, "h", "run")).as_deref(),
             Some("1")
         );
         assert_eq!(
-            r.take_host_output("h", "run")
-                .unwrap()
-                .output_digest
-                .as_deref(),
+            out(r.take_host_output(None, "h", "run")).as_deref(),
             Some("2")
         );
-        assert!(r.take_host_output("h", "run").is_none());
-        assert!(r.take_host_output("other", "run").is_none());
+        assert!(r.take_host_output(None, "h", "run").is_none());
+        assert!(r.take_host_output(None, "other", "run").is_none());
+        // Stage 0 of two pipeline steps (parallel branches that ended in
+        // either order) each take their own step's record.
+        assert!(r.take_host_output(None, "0", "exec").is_none());
+        assert_eq!(
+            out(r.take_host_output(Some("right"), "0", "exec")).as_deref(),
+            Some("R")
+        );
+        assert_eq!(
+            out(r.take_host_output(Some("left"), "0", "exec")).as_deref(),
+            Some("L")
+        );
+        assert!(r.take_host_output(Some("left"), "0", "exec").is_none());
+        // A journal from before stages named their step: the stage's
+        // record is outside any, and a stage within one takes it.
+        *r.host.lock().unwrap() = host_records(&[host("0", "exec", None, "old")]);
+        assert_eq!(
+            out(r.take_host_output(Some("left"), "0", "exec")).as_deref(),
+            Some("old")
+        );
     }
 
     /// A host record stands in for its process only when it holds the

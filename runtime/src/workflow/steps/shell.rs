@@ -56,7 +56,7 @@ pub fn run(
     let done = match ctx.journal.replaying() {
         // A replay answers the line with what the run recorded (unless
         // `--rerun-host`: then the replay's record has no host outputs).
-        Some(recorded) => match recorded.take_host_output(id, "run") {
+        Some(recorded) => match recorded.take_host_output(ctx.journal.within_step(), id, "run") {
             Some(step) => crate::process::Finished {
                 stdout: step.output.unwrap_or_default(),
                 stderr: String::new(),
