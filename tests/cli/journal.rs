@@ -249,6 +249,17 @@ fn human_mode_names_the_run_on_stderr_and_tool_mode_does_not() {
             .len(),
         1
     );
+    // A status no run can have is refused, naming the ones there are.
+    let typo = env.run(&["runs", "list", "--status", "failed"]);
+    assert_eq!(typo.code, 2, "{typo:?}");
+    assert!(
+        typo.stderr
+            .contains("--status: no run has status \"failed\"")
+            && typo
+                .stderr
+                .contains("needs_approval, needs_input, ok, error"),
+        "{typo:?}"
+    );
 }
 
 #[test]

@@ -225,6 +225,15 @@ fn runs_and_their_journals_are_listed_per_tenant() {
         404
     );
     assert_eq!(s.call("GET", "/v1/runs?limit=0", ACME, None).status, 400);
+    let ok = s.call("GET", "/v1/runs?status=ok", ACME, None);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let typo = s.call("GET", "/v1/runs?status=done", ACME, None);
+    assert_eq!(typo.status, 400, "{}", typo.body);
+    assert!(
+        typo.body.contains("no run has status \\\"done\\\"") && typo.body.contains("pruned"),
+        "{}",
+        typo.body
+    );
 }
 
 /// A tenant reads its runs' journals, so they name no path on the server:

@@ -31,19 +31,7 @@ const VALUES: &[(&str, &str, &[&str])] = &[
     ("*", "--approve", &["yes", "no"]),
     ("*", "--decision", &["yes", "no"]),
     ("check", "--format", &["human", "json", "sarif", "github"]),
-    (
-        "runs",
-        "--status",
-        &[
-            "ok",
-            "error",
-            "cancelled",
-            "running",
-            "needs_approval",
-            "needs_input",
-            "pruned",
-        ],
-    ),
+    ("runs", "--status", &crate::state::journal::RUN_STATUSES),
     ("graph", "--format", &["mermaid", "dot", "ascii"]),
 ];
 

@@ -8,7 +8,7 @@ use super::runs_render::{render_list, timeline, verdict_text};
 use crate::app::runs as journals;
 use crate::error::{Error, Result};
 use crate::journal::verify::verify_text;
-use crate::state::journal::RunFilter;
+use crate::state::journal::{status_filter, RunFilter};
 use crate::state::StateStore;
 
 /// `lobster help runs`.
@@ -34,7 +34,7 @@ door), brokered calls (intent before the request leaves, then the answer),
 errors and its end. Human mode prints the run's id on stderr.
 
 list     newest first: id, status, started, duration, pending gate, name.
-         --status ok|error|cancelled|running|needs_approval|needs_input|pruned;
+         --status running|needs_approval|needs_input|ok|error|cancelled|pruned;
          --since an RFC 3339 time or a duration back from now (30m, 24h, 7d).
 show     the run's timeline (--json: the journal's records).
 export   the journal followed by a checkpoint (events, head hash) that
@@ -196,7 +196,10 @@ fn runs_in(store: &StateStore, argv: &[String]) -> Result<(String, i32)> {
                 None => None,
             };
             let filter = RunFilter {
-                status: f.value("--status").map(str::to_string),
+                status: f
+                    .value("--status")
+                    .map(|s| status_filter(s).map_err(|e| Error::parse(format!("--status: {e}"))))
+                    .transpose()?,
                 since: f.value("--since").map(journals::since).transpose()?,
                 before: None,
                 limit,

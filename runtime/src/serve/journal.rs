@@ -9,7 +9,7 @@ use super::offload::offload;
 use super::state::AppState;
 use super::{ApiError, Authed};
 use crate::app::runs::RunRow;
-use crate::state::journal::RunFilter;
+use crate::state::journal::{status_filter, RunFilter};
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -47,8 +47,14 @@ pub async fn list(
         ),
         None => None,
     };
+    let status = match query.get("status").filter(|s| !s.is_empty()) {
+        Some(s) => {
+            Some(status_filter(s).map_err(|e| ApiError::bad_request(format!("status: {e}")))?)
+        }
+        None => None,
+    };
     let filter = RunFilter {
-        status: query.get("status").filter(|s| !s.is_empty()).cloned(),
+        status,
         since: None,
         before,
         limit: Some(limit),

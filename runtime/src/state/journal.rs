@@ -120,8 +120,9 @@ pub struct RunSummary {
     pub name: String,
     /// The door it came through.
     pub door: String,
-    /// `running`, `needs_approval`, `needs_input`, `ok`, `error`,
-    /// `cancelled`, `interrupted`, `pruned`.
+    /// One of [`RUN_STATUSES`]: `running` (also a run whose process
+    /// died: nothing ended it), `needs_approval`, `needs_input`, `ok`,
+    /// `error` (a run stopped as interrupted too), `cancelled`, `pruned`.
     pub status: String,
     /// When it started (RFC 3339).
     pub started_at: String,
@@ -217,6 +218,30 @@ impl SummaryUpdate {
             s.ended_at = Some(at.clone());
         }
     }
+}
+
+/// Every status a run's summary can have: what `lobster runs list
+/// --status` and `GET /v1/runs?status=` take.
+pub const RUN_STATUSES: [&str; 7] = [
+    "running",
+    "needs_approval",
+    "needs_input",
+    "ok",
+    "error",
+    "cancelled",
+    "pruned",
+];
+
+/// `status` as a filter, if a run can have it (one of [`RUN_STATUSES`]);
+/// else what to write instead.
+pub fn status_filter(status: &str) -> std::result::Result<String, String> {
+    if RUN_STATUSES.contains(&status) {
+        return Ok(status.to_string());
+    }
+    Err(format!(
+        "no run has status {status:?}: a run's status is one of {}",
+        RUN_STATUSES.join(", ")
+    ))
 }
 
 /// Which runs to list (newest first).
