@@ -516,6 +516,41 @@ mod tests {
         assert_eq!(d.unwrap().field, "status");
     }
 
+    /// Each pipeline step has a stage 0: a recorded stage is paired with
+    /// the replay's stage of the same workflow step, whichever ended
+    /// first; a journal from before `within` pairs by id and kind.
+    #[test]
+    fn stages_pair_within_their_workflow_step() {
+        let stage = |within: Option<&str>, out: &str| Step {
+            within: within.map(str::to_string),
+            ..step("0", out)
+        };
+        let r = recorded(vec![stage(Some("left"), "L"), stage(Some("right"), "R")]);
+        let swapped = [
+            Event::Step(stage(Some("right"), "R")),
+            Event::Step(stage(Some("left"), "L")),
+            end("ok", "o"),
+        ];
+        assert_eq!(compare(&r, &swapped), None);
+        let d = compare(
+            &r,
+            &[
+                Event::Step(stage(Some("right"), "L")),
+                Event::Step(stage(Some("left"), "R")),
+                end("ok", "o"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (d.field.as_str(), d.expected.as_deref()),
+            ("output", Some("L"))
+        );
+        // Recorded before stages named their step: paired by id and kind.
+        let old = recorded(vec![stage(None, "L")]);
+        let now = [Event::Step(stage(Some("left"), "L")), end("ok", "o")];
+        assert_eq!(compare(&old, &now), None);
+    }
+
     #[test]
     fn text_that_is_not_a_journal_is_refused() {
         let e = Recorded::from_text("hello\n", None).unwrap_err();
