@@ -166,6 +166,41 @@ fn mistyped_flags_of_subcommands_are_named_with_the_nearest() {
     );
 }
 
+/// A subcommand missing its argument says which one, and how to give it.
+#[test]
+fn a_subcommand_missing_its_argument_names_it() {
+    let env = Env::new();
+    for (argv, message) in [
+        (
+            &["keys", "new"][..],
+            "lobster keys new needs the key's NAME",
+        ),
+        (&["runs", "show"][..], "lobster runs show takes one run id"),
+        (
+            &["runs", "export"][..],
+            "lobster runs export takes one run id",
+        ),
+        (
+            &["runs", "prune"][..],
+            "lobster runs prune requires --older-than DURATION",
+        ),
+        (
+            &["replay"][..],
+            "lobster replay takes one run id or journal file",
+        ),
+        (&["step", "new"][..], "NAME is missing"),
+    ] {
+        let r = env.run(argv);
+        assert_eq!(r.code, 2, "{argv:?}: {r:?}");
+        assert!(r.stderr.contains(message), "{argv:?}: {r:?}");
+    }
+    let r = env.run(&["keys", "new"]);
+    assert!(
+        r.stderr.contains("hint: lobster keys new NAME [--dir DIR]"),
+        "{r:?}"
+    );
+}
+
 #[test]
 fn a_missing_workflow_file_is_not_found_not_an_unknown_command() {
     let env = Env::new();

@@ -43,6 +43,10 @@ pub fn keys(argv: &[String]) -> i32 {
                     secret.public().line()
                 ))
             }
+            [new] if new == "new" => Err(Error::parse(
+                "lobster keys new needs the key's NAME (the signer it names)",
+            )
+            .with_hint("lobster keys new NAME [--dir DIR], e.g. `lobster keys new release`")),
             _ => Err(Error::parse(format!(
                 "lobster keys: expected `new NAME`, got {:?}",
                 args.words.join(" ")
