@@ -313,6 +313,17 @@ fn a_call_and_a_workflow_record_their_door_steps_and_request() {
         .collect();
     assert_eq!(stages.len(), 2, "{text}");
     assert!(stages.iter().all(|e| e["within"] == "count"), "{stages:?}");
+    // The timeline names each step by its id, what it was, and the
+    // workflow step a stage ran in.
+    let show = env.run(&["runs", "show", listed[1]["runId"].as_str().unwrap()]);
+    for line in [
+        "step          hello: host run ",
+        "step          0: host exec in step count ",
+        "step          1: builtin head in step count ",
+        "step          count: pipeline ",
+    ] {
+        assert!(show.stdout.contains(line), "{line:?} in {show:?}");
+    }
     // Digest rule 2: recorded in the start; a workflow step's output digest
     // is of its stdout text as the run had it (not of its result printed).
     assert_eq!(start["event"]["digests"], 2, "{text}");

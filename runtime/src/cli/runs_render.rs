@@ -3,9 +3,10 @@
 //! verdict on an exported journal.
 
 use crate::app::runs::{duration_ms, RunRow, WithDuration};
+use crate::journal::shown::shown_records;
 use crate::journal::verify::{verify_text, Verdict};
+use crate::journal::Event;
 use crate::state::journal::RunSummary;
-use serde_json::Value;
 
 /// The line `lobster verify` prints for `file` (and its exit code):
 /// verified with what it found, or the first problem.
@@ -90,108 +91,78 @@ pub(super) fn timeline(summary: Option<RunSummary>, id: &str, text: &str) -> Str
         None => out.push_str(&format!("journal: {} events, chain verifies\n", v.events)),
         Some(p) => out.push_str(&format!("journal: DOES NOT VERIFY: {}\n", p.message)),
     }
-    for line in text.lines() {
-        let Ok(rec) = serde_json::from_str::<Value>(line) else {
-            continue;
+    for r in shown_records(text) {
+        let detail = match &r.event {
+            Some(e) => event_line(e),
+            None => "(an event this version does not read)".to_string(),
         };
-        let e = &rec["event"];
-        let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
-        let n = |k: &str| e.get(k).and_then(Value::as_u64);
-        let short = |d: &str| d.chars().take(12).collect::<String>();
-        let detail = match s("kind") {
-            "run_started" => format!(
-                "{} {} (trust {}, policy {})",
-                e["request"]["kind"].as_str().unwrap_or(""),
-                e["request"]["file"]
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| e["request"]["text"]
-                        .as_str()
-                        .unwrap_or("")
-                        .chars()
-                        .take(80)
-                        .collect()),
-                s("trust"),
-                short(s("policy_digest"))
-            ),
-            "step" => {
-                let mut d = format!(
-                    "{} {} {}ms",
-                    s("step_kind"),
-                    s("id"),
-                    n("wall_ms").unwrap_or(0)
-                );
-                if !s("name").is_empty() && s("name") != s("id") {
-                    d = format!(
-                        "{} {} {}ms",
-                        s("step_kind"),
-                        s("name"),
-                        n("wall_ms").unwrap_or(0)
-                    );
-                }
-                if let Some(w) = e.get("within").and_then(Value::as_str) {
-                    d.push_str(&format!(" in step {w}"));
-                }
-                if let Some(c) = e.get("component").and_then(Value::as_str) {
-                    d.push_str(&format!(" component {}", short(c)));
-                }
-                if let Some(f) = n("fuel") {
-                    d.push_str(&format!(" fuel {f}"));
-                }
-                if let Some(c) = e.get("exit_code").and_then(Value::as_i64) {
-                    d.push_str(&format!(" exit {c}"));
-                }
-                if let Some(l) = e.get("limit").and_then(Value::as_str) {
-                    d.push_str(&format!(" hit {l}"));
-                }
-                if e.get("ok") == Some(&Value::Bool(false)) {
-                    d.push_str(" FAILED");
-                }
-                d
-            }
-            "gate_opened" => format!(
-                "{} at step {}: {:?}{}",
-                s("gate"),
-                s("step"),
-                s("prompt"),
-                e.get("approval_id")
-                    .and_then(Value::as_str)
-                    .map(|id| format!(" (id {id})"))
-                    .unwrap_or_default()
-            ),
-            "decision" => format!(
-                "{} by {} via {}",
-                s("decision"),
-                crate::journal::decided_by(e),
-                s("door")
-            ),
-            "call_intent" => format!(
-                "{} {} request {}",
-                s("target"),
-                s("name"),
-                short(s("request_digest"))
-            ),
-            "call_answer" => format!(
-                "answer to {}{}",
-                short(s("request_digest")),
-                if e.get("replayed") == Some(&Value::Bool(true)) {
-                    " (replayed)"
-                } else {
-                    ""
-                }
-            ),
-            "error" => s("message").to_string(),
-            "run_ended" => format!("{} after {}ms", s("status"), n("wall_ms").unwrap_or(0)),
-            "run_resumed" => format!("via {}", s("door")),
-            "capped" => "journal capped: later events omitted".to_string(),
-            other => other.to_string(),
-        };
-        out.push_str(&format!(
-            "{:>4}  {:<12}  {}\n",
-            rec["seq"].as_u64().unwrap_or(0),
-            s("kind"),
-            detail
-        ));
+        out.push_str(&format!("{:>4}  {:<12}  {}\n", r.seq, r.kind, detail));
     }
     out
+}
+
+/// The first 12 characters of a digest.
+fn short(d: &str) -> &str {
+    d.get(..12).unwrap_or(d)
+}
+
+/// What a timeline line says of `event`, after its kind.
+fn event_line(event: &Event) -> String {
+    match event {
+        Event::RunStarted(s) => format!(
+            "{} {} (trust {}, policy {})",
+            s.request.kind,
+            match &s.request.file {
+                Some(f) => f.clone(),
+                None => s.request.text.chars().take(80).collect(),
+            },
+            s.trust,
+            short(&s.policy_digest)
+        ),
+        Event::Step(s) => {
+            let mut d = format!("{}: {} {}ms", s.id, s.what(), s.wall_ms);
+            if let Some(c) = &s.component {
+                d.push_str(&format!(" component {}", short(c)));
+            }
+            if let Some(f) = s.fuel {
+                d.push_str(&format!(" fuel {f}"));
+            }
+            if let Some(c) = s.exit_code {
+                d.push_str(&format!(" exit {c}"));
+            }
+            if let Some(l) = &s.limit {
+                d.push_str(&format!(" hit {l}"));
+            }
+            if !s.ok {
+                d.push_str(" FAILED");
+            }
+            d
+        }
+        Event::GateOpened(g) => format!(
+            "{} at step {}: {:?}{}",
+            g.gate,
+            g.step,
+            g.prompt,
+            g.approval_id
+                .as_ref()
+                .map(|id| format!(" (id {id})"))
+                .unwrap_or_default()
+        ),
+        Event::Decision(d) => format!("{} by {} via {}", d.decision, d.who(), d.door),
+        Event::CallIntent(c) => format!(
+            "{} {} request {}",
+            c.target,
+            c.name,
+            short(&c.request_digest)
+        ),
+        Event::CallAnswer(a) => format!(
+            "answer to {}{}",
+            short(&a.request_digest),
+            if a.replayed { " (replayed)" } else { "" }
+        ),
+        Event::Error(e) => e.message.clone(),
+        Event::RunEnded(e) => format!("{} after {}ms", e.status, e.wall_ms),
+        Event::RunResumed(r) => format!("via {}", r.door),
+        Event::Capped(_) => "journal capped: later events omitted".to_string(),
+    }
 }

@@ -387,16 +387,6 @@ pub struct Decision {
     pub response_digest: Option<String>,
 }
 
-/// Who decided, as a timeline shows a `decision` event read as JSON: the
-/// approver's name, else how the door knew the decider (`tenant acme's
-/// agent`, …), else `(unnamed)` (a journal written before `decided_by`).
-pub fn decided_by(event: &serde_json::Value) -> &str {
-    event["approver"]
-        .as_str()
-        .or_else(|| event["decided_by"].as_str())
-        .unwrap_or("(unnamed)")
-}
-
 /// [`Event::CallIntent`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallIntent {

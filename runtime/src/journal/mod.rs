@@ -24,6 +24,7 @@ pub mod event;
 pub mod host;
 pub mod kept;
 pub mod replay;
+pub mod shown;
 pub mod time;
 pub mod verify;
 

@@ -323,7 +323,7 @@ pub fn compare(recorded: &Recorded, replayed: &[Event]) -> Option<Divergence> {
         .map(Some)
         .collect();
     for want in &recorded.steps {
-        let what = describe(want);
+        let what = want.what();
         let at = |within: bool| {
             theirs
                 .iter()
@@ -374,7 +374,7 @@ pub fn compare(recorded: &Recorded, replayed: &[Event]) -> Option<Divergence> {
     if let Some(extra) = theirs.into_iter().flatten().next() {
         return Some(Divergence {
             step: extra.id.clone(),
-            what: describe(extra),
+            what: extra.what(),
             field: "extra".into(),
             expected: None,
             actual: extra.output_digest.clone(),
@@ -408,18 +408,6 @@ pub fn compare(recorded: &Recorded, replayed: &[Event]) -> Option<Divergence> {
         });
     }
     None
-}
-
-fn describe(s: &Step) -> String {
-    let what = if s.name.is_empty() || s.name == s.id {
-        s.step_kind.clone()
-    } else {
-        format!("{} {}", s.step_kind, s.name)
-    };
-    match &s.within {
-        Some(step) => format!("{what} in step {step}"),
-        None => what,
-    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,10 @@
 //! the gates and who decided them, whether the chain verifies).
 
 use super::{cut, escape, shell};
+use crate::journal::shown::shown_records;
 use crate::journal::verify::verify_text;
+use crate::journal::Event;
 use crate::state::journal::RunSummary;
-use serde_json::Value;
 
 fn duration(s: &RunSummary) -> String {
     let ms = |t: &str| {
@@ -93,38 +94,37 @@ pub fn run_page(
             escape(&p.message)
         )),
     }
-    let records: Vec<Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .collect();
+    let records = shown_records(text);
     // The gates and who decided them.
     let mut gates = String::new();
     for (i, r) in records.iter().enumerate() {
-        let e = &r["event"];
-        if e["kind"] != "gate_opened" {
+        let Some(Event::GateOpened(g)) = &r.event else {
             continue;
-        }
+        };
         let decided = records[i + 1..]
             .iter()
-            .map(|r| &r["event"])
-            .take_while(|e| e["kind"] != "gate_opened")
-            .find(|e| e["kind"] == "decision");
+            .filter_map(|r| r.event.as_ref())
+            .take_while(|e| !matches!(e, Event::GateOpened(_)))
+            .find_map(|e| match e {
+                Event::Decision(d) => Some(d),
+                _ => None,
+            });
         let who = match decided {
             Some(d) => format!(
                 "<b>{}</b> by <b class=\"approver\">{}</b> via {}",
-                escape(d["decision"].as_str().unwrap_or("")),
-                escape(crate::journal::decided_by(d)),
-                escape(d["door"].as_str().unwrap_or("")),
+                escape(&d.decision),
+                escape(d.who()),
+                escape(&d.door),
             ),
             None => "not decided yet".into(),
         };
         gates.push_str(&format!(
             "<li>{} at step <b>{}</b>: “{}” — {}; plan {}</li>\n",
-            escape(e["gate"].as_str().unwrap_or("")),
-            escape(e["step"].as_str().unwrap_or("")),
-            escape(&cut(e["prompt"].as_str().unwrap_or(""), 300)),
+            escape(&g.gate),
+            escape(&g.step),
+            escape(&cut(&g.prompt, 300)),
             who,
-            digest(e["plan_digest"].as_str()),
+            digest(Some(&g.plan_digest)),
         ));
     }
     if !gates.is_empty() {
@@ -137,117 +137,149 @@ pub fn run_page(
 <th>Component</th><th>Input</th><th>Output</th><th>Fuel</th><th>Time</th><th>Detail</th></tr></thead>\n<tbody>\n",
     );
     for r in &records {
-        let e = &r["event"];
-        let s = |k: &str| e[k].as_str().unwrap_or("");
-        let kind = s("kind");
-        let (step, detail) = match kind {
-            "run_started" => (
-                String::new(),
-                format!(
-                    "{} {} (trust {}, policy {})",
-                    escape(e["request"]["kind"].as_str().unwrap_or("")),
-                    escape(&cut(
-                        &match e["request"]["file"].as_str() {
-                            Some(f) => shown(f),
-                            None => e["request"]["text"].as_str().unwrap_or("").to_string(),
-                        },
-                        120
-                    )),
-                    escape(s("trust")),
-                    digest(e["policy_digest"].as_str()),
-                ),
-            ),
-            "step" => {
-                let mut d = escape(s("step_kind"));
-                if !s("name").is_empty() && s("name") != s("id") {
-                    d.push_str(&format!(" {}", escape(s("name"))));
-                }
-                if let Some(w) = e["within"].as_str() {
-                    d.push_str(&format!(" in step {}", escape(w)));
-                }
-                if let Some(c) = e["exit_code"].as_i64() {
-                    d.push_str(&format!(", exit {c}"));
-                }
-                if let Some(l) = e["limit"].as_str() {
-                    d.push_str(&format!(", hit the {} limit", escape(l)));
-                }
-                if e["ok"] == false {
-                    d.push_str(", <b>failed</b>");
-                }
-                (s("id").to_string(), d)
-            }
-            "gate_opened" => (
-                s("step").to_string(),
-                format!(
-                    "{} gate: “{}”",
-                    escape(s("gate")),
-                    escape(&cut(s("prompt"), 120))
-                ),
-            ),
-            "decision" => (
-                String::new(),
-                format!(
-                    "{} by <b>{}</b> via {}",
-                    escape(s("decision")),
-                    escape(crate::journal::decided_by(e)),
-                    escape(s("door"))
-                ),
-            ),
-            "call_intent" => (
-                String::new(),
-                format!(
-                    "{} {} request {}",
-                    escape(s("target")),
-                    escape(s("name")),
-                    digest(e["request_digest"].as_str())
-                ),
-            ),
-            "call_answer" => (
-                String::new(),
-                format!(
-                    "answer to {}{}",
-                    digest(e["request_digest"].as_str()),
-                    if e["replayed"] == true {
-                        " (replayed)"
-                    } else {
-                        ""
-                    }
-                ),
-            ),
-            "error" => (s("step").to_string(), escape(&cut(s("message"), 300))),
-            "run_ended" => (
-                String::new(),
-                format!(
-                    "{}, output {}",
-                    escape(s("status")),
-                    digest(e["output_digest"].as_str())
-                ),
-            ),
-            "run_resumed" => (String::new(), format!("via {}", escape(s("door")))),
-            "capped" => (String::new(), "journal capped: later events omitted".into()),
-            other => (String::new(), escape(other)),
+        let row = match &r.event {
+            Some(e) => row_of(e, &shown),
+            None => Row {
+                detail: "an event this version does not read".into(),
+                ..Row::default()
+            },
         };
-        let time = e["wall_ms"]
-            .as_u64()
-            .map(|ms| format!("{ms} ms"))
-            .or_else(|| e["at"].as_str().map(escape))
-            .unwrap_or_default();
         body.push_str(&format!(
             "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            escape(kind),
-            r["seq"].as_u64().unwrap_or(0),
-            escape(kind),
-            escape(&step),
-            digest(e["component"].as_str()),
-            digest(e["input_digest"].as_str()),
-            digest(e["output_digest"].as_str().filter(|_| kind == "step")),
-            e["fuel"].as_u64().map(|f| f.to_string()).unwrap_or_default(),
-            time,
-            detail,
+            escape(&r.kind),
+            r.seq,
+            escape(&r.kind),
+            escape(row.step),
+            digest(row.component),
+            digest(row.input),
+            digest(row.output),
+            row.fuel.map(|f| f.to_string()).unwrap_or_default(),
+            escape(&row.time),
+            row.detail,
         ));
     }
     body.push_str("</tbody></table>\n");
     shell(&format!("Run {id}"), &body)
+}
+
+/// One timeline row's cells but its place and kind (`detail` is HTML).
+#[derive(Default)]
+struct Row<'a> {
+    step: &'a str,
+    component: Option<&'a str>,
+    input: Option<&'a str>,
+    output: Option<&'a str>,
+    fuel: Option<u64>,
+    time: String,
+    detail: String,
+}
+
+/// The timeline row of `event`; `shown` names a workflow file.
+fn row_of<'a>(event: &'a Event, shown: &impl Fn(&str) -> String) -> Row<'a> {
+    match event {
+        Event::RunStarted(s) => Row {
+            time: s.at.clone(),
+            detail: format!(
+                "{} {} (trust {}, policy {})",
+                escape(&s.request.kind),
+                escape(&cut(
+                    &match &s.request.file {
+                        Some(f) => shown(f),
+                        None => s.request.text.clone(),
+                    },
+                    120
+                )),
+                escape(&s.trust),
+                digest(Some(&s.policy_digest)),
+            ),
+            ..Row::default()
+        },
+        Event::Step(s) => {
+            let mut d = escape(&s.step_kind);
+            if !s.name.is_empty() && s.name != s.id {
+                d.push_str(&format!(" {}", escape(&s.name)));
+            }
+            if let Some(w) = &s.within {
+                d.push_str(&format!(" in step {}", escape(w)));
+            }
+            if let Some(c) = s.exit_code {
+                d.push_str(&format!(", exit {c}"));
+            }
+            if let Some(l) = &s.limit {
+                d.push_str(&format!(", hit the {} limit", escape(l)));
+            }
+            if !s.ok {
+                d.push_str(", <b>failed</b>");
+            }
+            Row {
+                step: &s.id,
+                component: s.component.as_deref(),
+                input: s.input_digest.as_deref(),
+                output: s.output_digest.as_deref(),
+                fuel: s.fuel,
+                time: format!("{} ms", s.wall_ms),
+                detail: d,
+            }
+        }
+        Event::GateOpened(g) => Row {
+            step: &g.step,
+            detail: format!(
+                "{} gate: “{}”",
+                escape(&g.gate),
+                escape(&cut(&g.prompt, 120))
+            ),
+            ..Row::default()
+        },
+        Event::Decision(d) => Row {
+            detail: format!(
+                "{} by <b>{}</b> via {}",
+                escape(&d.decision),
+                escape(d.who()),
+                escape(&d.door)
+            ),
+            ..Row::default()
+        },
+        Event::CallIntent(c) => Row {
+            detail: format!(
+                "{} {} request {}",
+                escape(&c.target),
+                escape(&c.name),
+                digest(Some(&c.request_digest))
+            ),
+            ..Row::default()
+        },
+        Event::CallAnswer(a) => Row {
+            detail: format!(
+                "answer to {}{}",
+                digest(Some(&a.request_digest)),
+                if a.replayed { " (replayed)" } else { "" }
+            ),
+            ..Row::default()
+        },
+        Event::Error(e) => Row {
+            step: &e.step,
+            detail: escape(&cut(&e.message, 300)),
+            ..Row::default()
+        },
+        Event::RunEnded(e) => Row {
+            time: format!("{} ms", e.wall_ms),
+            detail: format!(
+                "{}, output {}",
+                escape(&e.status),
+                digest(e.output_digest.as_deref())
+            ),
+            ..Row::default()
+        },
+        Event::RunResumed(r) => Row {
+            time: r.at.clone(),
+            detail: format!("via {}", escape(&r.door)),
+            ..Row::default()
+        },
+        Event::Capped(_) => Row {
+            detail: "journal capped: later events omitted".into(),
+            ..Row::default()
+        },
+    }
 }
 
 #[cfg(test)]
