@@ -2,7 +2,7 @@
 //! sessions and their lifetime, expired links, and the approval page in a
 //! real browser.
 
-use super::{browser_tools, setup, skip_browser_test, start, ACME, ALICE, BETA, BOB, GATED};
+use super::{browser_tools, setup, skip_browser_test, start, ACME, ALICE, BETA, BOB, GATED, SELF};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
@@ -287,6 +287,30 @@ fn a_human_approves_in_a_real_browser() {
     // The link is spent: the browser cannot approve twice.
     let path = url.strip_prefix(&s.base).unwrap();
     assert_eq!(s.raw("GET", path, &[], b"").status, 410);
+}
+
+/// Where the link alone decides (self_approve, no approvers), the page
+/// says how the run ended after the gate, a failure with its message.
+#[test]
+fn the_decided_page_names_a_failure_after_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&setup(dir.path(), "", ""));
+    let pipeline = "exec --json --shell 'echo [1]' | approve --prompt go? | exec --shell 'echo no >&2; exit 3'";
+    let id = s.run(SELF, json!({"pipeline": pipeline})).json()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let link = s.link_for(SELF, &id);
+    let r = s.form(&link, "decision=approve");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("<h1>Approved</h1>"), "{}", r.body);
+    assert!(
+        r.body
+            .contains("The run is now <b id=\"status\">failed: exec failed (3)"),
+        "{}",
+        r.body
+    );
+    assert_eq!(s.get_run(SELF, &id).json()["status"], "failed");
 }
 
 #[test]

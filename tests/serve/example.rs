@@ -160,6 +160,34 @@ fn the_example_gateway_runs_gates_and_logs_as_the_readme_says() {
         .unwrap();
     assert_eq!(page_step["workflow"], Value::Null);
     assert_eq!(page_step["step"], "stage 2: approve --prompt ok?");
+    // The whole entry, in its order: what the gate asks, and the link.
+    let keys: Vec<&str> = page_step
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "runId",
+            "approvalId",
+            "workflow",
+            "step",
+            "prompt",
+            "items",
+            "preview",
+            "capabilities",
+            "createdAt",
+            "approveUrl"
+        ],
+        "{page_step}"
+    );
+    assert_eq!(page_step["prompt"], "ok?");
+    assert_eq!(page_step["items"], json!([1, 2]));
+    assert_eq!(page_step["preview"], "[\n  1,\n  2\n]", "{page_step}");
+    assert!(page_step["approvalId"].is_string() && page_step["createdAt"].is_string());
+    assert!(page_step["approveUrl"].as_str().unwrap().contains("/a/"));
     let r = s.call(
         "POST",
         &format!("/v1/runs/{ops_run}/resume"),

@@ -186,8 +186,28 @@ impl RunRecord {
 
     /// The approval gate its envelope asks to decide (`requiresApproval`),
     /// or null.
-    pub fn approval_gate(&self) -> &Value {
+    fn approval_gate(&self) -> &Value {
         self.envelope_field("requiresApproval")
+    }
+
+    /// The approval gate its envelope asks to decide, typed (empty when it
+    /// asks none, or asks in a shape this version does not read).
+    pub fn asked_approval(&self) -> AskedApproval {
+        AskedApproval::deserialize(self.approval_gate()).unwrap_or_default()
+    }
+
+    /// How a settled run ended, as its envelope says it for a person: its
+    /// status (`ok`, `needs_approval`, `cancelled`, …), or `failed:` and
+    /// the error's message; `None` without an envelope.
+    pub fn outcome(&self) -> Option<String> {
+        let envelope = self.envelope.as_ref()?;
+        if let Some(status) = envelope["status"].as_str() {
+            return Some(status.to_string());
+        }
+        (envelope["ok"] == false).then(|| {
+            let message = envelope["error"]["message"].as_str().unwrap_or("error");
+            format!("failed: {message}")
+        })
     }
 
     /// The input gate its envelope asks to answer (`requiresInput`), or
@@ -226,6 +246,26 @@ impl RunRecord {
             extra: Map::new(),
         })
     }
+}
+
+/// What a paused run's approval gate asks, as its envelope's
+/// `requiresApproval` says it (the fields `GET /v1/approvals`, the gate
+/// page and the notifier show).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AskedApproval {
+    /// The question.
+    pub prompt: String,
+    /// The items it asks about.
+    pub items: Vec<Value>,
+    /// The gate's own preview of what follows (the plan), if it has one.
+    pub preview: Option<String>,
+    /// What the stages after the gate will use, one line each.
+    pub capabilities: Vec<String>,
+    /// The token that resumes it.
+    pub resume_token: Option<String>,
+    /// Its short approval id.
+    pub approval_id: Option<String>,
 }
 
 /// The entry that lists a run paused at a gate (the approvals list reads

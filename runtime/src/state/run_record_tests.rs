@@ -148,3 +148,47 @@ fn a_record_that_is_not_one_says_which_run_it_is() {
     assert!(err.contains("run record abc cannot be read"), "{err}");
     assert!(RunRecord::from_value(json!({"status": "ok"})).is_err());
 }
+
+/// The gate a paused record asks about reads typed from what older code
+/// stored; a record at no approval gate asks nothing.
+#[test]
+fn a_stored_approval_gate_reads_typed() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/run-records/files/needs_approval.json"
+    ))
+    .unwrap();
+    let rec = RunRecord::from_value(serde_json::from_str(&text).unwrap()).unwrap();
+    let asked = rec.asked_approval();
+    assert_eq!(asked.prompt, "Send both?");
+    assert_eq!(asked.items, [json!(1), json!(2)]);
+    assert_eq!(asked.approval_id.as_deref(), Some("9c643d01"));
+    assert_eq!(asked.approval_id.as_deref(), rec.approval_id());
+    assert_eq!(asked.resume_token.as_deref(), rec.gate_token());
+    assert!(asked.capabilities.is_empty() && asked.preview.is_none());
+    let ok = RunRecord::new("r", RunStatus::Ok);
+    assert_eq!(ok.asked_approval(), AskedApproval::default());
+}
+
+/// How a settled record ended, in the words the approval page shows.
+#[test]
+fn a_settled_record_says_how_it_ended() {
+    let outcome = |name: &str| {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/fixtures/run-records/files/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        RunRecord::from_value(serde_json::from_str(&text).unwrap())
+            .unwrap()
+            .outcome()
+    };
+    assert_eq!(outcome("ok").as_deref(), Some("ok"));
+    assert_eq!(outcome("cancelled").as_deref(), Some("cancelled"));
+    assert_eq!(outcome("needs_approval").as_deref(), Some("needs_approval"));
+    assert_eq!(
+        outcome("failed").as_deref(),
+        Some("failed: exec failed (3): sleep 1; exit 3")
+    );
+    assert_eq!(outcome("running"), None);
+}

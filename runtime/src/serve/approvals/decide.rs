@@ -11,7 +11,6 @@ use crate::serve::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// `POST /a/{link}` with `decision=approve|deny`: decided by the signed-in
@@ -102,24 +101,11 @@ pub async fn decide(
     let body = crate::serve::wire::ResumeBody::approve(approve);
     let wait = app.config.request_timeout;
     let door = crate::serve::doors::PAGE;
-    match runs::decide(&app, &o.tenant, &o.record, body, wait, decider, door).await {
-        Ok(resp) => {
-            let status = resp.status();
-            let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-                .await
-                .unwrap_or_default();
-            let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let shown = if status == StatusCode::OK {
-                v["status"].as_str().map(String::from).or_else(|| {
-                    (v["ok"] == false).then(|| {
-                        format!(
-                            "failed: {}",
-                            v["error"]["message"].as_str().unwrap_or("error")
-                        )
-                    })
-                })
-            } else {
-                None
+    match runs::decide_settled(&app, &o.tenant, &o.record, body, wait, decider, door).await {
+        Ok((_, settled)) => {
+            let shown = match &settled {
+                Some(runs::Settled::Record(rec)) => rec.outcome(),
+                _ => None,
             };
             html(
                 StatusCode::OK,

@@ -71,23 +71,16 @@ pub(super) fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
 
 /// The gate page for `o` (`approver`: who is signed in).
 fn gate_page(app: &AppState, raw: &str, o: &Opened, approver: Option<&str>) -> Response {
-    let gate = o.record.approval_gate();
-    let caps: Vec<String> = gate["capabilities"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| c.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let gate = o.record.asked_approval();
     // The gate's own preview (the plan) when it has one, else the items.
-    let preview = gate["preview"]
-        .as_str()
+    let preview = gate
+        .preview
+        .clone()
         .filter(|p| !p.is_empty())
-        .map(String::from)
-        .or_else(|| page::preview_of(gate));
-    let info = gate["resumeToken"]
-        .as_str()
+        .or_else(|| page::preview_of(&gate.items));
+    let info = gate
+        .resume_token
+        .as_deref()
         .and_then(|t| crate::app::gate::gate_info(&o.tenant.store, t));
     let expires = chrono::DateTime::from_timestamp(o.link.expires as i64, 0)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
@@ -104,10 +97,10 @@ fn gate_page(app: &AppState, raw: &str, o: &Opened, approver: Option<&str>) -> R
                 run_id: &o.link.run_id,
                 workflow: info.as_ref().and_then(|i| i.workflow.as_deref()),
                 step: info.as_ref().map(|i| i.step.as_str()),
-                prompt: gate["prompt"].as_str().unwrap_or_default(),
+                prompt: &gate.prompt,
                 preview: preview.as_deref(),
-                items: gate.get("items"),
-                capabilities: &caps,
+                items: &gate.items,
+                capabilities: &gate.capabilities,
                 expires_at: &expires,
                 approver,
                 run_page: run_page.as_deref(),

@@ -11,6 +11,7 @@ use crate::state::{RunRecord, RunStatus};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -42,24 +43,52 @@ pub async fn list(
         if rec.status != RunStatus::NeedsApproval {
             continue;
         }
-        let gate = rec.approval_gate();
-        let info = gate["resumeToken"]
-            .as_str()
+        let gate = rec.asked_approval();
+        let info = gate
+            .resume_token
+            .as_deref()
             .and_then(|t| crate::app::gate::gate_info(&tenant.store, t));
-        out.push(json!({
-            "runId": id,
-            "approvalId": gate["approvalId"],
-            "workflow": info.as_ref().and_then(|i| i.workflow.clone()),
-            "step": info.as_ref().map(|i| i.step.clone()),
-            "prompt": gate["prompt"],
-            "items": gate.get("items").cloned().unwrap_or(json!([])),
-            "preview": gate.get("preview").cloned().or_else(|| page::preview_of(gate).map(Value::String)),
-            "capabilities": gate.get("capabilities").cloned().unwrap_or(json!([])),
-            "createdAt": entry.created_at,
-            "approveUrl": link_for(&app, &tenant, &rec),
-        }));
+        let (workflow, step) = match info {
+            Some(i) => (i.workflow, Some(i.step)),
+            None => (None, None),
+        };
+        let approve_url = link_for(&app, &tenant, &rec);
+        out.push(PendingApproval {
+            run_id: id.to_string(),
+            preview: gate
+                .preview
+                .clone()
+                .or_else(|| page::preview_of(&gate.items)),
+            approval_id: gate.approval_id,
+            workflow,
+            step,
+            prompt: gate.prompt,
+            items: gate.items,
+            capabilities: gate.capabilities,
+            created_at: entry.created_at,
+            approve_url,
+        });
     }
-    Ok(Json(Value::Array(out)).into_response())
+    Ok(Json(out).into_response())
+}
+
+/// One gate of `GET /v1/approvals`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PendingApproval {
+    run_id: String,
+    approval_id: Option<String>,
+    /// The workflow, by catalog name or file (`None`: a pipeline).
+    workflow: Option<String>,
+    /// The gate's step.
+    step: Option<String>,
+    prompt: String,
+    items: Vec<Value>,
+    /// The gate's own preview, else the items printed.
+    preview: Option<String>,
+    capabilities: Vec<String>,
+    created_at: Option<String>,
+    approve_url: String,
 }
 
 /// Tell the tenant's notifier (if the operator configured one) that the run
@@ -71,14 +100,14 @@ pub fn notify_gate(app: &AppState, tenant: &Tenant, rec: &RunRecord) {
     let Some(notifier) = tenant.notifier.clone() else {
         return;
     };
-    let gate = rec.approval_gate();
+    let gate = rec.asked_approval();
     let expires = link::now_secs() + app.config.approval_link_ttl.as_secs();
     let body = json!({
         "event": "approval_requested",
         "tenant": tenant.name,
         "runId": rec.run_id,
-        "approvalId": gate["approvalId"],
-        "prompt": gate["prompt"],
+        "approvalId": gate.approval_id,
+        "prompt": gate.prompt,
         "approveUrl": link_for(app, tenant, rec),
         "expiresAt": chrono::DateTime::from_timestamp(expires as i64, 0)
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),

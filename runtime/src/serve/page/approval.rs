@@ -16,7 +16,7 @@ pub struct Gate<'a> {
     /// The gated items as JSON text.
     pub preview: Option<&'a str>,
     /// The gated items themselves (a table when they are all objects).
-    pub items: Option<&'a Value>,
+    pub items: &'a [Value],
     /// What runs after the gate, one line each (`stage N (name): what`).
     pub capabilities: &'a [String],
     pub expires_at: &'a str,
@@ -34,8 +34,10 @@ const CELL_CHARS: usize = 200;
 
 /// `items` as an HTML table when they are all JSON objects (columns: their
 /// keys in first-seen order), else `None`.
-pub fn items_table(items: &Value) -> Option<String> {
-    let rows = items.as_array().filter(|a| !a.is_empty())?;
+pub fn items_table(rows: &[Value]) -> Option<String> {
+    if rows.is_empty() {
+        return None;
+    }
     let mut columns: Vec<&str> = Vec::new();
     for row in rows {
         for key in row.as_object()?.keys() {
@@ -135,7 +137,7 @@ pub fn approval(link: &str, gate: &Gate) -> String {
     }
     if let Some(p) = gate.preview {
         body.push_str("<h2>What is approved</h2>\n");
-        match gate.items.and_then(items_table) {
+        match items_table(gate.items) {
             Some(table) => {
                 body.push_str(&table);
                 body.push_str(&format!(
@@ -195,11 +197,10 @@ pub fn decided(approved: bool, run_id: &str, status: Option<&str>) -> String {
 }
 
 /// The gated items of an approval request as pretty JSON (cut at 4000 characters).
-pub fn preview_of(gate: &Value) -> Option<String> {
-    let items = gate
-        .get("items")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())?;
+pub fn preview_of(items: &[Value]) -> Option<String> {
+    if items.is_empty() {
+        return None;
+    }
     let mut s = serde_json::to_string_pretty(items).unwrap_or_default();
     if s.chars().count() > 4000 {
         s = s.chars().take(4000).collect::<String>() + " …";
@@ -224,7 +225,7 @@ mod tests {
                 step: Some("<b>gate</b>"),
                 prompt: "<script>alert('x')</script>",
                 preview: Some("[\"</pre><b>\"]"),
-                items: None,
+                items: &[],
                 capabilities: &caps,
                 expires_at: "soon",
                 approver: Some("<al>"),
@@ -257,7 +258,10 @@ mod tests {
         );
         assert!(s.contains("&lt;t&gt;") && s.contains("&lt;no&gt;") && !s.contains("<script"));
         assert!(decided(true, "r", Some("ok")).contains("<h1>Approved</h1>"));
-        let items = serde_json::json!([{"to": "<b>a</b>", "n": 1}, {"to": "b", "extra": [1]}]);
+        let items = [
+            serde_json::json!({"to": "<b>a</b>", "n": 1}),
+            serde_json::json!({"to": "b", "extra": [1]}),
+        ];
         let table = items_table(&items).unwrap();
         assert!(
             table.contains("<th>to</th><th>n</th><th>extra</th>"),
@@ -268,8 +272,8 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("<td>[1]</td>"), "{table}");
-        assert!(items_table(&serde_json::json!([{"a": 1}, 2])).is_none());
-        assert!(items_table(&serde_json::json!([])).is_none());
+        assert!(items_table(&[serde_json::json!({"a": 1}), serde_json::json!(2)]).is_none());
+        assert!(items_table(&[]).is_none());
         let caps = vec![
             "stage 3 (send): runs host processes".to_string(),
             "stage 3 (send): write access to /mail".to_string(),

@@ -5,7 +5,7 @@
 use super::handlers::{answer, settle};
 use super::launch::{slot, start_attached, Attach, Launch};
 use super::registry::{hand_out, load_record, pending};
-use super::settle::SettledRx;
+use super::settle::{Settled, SettledRx};
 use crate::app::{self, Request, ResumeCall};
 use crate::resume::{Decider, Decision};
 use crate::serve::offload::offload;
@@ -16,6 +16,7 @@ use crate::serve::{ApiError, Log};
 use crate::state::{PendingEntry, RunRecord, RunStatus};
 use axum::http::StatusCode;
 use axum::response::Response;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,11 +111,28 @@ pub async fn decide(
     app: &Arc<AppState>,
     tenant: &Arc<Tenant>,
     rec: &RunRecord,
-    mut body: ResumeBody,
+    body: ResumeBody,
     wait: Duration,
     decider: Decider,
     door: &'static str,
 ) -> Result<Response, ApiError> {
+    let (run_id, settled) = decide_settled(app, tenant, rec, body, wait, decider, door).await?;
+    answer(&run_id, settled)
+}
+
+/// [`decide`] for a door that shows the outcome itself (the approval
+/// page): the resumed run's id and how it settled within `wait` (`None`:
+/// still running); a resume refused before its gate was spent is the same
+/// error [`decide`] answers with (the gate is still open).
+pub async fn decide_settled(
+    app: &Arc<AppState>,
+    tenant: &Arc<Tenant>,
+    rec: &RunRecord,
+    mut body: ResumeBody,
+    wait: Duration,
+    decider: Decider,
+    door: &'static str,
+) -> Result<(String, Option<Settled>), ApiError> {
     paused_status(rec)?;
     if body.approver {
         return Err(ApiError::bad_request(
@@ -138,7 +156,19 @@ pub async fn decide(
     if settled.is_none() && tenant.store.is_files() {
         hand_out(app, tenant, &run_id);
     }
-    answer(&run_id, settled)
+    if let Some(Settled::Refused(envelope)) = &settled {
+        return Err(still_open(envelope));
+    }
+    Ok((run_id, settled))
+}
+
+/// The error of a resume refused before its gate was spent: the refusal's
+/// message, and that the gate is still open.
+pub(super) fn still_open(envelope: &Value) -> ApiError {
+    let message = envelope["error"]["message"]
+        .as_str()
+        .unwrap_or("the decision was refused");
+    ApiError::bad_request(format!("{message} (the gate is still open)"))
 }
 
 /// The tenant's approver rule, which [`crate::app::gate::take`] asks for

@@ -178,12 +178,7 @@ pub(super) async fn settle(mut rx: SettledRx, wait: Duration) -> Option<Settled>
 /// (202) otherwise; 400 for a decision refused before its gate was spent.
 pub(super) fn answer(run_id: &str, settled: Option<Settled>) -> Result<Response, ApiError> {
     if let Some(Settled::Refused(envelope)) = &settled {
-        let message = envelope["error"]["message"]
-            .as_str()
-            .unwrap_or("the decision was refused");
-        return Err(ApiError::bad_request(format!(
-            "{message} (the gate is still open)"
-        )));
+        return Err(super::gate::still_open(envelope));
     }
     let mut response = match settled {
         Some(rec) => {

@@ -40,7 +40,9 @@ pub mod recovery;
 pub mod registry;
 pub mod settle;
 
-pub use gate::{decide, decide_call, find_paused, gate_token, may_approve, may_decide, refusal};
+pub use gate::{
+    decide, decide_call, decide_settled, find_paused, gate_token, may_approve, may_decide, refusal,
+};
 pub use handlers::{create, get, resume_by_token, resume_run, DEFAULT_WAIT_MS};
 pub use launch::{slot, start, start_attached, Attach, Launch};
 pub use recovery::current_record;
