@@ -18,7 +18,8 @@ use super::tenant::Tenant;
 use super::ApiError;
 use crate::state::StateStore;
 use axum::http::StatusCode;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 const KEY: &str = "serve_inline_";
@@ -117,12 +118,13 @@ pub fn materialise(
     let Some(state) = store.get(&state_key).map_err(ApiError::store)? else {
         return Ok(());
     };
-    let files = state["files"].as_array().cloned().unwrap_or_default();
-    for f in files {
-        let (Some(path), Some(pinned)) = (f["path"].as_str(), f["digest"].as_str()) else {
-            continue;
-        };
-        let path = Path::new(path);
+    let DependsOn { files } = serde_json::from_value(state).unwrap_or_default();
+    for PinnedFile {
+        path,
+        digest: pinned,
+    } in files
+    {
+        let path = Path::new(&path);
         let Some(digest) = inline_digest(path) else {
             continue;
         };
@@ -152,8 +154,9 @@ pub fn materialise(
                 ),
             ));
         }
-        let text: Option<Value> = store.get(&key(&digest)).map_err(ApiError::store)?;
-        let Some(text) = text.as_ref().and_then(|v| v["text"].as_str()) else {
+        let kept = store.get(&key(&digest)).map_err(ApiError::store)?;
+        let kept = kept.and_then(|v| serde_json::from_value::<Kept>(v).ok());
+        let Some(Kept { text }) = kept else {
             return Err(refused(
                 run_id,
                 format!("the workflowText it ran (blake3 {digest}) is not in the store"),
@@ -167,7 +170,7 @@ pub fn materialise(
                 ),
             ));
         }
-        write(path, text).map_err(|e| {
+        write(path, &text).map_err(|e| {
             ApiError::internal(format!(
                 "run {run_id}: cannot write its workflowText to {} on this node: {e} (give every node the same state directory path, LOBSTER_STATE_DIR)",
                 path.display()
@@ -184,10 +187,40 @@ fn workflow_state_key(token: &str) -> Option<String> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token.trim().trim_end_matches('='))
         .ok()?;
-    let payload: Value = serde_json::from_slice(&bytes).ok()?;
-    (payload["kind"] == "workflow-file")
-        .then(|| payload["stateKey"].as_str().map(String::from))
+    let payload: TokenPayload = serde_json::from_slice(&bytes).ok()?;
+    (payload.kind == "workflow-file")
+        .then_some(payload.state_key)
         .flatten()
+}
+
+/// What [`materialise`] reads of a paused workflow's state: the files the
+/// run depends on, each with the digest it pinned (the rest of the state
+/// is the resume's).
+#[derive(Default, Deserialize)]
+struct DependsOn {
+    #[serde(default)]
+    files: Vec<PinnedFile>,
+}
+
+/// A file a paused run depends on and its pinned blake3.
+#[derive(Deserialize)]
+struct PinnedFile {
+    path: String,
+    digest: String,
+}
+
+/// An inline document as the store keeps it (`{"text": …}`).
+#[derive(Deserialize)]
+struct Kept {
+    text: String,
+}
+
+/// The fields of a resume token's payload read here (unverified).
+#[derive(Deserialize)]
+struct TokenPayload {
+    kind: String,
+    #[serde(rename = "stateKey")]
+    state_key: Option<String>,
 }
 
 #[cfg(test)]
