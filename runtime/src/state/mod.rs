@@ -27,6 +27,6 @@ pub use keys::{
     checked_key, is_tenant_name, key_to_file_name, tenant_id, user_state_key, UserState, Writer,
 };
 pub use queue::{Job, JobStatus};
-pub use run_record::{AskedApproval, NodeBeat, PendingEntry, RunRecord, RunStatus};
+pub use run_record::{error_message, AskedApproval, NodeBeat, PendingEntry, RunRecord, RunStatus};
 pub use store::{is_rerun_safe, StateStore, DEFAULT_LEASE, DEFAULT_TENANT, RERUN_SAFE};
 pub use sweep::{sweep_now_and_then, sweep_orphans, ORPHAN_AGE};

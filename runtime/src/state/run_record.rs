@@ -205,7 +205,7 @@ impl RunRecord {
             return Some(status.to_string());
         }
         (envelope["ok"] == false).then(|| {
-            let message = envelope["error"]["message"].as_str().unwrap_or("error");
+            let message = error_message(envelope).unwrap_or("error");
             format!("failed: {message}")
         })
     }
@@ -246,6 +246,13 @@ impl RunRecord {
             extra: Map::new(),
         })
     }
+}
+
+/// The error message of an envelope (`error.message`), if it has one:
+/// the one place serve reads it, for the page's outcome, a refused
+/// resume's answer and the policy-refusal check.
+pub fn error_message(envelope: &Value) -> Option<&str> {
+    envelope["error"]["message"].as_str()
 }
 
 /// What a paused run's approval gate asks, as its envelope's

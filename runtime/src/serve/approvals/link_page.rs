@@ -72,12 +72,7 @@ pub(super) fn open(app: &AppState, raw: &str) -> Result<Opened, Box<Response>> {
 /// The gate page for `o` (`approver`: who is signed in).
 fn gate_page(app: &AppState, raw: &str, o: &Opened, approver: Option<&str>) -> Response {
     let gate = o.record.asked_approval();
-    // The gate's own preview (the plan) when it has one, else the items.
-    let preview = gate
-        .preview
-        .clone()
-        .filter(|p| !p.is_empty())
-        .or_else(|| page::preview_of(&gate.items));
+    let preview = page::gate_preview(&gate);
     let info = gate
         .resume_token
         .as_deref()

@@ -55,10 +55,7 @@ pub async fn list(
         let approve_url = link_for(&app, &tenant, &rec);
         out.push(PendingApproval {
             run_id: id.to_string(),
-            preview: gate
-                .preview
-                .clone()
-                .or_else(|| page::preview_of(&gate.items)),
+            preview: page::gate_preview(&gate),
             approval_id: gate.approval_id,
             workflow,
             step,

@@ -196,6 +196,15 @@ pub fn decided(approved: bool, run_id: &str, status: Option<&str>) -> String {
     )
 }
 
+/// What a gate's page and list entry show as its preview: the gate's own
+/// (the plan) when it has one, else its items ([`preview_of`]).
+pub fn gate_preview(gate: &crate::state::AskedApproval) -> Option<String> {
+    gate.preview
+        .clone()
+        .filter(|p| !p.is_empty())
+        .or_else(|| preview_of(&gate.items))
+}
+
 /// The gated items of an approval request as pretty JSON (cut at 4000 characters).
 pub fn preview_of(items: &[Value]) -> Option<String> {
     if items.is_empty() {

@@ -14,7 +14,7 @@ pub mod approval;
 pub mod runs;
 pub mod sign_in;
 
-pub use approval::{approval, by_step, decided, items_table, preview_of, Gate};
+pub use approval::{approval, by_step, decided, gate_preview, items_table, preview_of, Gate};
 pub use runs::{list_page, run_page};
 pub use sign_in::{sign_in, sign_in_to_read};
 

@@ -165,9 +165,7 @@ pub async fn decide_settled(
 /// The error of a resume refused before its gate was spent: the refusal's
 /// message, and that the gate is still open.
 pub(super) fn still_open(envelope: &Value) -> ApiError {
-    let message = envelope["error"]["message"]
-        .as_str()
-        .unwrap_or("the decision was refused");
+    let message = crate::state::error_message(envelope).unwrap_or("the decision was refused");
     ApiError::bad_request(format!("{message} (the gate is still open)"))
 }
 

@@ -131,7 +131,5 @@ pub(super) fn settle_record(
 /// Whether an error envelope is the policy authority's refusal.
 fn is_policy_refusal(envelope: &Value) -> bool {
     envelope["ok"] == false
-        && envelope["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("policy"))
+        && crate::state::error_message(envelope).is_some_and(|m| m.contains("policy"))
 }
